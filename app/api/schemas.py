@@ -1,0 +1,148 @@
+"""Request shapes: types, sizes and required fields. Meaning (cards, rules, money) is the domain's.
+
+Unknown fields are refused everywhere (marshmallow's default ``RAISE``); booleans and
+integers are strict, and money is a JSON string holding a decimal, never a number.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+MAX_INTEGER_DIGITS = 15
+_MONEY = re.compile(r"^-?(0|[1-9][0-9]{0,%d})(\.[0-9]{1,8})?$" % (MAX_INTEGER_DIGITS - 1))
+_IDENTIFIER = validate.Regexp(
+    r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$",
+    error="must be 1-64 characters: letters, digits and . _ : @ -, starting with a letter or digit",
+)
+
+
+class Money(fields.Field):
+    """A decimal amount written as a JSON string, such as ``"200"`` or ``"-85.71"``."""
+
+    def __init__(self, *, positive: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.positive = positive
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Decimal:
+        if not isinstance(value, str):
+            raise ValidationError("money must be a JSON string holding a decimal, such as \"200\"")
+        if not _MONEY.match(value):
+            raise ValidationError(
+                f"{value!r} is not a decimal amount (digits, optional '.', at most 8 decimals "
+                f"and {MAX_INTEGER_DIGITS} integer digits)")
+        amount = Decimal(value)
+        if amount < 0:
+            raise ValidationError(f"{value!r} is negative; money here must be 0 or more")
+        if self.positive and amount == 0:
+            raise ValidationError("must be greater than 0")
+        return amount
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return None if value is None else str(value)
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON true or false; strings and numbers are refused."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
+class RulesetField(fields.Field):
+    """A preset name, or ``{"preset": NAME, "overrides": {...}}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, str):
+            if not 1 <= len(value) <= 64:
+                raise ValidationError("a preset name has 1-64 characters")
+            return value
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - {"preset", "overrides"})
+            if unknown:
+                raise ValidationError(f"unknown field(s) {', '.join(unknown)}; a ruleset object "
+                                      "holds 'preset' and 'overrides'")
+            if not isinstance(value.get("preset"), str):
+                raise ValidationError("'preset' must be a preset name")
+            if "overrides" in value and not isinstance(value["overrides"], dict):
+                raise ValidationError("'overrides' must be an object of parameters")
+            return value
+        raise ValidationError("must be a preset name or an object with 'preset' and 'overrides'")
+
+
+def _card_list(**kwargs: Any) -> fields.List:
+    return fields.List(fields.String(validate=validate.Length(1, 8)),
+                       validate=validate.Length(max=26), **kwargs)
+
+
+ROW_FIELDS = ("front", "middle", "back")
+
+
+class HandRowsSchema(Schema):
+    front = _card_list(required=True)
+    middle = _card_list(required=True)
+    back = _card_list(required=True)
+
+
+class EvaluateRequestSchema(HandRowsSchema):
+    ruleset = RulesetField(load_default="classic4")
+
+
+class ArrangeRequestSchema(Schema):
+    cards = _card_list(required=True)
+    mode = fields.String(load_default="keep_back", validate=validate.OneOf(["keep_back", "suggest"]))
+    n = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 50))
+    ruleset = RulesetField(load_default="classic4")
+
+
+class PlayerSchema(Schema):
+    player_id = fields.String(required=True, validate=_IDENTIFIER)
+    balance = Money(required=True)
+    front = _card_list()
+    middle = _card_list()
+    back = _card_list()
+    cards = _card_list()
+    auto = fields.String(validate=validate.OneOf(["keep_back"]))
+    special = fields.String(load_default="auto", validate=validate.Length(1, 64))
+    row_bet = fields.String(validate=validate.OneOf(list(ROW_FIELDS)))
+    banker = StrictBoolean(load_default=False)
+    bet = Money(positive=True)
+
+    @validates_schema
+    def rows_or_cards(self, data: dict[str, Any], **kwargs: Any) -> None:
+        rows = [name for name in ROW_FIELDS if name in data]
+        if "cards" in data or "auto" in data:
+            if rows:
+                raise ValidationError("give either the three rows or 'cards' with 'auto', "
+                                      "not both", rows[0])
+            if "cards" not in data:
+                raise ValidationError("'auto' needs the 13 'cards'", "cards")
+            if "auto" not in data:
+                raise ValidationError("13 loose cards need \"auto\": \"keep_back\"", "auto")
+            return
+        missing = [name for name in ROW_FIELDS if name not in data]
+        if missing:
+            raise ValidationError("missing row: give front, middle and back, or 'cards' with "
+                                  "\"auto\": \"keep_back\"", missing[0])
+
+
+class RoundRequestSchema(Schema):
+    ruleset = RulesetField(required=True)
+    table_id = fields.String(required=True, validate=_IDENTIFIER)
+    stake = Money(required=True, positive=True)
+    players = fields.List(fields.Nested(PlayerSchema), required=True,
+                          validate=validate.Length(1, 16))
+    limits_enforced = StrictBoolean(load_default=False)
+    round_id = fields.UUID()
+    deal = fields.Dict()
+
+
+class EligibilityRequestSchema(Schema):
+    ruleset = RulesetField(required=True)
+    stake = Money(required=True, positive=True)
+    balance = Money(required=True)
