@@ -1,0 +1,527 @@
+"""Settlement: from each pair's gross amount to money, fees and ledger lines (settlement.md §1-5).
+
+``settle`` takes what each player brought to the table (``balances``, in seat order), the
+gross amount each loser owes each winner on each pair (``Debt``: points × stake, or × bet)
+and the ruleset's money parameters, and returns an immutable ``Settlement``.
+
+Arithmetic is exact: amounts are Decimals on the way in and out, and every step in between
+(the proportional factor balance / debt, the capped scale X / Y) is a ``Fraction``, because a
+Decimal division would round before §5 says to. Only §5 rounds: each player's exact amount
+toward zero at ``precision``, then the fee half-up on that rounded amount.
+
+Ledger design (the lines of a round sum to exactly zero):
+
+- every player gets one result line on its own account: ``win`` when its rounded amount
+  is positive, ``loss`` otherwise (a zero result is a ``loss`` of 0, so each player's
+  balance chain has a line in every round); its amount is the rounded amount before fee;
+- a winner that pays a fee gets a ``fee`` line of minus the fee on its account;
+- the house account ``house`` gets one ``fee`` line with the sum of the fees, when positive,
+  and one ``rounding`` line with minus the sum of the rounded player amounts, when not zero
+  (the exact amounts sum to zero, so that line is what rounding toward zero left over).
+
+Player lines carry the account's balance before and after the line; house lines carry none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Context, Decimal
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any
+
+from app.domain.errors import Problem, SettlementError
+
+HOUSE = "house"
+ROUNDING_MODES = frozenset({"toward_zero"})
+MAX_PRECISION = 8
+# Shows a non-terminating exact amount (5000 × 25/39); money itself never goes through it.
+_DISPLAY = Context(prec=34)
+
+
+class Payout(StrEnum):
+    UNLIMITED = "unlimited"
+    PROPORTIONAL = "proportional"
+    CAPPED = "capped"
+
+
+class LineKind(StrEnum):
+    WIN = "win"
+    LOSS = "loss"
+    FEE = "fee"
+    ROUNDING = "rounding"
+    # Written by the service when it voids a round; ``settle`` never emits it.
+    REVERSAL = "reversal"
+
+
+class InvariantError(RuntimeError):
+    """A settlement broke a money invariant: a bug, never the caller's input."""
+
+
+# --- limits and money parameters ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """A balance threshold: a multiple of the stake, or an absolute amount (exactly one)."""
+
+    multiple: Decimal | None = None
+    absolute: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        if (self.multiple is None) == (self.absolute is None):
+            problems.append(Problem("", "a limit needs exactly one of 'multiple' or 'absolute'",
+                                    "bad_limit"))
+        for name in ("multiple", "absolute"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            exact = _money(value, name, problems)
+            if exact is not None and exact < 0:
+                problems.append(Problem(name, f"a limit cannot be negative, got {value}",
+                                        "negative_limit"))
+        if problems:
+            raise SettlementError(problems)
+
+    def amount(self, stake: Decimal) -> Decimal:
+        """Return the threshold in money at ``stake``."""
+        if self.multiple is not None:
+            return _decimal(Fraction(self.multiple) * Fraction(stake))
+        if self.absolute is None:  # unreachable after __post_init__; narrows the type
+            raise InvariantError("a limit without a value")
+        return self.absolute
+
+    def describe(self, stake: Decimal, precision: int) -> str:
+        """Say how the threshold is built, such as ``5 × stake 200 = 1000``."""
+        amount = money_text(self.amount(stake), precision)
+        if self.multiple is not None:
+            return f"{self.multiple} × stake {stake} = {amount}"
+        return amount
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyRules:
+    """The money parameters of a ruleset (settlement.md §1-5), validated on construction."""
+
+    payout: Payout = Payout.PROPORTIONAL
+    fee_rate: Decimal = Decimal(0)
+    precision: int = 2
+    entry_min: Limit | None = None
+    continue_min: Limit | None = None
+    rounding: str = "toward_zero"
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        if not isinstance(self.payout, Payout):
+            try:
+                object.__setattr__(self, "payout", Payout(self.payout))
+            except ValueError:
+                problems.append(Problem("payout", f"unknown payout {self.payout!r}; use one of "
+                                        f"{', '.join(p.value for p in Payout)}", "bad_payout"))
+        if (not isinstance(self.precision, int) or isinstance(self.precision, bool)
+                or not 0 <= self.precision <= MAX_PRECISION):
+            problems.append(Problem("precision", f"precision must be a whole number of decimals "
+                                    f"from 0 to {MAX_PRECISION}, got {self.precision!r}",
+                                    "bad_precision"))
+        rate = _money(self.fee_rate, "fee_rate", problems)
+        if rate is not None and not 0 <= rate < 1:
+            problems.append(Problem("fee_rate", f"a fee rate must be at least 0 and below 1, "
+                                    f"got {self.fee_rate}", "bad_fee_rate"))
+        for name in ("entry_min", "continue_min"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), Limit):
+                problems.append(Problem(name, "a limit must be a Limit", "bad_limit"))
+        if self.rounding not in ROUNDING_MODES:
+            problems.append(Problem("rounding", f"unknown rounding {self.rounding!r}; use one of "
+                                    f"{', '.join(sorted(ROUNDING_MODES))}", "bad_rounding"))
+        if problems:
+            raise SettlementError(problems)
+        if isinstance(self.fee_rate, int):
+            object.__setattr__(self, "fee_rate", Decimal(self.fee_rate))
+
+
+# --- the records ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Debt:
+    """Gross amount one player owes another on one pair: points × stake (or × bet)."""
+
+    debtor: str
+    creditor: str
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerLine:
+    """One money movement; the lines of a round sum to exactly zero."""
+
+    account: str
+    kind: LineKind
+    amount: Decimal
+    balance_before: Decimal | None = None
+    balance_after: Decimal | None = None
+
+    def to_json(self, precision: int) -> dict[str, Any]:
+        return {
+            "account": self.account,
+            "kind": self.kind.value,
+            "amount": money_text(self.amount, precision),
+            "balance_before": _optional_text(self.balance_before, precision),
+            "balance_after": _optional_text(self.balance_after, precision),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerSettlement:
+    """What one player's round came to, each step kept so the round explains its numbers.
+
+    ``gross`` is the sum of its debts (won minus lost); ``payable`` the exact amount after
+    the payout rule (shown to 34 significant digits when it does not terminate, such as a
+    share of 5000 × 25/39); ``rounded`` that amount toward zero at the precision; ``fee``
+    what the house takes from a winner; ``amount`` = ``rounded`` − ``fee``.
+    """
+
+    player_id: str
+    balance_before: Decimal
+    gross: Decimal
+    payable: Decimal
+    rounded: Decimal
+    fee: Decimal
+    amount: Decimal
+    balance_after: Decimal
+
+    def to_json(self, precision: int) -> dict[str, Any]:
+        return {
+            "player_id": self.player_id,
+            "balance_before": money_text(self.balance_before, precision),
+            "gross": str(self.gross),
+            "payable": str(self.payable),
+            "rounded": money_text(self.rounded, precision),
+            "fee": money_text(self.fee, precision),
+            "amount": money_text(self.amount, precision),
+            "balance_after": money_text(self.balance_after, precision),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """A settled round: per player (in ``balances`` order), the house totals, the lines."""
+
+    payout: Payout
+    precision: int
+    players: tuple[PlayerSettlement, ...]
+    fees: Decimal
+    rounding: Decimal
+    lines: tuple[LedgerLine, ...] = field(default=())
+
+    def player(self, player_id: str) -> PlayerSettlement:
+        for p in self.players:
+            if p.player_id == player_id:
+                return p
+        raise KeyError(player_id)
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.precision
+        return {
+            "payout": self.payout.value,
+            "precision": p,
+            "players": [s.to_json(p) for s in self.players],
+            "house": {"fees": money_text(self.fees, p), "rounding": money_text(self.rounding, p)},
+            "lines": [line.to_json(p) for line in self.lines],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Eligibility:
+    """Whether a balance may sit at a table and play the next round, and why not."""
+
+    may_enter: bool
+    may_continue: bool
+    entry_min: Decimal | None
+    continue_min: Decimal | None
+    reasons: tuple[str, ...]
+
+
+# --- settling ------------------------------------------------------------------------------
+
+
+def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
+    """Settle one round: payout rule, rounding toward zero, fee, ledger lines."""
+    held = _check_balances(balances, money.precision)
+    owed = _check_debts(debts, held)
+    ids = list(held)
+
+    gross = dict.fromkeys(ids, Fraction(0))
+    for debt in owed:
+        gross[debt.debtor] -= debt.amount
+        gross[debt.creditor] += debt.amount
+
+    if money.payout is Payout.UNLIMITED:
+        payable = gross
+    elif money.payout is Payout.PROPORTIONAL:
+        payable = _proportional(held, owed)
+    else:
+        payable = _capped(held, gross)
+
+    p = money.precision
+    scale = 10 ** p
+    unit = _units_decimal
+    rate = Fraction(money.fee_rate)
+    players: list[PlayerSettlement] = []
+    lines: list[LedgerLine] = []
+    fee_units_total = 0
+    rounded_units_total = 0
+    for pid in ids:
+        rounded = math.trunc(payable[pid] * scale)  # toward zero, per player (§5)
+        fee = math.floor(rounded * rate + Fraction(1, 2)) if rounded > 0 else 0  # half-up
+        before = int(held[pid] * scale)  # exact: balances carry at most `precision` decimals
+        after_result = before + rounded
+        after = after_result - fee
+        fee_units_total += fee
+        rounded_units_total += rounded
+        players.append(PlayerSettlement(
+            player_id=pid, balance_before=unit(before, p), gross=_decimal(gross[pid]),
+            payable=_decimal(payable[pid]), rounded=unit(rounded, p), fee=unit(fee, p),
+            amount=unit(rounded - fee, p), balance_after=unit(after, p)))
+        kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
+        lines.append(LedgerLine(pid, kind, unit(rounded, p), unit(before, p),
+                                unit(after_result, p)))
+        if fee:
+            lines.append(LedgerLine(pid, LineKind.FEE, unit(-fee, p), unit(after_result, p),
+                                    unit(after, p)))
+    if fee_units_total:
+        lines.append(LedgerLine(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
+    if rounded_units_total:
+        lines.append(LedgerLine(HOUSE, LineKind.ROUNDING, unit(-rounded_units_total, p)))
+
+    settlement = Settlement(
+        payout=money.payout, precision=p, players=tuple(players),
+        fees=unit(fee_units_total, p), rounding=unit(-rounded_units_total, p),
+        lines=tuple(lines))
+    check_settlement(settlement)
+    return settlement
+
+
+def _proportional(held: Mapping[str, Fraction], debts: Sequence[_Owed]) -> dict[str, Fraction]:
+    """Scale each debtor's payments by balance / debt when its debt exceeds its balance."""
+    debt_of = dict.fromkeys(held, Fraction(0))
+    for debt in debts:
+        debt_of[debt.debtor] += debt.amount
+    # Winnings of the same round do not count toward what a debtor can pay (rules.md §7).
+    factor = {pid: held[pid] / owed if owed > held[pid] else Fraction(1)
+              for pid, owed in debt_of.items()}
+    payable = dict.fromkeys(held, Fraction(0))
+    for debt in debts:
+        paid = debt.amount * factor[debt.debtor]
+        payable[debt.debtor] -= paid
+        payable[debt.creditor] += paid
+    return payable
+
+
+def _capped(held: Mapping[str, Fraction], gross: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """Cap each net at the balance both ways, then scale the larger side down to the smaller."""
+    capped = {pid: max(-held[pid], min(held[pid], net)) for pid, net in gross.items()}
+    losses = -sum((v for v in capped.values() if v < 0), Fraction(0))
+    wins = sum((v for v in capped.values() if v > 0), Fraction(0))
+    if wins == losses:
+        return capped
+    if losses < wins:  # winners are the larger side: each gets capped × L / W
+        return {pid: v * losses / wins if v > 0 else v for pid, v in capped.items()}
+    return {pid: v * wins / losses if v < 0 else v for pid, v in capped.items()}
+
+
+def check_settlement(settlement: Settlement) -> None:
+    """Refuse a settlement that breaks a money invariant (§5, §6); raise, never assert."""
+    p = settlement.precision
+    unit = Fraction(1, 10 ** p)
+    total = sum((Fraction(line.amount) for line in settlement.lines), Fraction(0))
+    if total != 0:
+        raise InvariantError(f"the lines of the round sum to {_decimal(total)}, not 0")
+    bound = len(settlement.players) * unit
+    if abs(Fraction(settlement.rounding)) >= bound:
+        raise InvariantError(f"rounding {settlement.rounding} is not below "
+                             f"{len(settlement.players)} × {_decimal(unit)}")
+    fees = sum((Fraction(s.fee) for s in settlement.players), Fraction(0))
+    if fees != Fraction(settlement.fees):
+        raise InvariantError(f"house fees {settlement.fees} differ from the players' fees "
+                             f"{_decimal(fees)}")
+    for s in settlement.players:
+        if s.amount != s.rounded - s.fee or s.balance_after != s.balance_before + s.amount:
+            raise InvariantError(f"player {s.player_id}: amount and balance do not add up")
+        if settlement.payout is not Payout.UNLIMITED and s.balance_after < 0:
+            raise InvariantError(f"player {s.player_id} pays {-s.amount}, more than its "
+                                 f"balance {s.balance_before}, under {settlement.payout}")
+
+
+# --- limits --------------------------------------------------------------------------------
+
+
+def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibility:
+    """Say whether ``balance`` may enter and may continue at ``stake`` (a balance equal to a
+    limit is enough)."""
+    problems: list[Problem] = []
+    _check_stake(stake, problems)
+    held = _money(balance, "balance", problems)
+    if held is not None and held < 0:
+        problems.append(Problem("balance", f"a balance cannot be negative, got {balance}",
+                                "negative_balance"))
+    if problems:
+        raise SettlementError(problems)
+    reasons: list[str] = []
+    verdicts: list[bool] = []
+    amounts: list[Decimal | None] = []
+    for name, limit in (("entry_min", money.entry_min), ("continue_min", money.continue_min)):
+        if limit is None:
+            verdicts.append(True)
+            amounts.append(None)
+            continue
+        needed = limit.amount(stake)
+        amounts.append(needed)
+        ok = balance >= needed
+        verdicts.append(ok)
+        if not ok:
+            reasons.append(f"balance {money_text(balance, money.precision)} is below {name} "
+                           f"{limit.describe(stake, money.precision)}")
+    return Eligibility(may_enter=verdicts[0], may_continue=verdicts[1], entry_min=amounts[0],
+                       continue_min=amounts[1], reasons=tuple(reasons))
+
+
+def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Decimal]) -> None:
+    """Refuse a round with a player below ``continue_min``, naming each such player."""
+    problems: list[Problem] = []
+    _check_stake(stake, problems)
+    if problems:
+        raise SettlementError(problems)
+    held = _check_balances(balances, money.precision)
+    limit = money.continue_min
+    if limit is None:
+        return
+    needed = Fraction(limit.amount(stake))
+    for i, (pid, value) in enumerate(held.items()):
+        if value < needed:
+            problems.append(Problem(
+                f"players[{i}].balance",
+                f"player {pid} holds {money_text(_decimal(value), money.precision)}, below "
+                f"continue_min {limit.describe(stake, money.precision)}",
+                "below_continue_min"))
+    if problems:
+        raise SettlementError(problems)
+
+
+# --- money text ----------------------------------------------------------------------------
+
+
+def quantize(amount: Decimal, precision: int) -> Decimal:
+    """Return ``amount`` with exactly ``precision`` decimals, extra digits cut toward zero."""
+    return _units_decimal(math.trunc(Fraction(amount) * 10 ** precision), precision)
+
+
+def money_text(amount: Decimal, precision: int) -> str:
+    """Write money as JSON text with exactly ``precision`` decimals: ``"8205"``, ``"-85.71"``."""
+    return format(quantize(amount, precision), "f")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Owed:
+    debtor: str
+    creditor: str
+    amount: Fraction
+
+
+def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str, Fraction]:
+    problems: list[Problem] = []
+    held: dict[str, Fraction] = {}
+    for i, (pid, value) in enumerate(balances.items()):
+        path = f"players[{i}]"
+        if not isinstance(pid, str) or not pid:
+            problems.append(Problem(f"{path}.player_id", f"a player id must be a non-empty "
+                                    f"string, got {pid!r}", "bad_player_id"))
+            continue
+        if pid == HOUSE:
+            problems.append(Problem(f"{path}.player_id", f"player id {HOUSE!r} is the house "
+                                    "account", "reserved_player_id"))
+        exact = _money(value, f"{path}.balance", problems)
+        if exact is None:
+            continue
+        if exact < 0:
+            problems.append(Problem(f"{path}.balance", f"player {pid}: a balance cannot be "
+                                    f"negative, got {value}", "negative_balance"))
+        elif (exact * 10 ** precision).denominator != 1:
+            problems.append(Problem(f"{path}.balance", f"player {pid}: balance {value} has more "
+                                    f"than {precision} decimals", "too_many_decimals"))
+        held[pid] = exact
+    if problems:
+        raise SettlementError(problems)
+    return held
+
+
+def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_Owed]:
+    problems: list[Problem] = []
+    owed: list[_Owed] = []
+    for i, debt in enumerate(debts):
+        path = f"debts[{i}]"
+        before = len(problems)
+        for role in ("debtor", "creditor"):
+            who = getattr(debt, role)
+            if who not in held:
+                problems.append(Problem(f"{path}.{role}", f"unknown player {who!r}",
+                                        "unknown_player"))
+        if debt.debtor == debt.creditor:
+            problems.append(Problem(f"{path}.creditor", f"player {debt.debtor!r} cannot owe "
+                                    "itself", "self_debt"))
+        amount = _money(debt.amount, f"{path}.amount", problems)
+        if amount is not None and amount <= 0:
+            problems.append(Problem(f"{path}.amount", f"a debt must be positive, got "
+                                    f"{debt.amount}", "bad_debt"))
+        if len(problems) == before and amount is not None:
+            owed.append(_Owed(debt.debtor, debt.creditor, amount))
+    if problems:
+        raise SettlementError(problems)
+    return owed
+
+
+def _check_stake(stake: Decimal, problems: list[Problem]) -> None:
+    exact = _money(stake, "stake", problems)
+    if exact is not None and exact <= 0:
+        problems.append(Problem("stake", f"a stake must be positive, got {stake}", "bad_stake"))
+
+
+def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None:
+    """Read a Decimal or int as an exact fraction; floats and non-finite values are refused."""
+    if isinstance(value, Decimal) and value.is_finite():
+        return Fraction(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}", "not_money"))
+    return None
+
+
+def _units_decimal(units: int, precision: int) -> Decimal:
+    """Return ``units`` of 10**-precision as a Decimal with exactly ``precision`` decimals."""
+    return Decimal(f"{units}E-{precision}")  # string construction is exact in any context
+
+
+def _decimal(value: Fraction) -> Decimal:
+    """Return a fraction as a Decimal: exactly when it terminates, else to 34 digits."""
+    den = value.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den //= 2
+        twos += 1
+    while den % 5 == 0:
+        den //= 5
+        fives += 1
+    if den == 1:
+        places = max(twos, fives)
+        return _units_decimal(value.numerator * 10 ** places // value.denominator, places)
+    return _DISPLAY.divide(Decimal(value.numerator), Decimal(value.denominator))
+
+
+def _optional_text(amount: Decimal | None, precision: int) -> str | None:
+    return None if amount is None else money_text(amount, precision)
