@@ -1,0 +1,140 @@
+"""Settings: one frozen value built from the environment when asked, never at import."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+# Schemes we accept for DATABASE_URL. Only PostgreSQL: the ledger relies on its triggers,
+# JSONB and advisory locks, so SQLite (or anything else) is refused outright.
+_POSTGRES_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+_LOG_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
+
+
+class ConfigError(ValueError):
+    """An environment variable holds a value the service cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the service reads from its environment (see the README's table)."""
+
+    # None means: start the embedded PostgreSQL (pgserver) in ``pgserver_data_dir``.
+    database_url: str | None = None
+    pgserver_data_dir: Path = Path("var/pgdata")
+    max_body_bytes: int = 256 * 1024
+    db_statement_timeout_ms: int = 5_000
+    db_lock_timeout_ms: int = 2_000
+    db_idle_in_transaction_timeout_ms: int = 10_000
+    db_connect_timeout_s: int = 5
+    db_pool_size: int = 4
+    db_max_overflow: int = 4
+    db_pool_timeout_s: int = 5
+    migrate_on_start: bool = False
+    check_schema_on_start: bool = True
+    log_level: str = "INFO"
+    default_operator: str = "default"
+    retry_after_s: int = 5
+    idempotency_stale_after_s: int = 60
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``environ`` (default: ``os.environ``), read now."""
+        env = os.environ if environ is None else environ
+        url = env.get("DATABASE_URL", "").strip()
+        return cls(
+            database_url=normalize_database_url(url) if url else None,
+            pgserver_data_dir=Path(env.get("PGSERVER_DATA_DIR", "") or "var/pgdata"),
+            max_body_bytes=_int(env, "MAX_BODY_BYTES", 256 * 1024, minimum=1),
+            db_statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 5_000, minimum=0),
+            db_lock_timeout_ms=_int(env, "DB_LOCK_TIMEOUT_MS", 2_000, minimum=0),
+            db_idle_in_transaction_timeout_ms=_int(
+                env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000, minimum=0
+            ),
+            db_connect_timeout_s=_int(env, "DB_CONNECT_TIMEOUT_S", 5, minimum=1),
+            db_pool_size=_int(env, "DB_POOL_SIZE", 4, minimum=1),
+            db_max_overflow=_int(env, "DB_MAX_OVERFLOW", 4, minimum=0),
+            db_pool_timeout_s=_int(env, "DB_POOL_TIMEOUT_S", 5, minimum=1),
+            migrate_on_start=_bool(env, "MIGRATE_ON_START", False),
+            check_schema_on_start=_bool(env, "CHECK_SCHEMA_ON_START", True),
+            log_level=_log_level(env),
+            default_operator=_nonempty(env, "DEFAULT_OPERATOR", "default"),
+            retry_after_s=_int(env, "RETRY_AFTER_S", 5, minimum=1),
+            idempotency_stale_after_s=_int(env, "IDEMPOTENCY_STALE_AFTER_S", 60, minimum=1),
+        )
+
+    def redacted(self) -> dict[str, object]:
+        """Return the settings as a dict safe to log (no database password)."""
+        shown: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.database_url:
+            shown["database_url"] = _redact(self.database_url)
+        return shown
+
+
+def normalize_database_url(url: str) -> str:
+    """Return ``url`` with the psycopg 3 driver, refusing anything but PostgreSQL."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in _POSTGRES_SCHEMES:
+        raise ConfigError(
+            f"DATABASE_URL must be a PostgreSQL URL (postgresql://...), got scheme {scheme!r}"
+        )
+    return f"postgresql+psycopg://{rest}"
+
+
+def libpq_url(url: str) -> str:
+    """Return ``url`` as libpq (plain psycopg) understands it, without the driver name."""
+    scheme, _, rest = url.partition("://")
+    return f"postgresql://{rest}" if scheme in _POSTGRES_SCHEMES else url
+
+
+def _redact(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at or ":" not in creds:
+        return url
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    if name not in env:
+        return default
+    raw = env[name].strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be true or false, got {env[name]!r}")
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    raw = env.get("LOG_LEVEL", "").strip().upper() or "INFO"
+    if raw not in _LOG_LEVELS:
+        raise ConfigError(f"LOG_LEVEL must be one of {sorted(_LOG_LEVELS)}, got {raw!r}")
+    return raw
+
+
+def _nonempty(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    if not raw.strip():
+        raise ConfigError(f"{name} must not be empty")
+    return raw.strip()

@@ -1,0 +1,106 @@
+"""Engine and session factory from settings; the embedded PostgreSQL when no URL is given."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings, normalize_database_url
+
+log = logging.getLogger(__name__)
+
+# Handles of embedded servers started by this process, by data folder. pgserver stops a
+# server when the last process holding a handle exits, so the handle must stay referenced.
+_embedded: dict[Path, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Database:
+    """The engine and the session factory one app uses."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or join) the embedded PostgreSQL in ``data_dir``; return its SQLAlchemy URL.
+
+    pgserver runs ``initdb`` on first use and listens on a Unix socket inside the folder.
+    Under root it runs PostgreSQL as a system user ``pgserver`` (created with ``useradd``
+    if missing) and makes the folder's parents traversable, because PostgreSQL refuses to
+    run as root. The server stops when the last process that started or joined it exits.
+    """
+    folder = data_dir.expanduser().resolve()
+    if folder in _embedded:
+        return _url_of(_embedded[folder])
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # pgserver logs every command's full output at INFO; keep that out of our logs.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and falls back
+        # to /tmp/runtime-UID, which is fine for pgserver's lock file.
+        warnings.simplefilter("ignore")
+        from pgserver.postgres_server import get_server
+
+    server = get_server(folder, cleanup_mode="stop")
+    _embedded[folder] = server
+    log.info("embedded PostgreSQL running in %s (pid %s)", folder, server.get_pid())
+    return _url_of(server)
+
+
+def _url_of(server: Any) -> str:
+    return normalize_database_url(str(server.get_uri()))
+
+
+def database_url(settings: Settings) -> str:
+    """Return the configured database URL, starting the embedded server when there is none."""
+    if settings.database_url is not None:
+        return settings.database_url
+    return start_embedded(settings.pgserver_data_dir)
+
+
+def make_engine(settings: Settings, url: str | None = None) -> Engine:
+    """Create the pooled engine, with the session timeouts that keep requests bounded."""
+    options = " ".join(
+        (
+            f"-c statement_timeout={settings.db_statement_timeout_ms}",
+            f"-c lock_timeout={settings.db_lock_timeout_ms}",
+            f"-c idle_in_transaction_session_timeout={settings.db_idle_in_transaction_timeout_ms}",
+        )
+    )
+    return create_engine(
+        url or database_url(settings),
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_timeout=settings.db_pool_timeout_s,
+        # A connection the server dropped (restart, failover) is replaced, not handed out.
+        pool_pre_ping=True,
+        connect_args={
+            "connect_timeout": settings.db_connect_timeout_s,
+            "options": options,
+            "application_name": f"thirteen-service:{os.getpid()}",
+        },
+    )
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Return a plain session factory; the unit of work opens and commits sessions."""
+    # Objects stay readable after commit so a service can build its response from them.
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def make_database(settings: Settings, url: str | None = None) -> Database:
+    """Create the engine and session factory for ``settings``."""
+    engine = make_engine(settings, url)
+    return Database(engine=engine, sessions=make_sessionmaker(engine))

@@ -1,0 +1,197 @@
+"""The round ledger as SQLAlchemy 2 typed models (settlement.md §6).
+
+Rounds, their players and their ledger lines are append-only: a migration installs a
+trigger that refuses UPDATE, DELETE and TRUNCATE on them. A wrong round is voided by a
+reversal round (``kind='reversal'``) that points at it; a round is reversed at most once.
+Only ``idempotency_keys`` changes in place (in flight, then done).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Numeric,
+    SmallInteger,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ROUND_KINDS = ("settlement", "reversal")
+LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal")
+KEY_STATES = ("in_flight", "done")
+HOUSE = "house"
+
+# Money is PostgreSQL ``numeric`` without a fixed scale: amounts are exact decimals as the
+# ruleset produced them, never floats.
+Money = Numeric(asdecimal=True)
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    listed = ", ".join(f"'{v}'" for v in values)
+    return f"{column} IN ({listed})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {
+        dict[str, Any]: JSONB,
+        Decimal: Money,
+        datetime: DateTime(timezone=True),
+        uuid.UUID: Uuid(),
+    }
+
+
+class Round(Base):
+    """One settled (or reversing) round: everything needed to re-score it, and its chain."""
+
+    __tablename__ = "rounds"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    ruleset_name: Mapped[str] = mapped_column(Text)
+    ruleset: Mapped[dict[str, Any]]
+    ruleset_hash: Mapped[str] = mapped_column(Text)
+    stake: Mapped[Decimal]
+    request: Mapped[dict[str, Any]]
+    result: Mapped[dict[str, Any]]
+    idempotency_key: Mapped[str | None] = mapped_column(Text)
+    body_hash: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    content_hash: Mapped[str] = mapped_column(Text)
+    prev_hash: Mapped[str | None] = mapped_column(Text)
+    chain_seq: Mapped[int] = mapped_column(BigInteger)
+    reverses_round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+
+    players: Mapped[list[RoundPlayer]] = relationship(
+        back_populates="round", order_by="RoundPlayer.seat"
+    )
+    lines: Mapped[list[LedgerLine]] = relationship(
+        back_populates="round", order_by="LedgerLine.line_no"
+    )
+
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", ROUND_KINDS), name="kind"),
+        CheckConstraint("stake > 0", name="stake_positive"),
+        CheckConstraint("chain_seq >= 1", name="chain_seq_positive"),
+        # The first round of a chain has no predecessor; every later one names it.
+        CheckConstraint("(chain_seq = 1) = (prev_hash IS NULL)", name="prev_hash_iff_not_first"),
+        CheckConstraint(
+            "(kind = 'reversal') = (reverses_round_id IS NOT NULL)", name="reversal_has_target"
+        ),
+        UniqueConstraint("operator_id", "table_id", "chain_seq"),
+        # A round is reversed at most once.
+        UniqueConstraint("reverses_round_id"),
+        # A key settles at most one round, whatever happens to the idempotency table.
+        UniqueConstraint("operator_id", "idempotency_key"),
+        Index(None, "operator_id", "table_id", "created_at", "id"),
+        Index(None, "created_at"),
+    )
+
+
+class RoundPlayer(Base):
+    """One seat of a round: what the player held, scored and paid."""
+
+    __tablename__ = "round_players"
+
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"), primary_key=True)
+    seat: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    player_id: Mapped[str] = mapped_column(Text)
+    balance_before: Mapped[Decimal]
+    points: Mapped[int] = mapped_column(Integer)
+    amount: Mapped[Decimal]
+    fee: Mapped[Decimal]
+    balance_after: Mapped[Decimal]
+    foul: Mapped[bool]
+    special: Mapped[str | None] = mapped_column(Text)
+
+    round: Mapped[Round] = relationship(back_populates="players")
+
+    __table_args__ = (
+        CheckConstraint("seat >= 0", name="seat_nonnegative"),
+        CheckConstraint("fee >= 0", name="fee_nonnegative"),
+        UniqueConstraint("round_id", "player_id"),
+        Index(None, "player_id", "round_id"),
+    )
+
+
+class LedgerLine(Base):
+    """One money movement of a round; the lines of a round sum to zero."""
+
+    __tablename__ = "ledger_lines"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    line_no: Mapped[int] = mapped_column(Integer)
+    # A player id, or ``house`` for fees and rounding kept by the operator.
+    account: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    amount: Mapped[Decimal]
+    # The house has no wallet balance here, so both balances may be absent on its lines.
+    balance_before: Mapped[Decimal | None]
+    balance_after: Mapped[Decimal | None]
+    # Copied from the round so ledger queries and a per-operator distribution key need no join.
+    operator_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    round: Mapped[Round] = relationship(back_populates="lines")
+
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", LINE_KINDS), name="kind"),
+        CheckConstraint("line_no >= 1", name="line_no_positive"),
+        UniqueConstraint("round_id", "line_no"),
+        Index(None, "account", "created_at", "id"),
+        Index(None, "operator_id", "table_id", "account"),
+    )
+
+
+class IdempotencyKey(Base):
+    """A client's ``Idempotency-Key``: claimed in flight, then done with the response."""
+
+    __tablename__ = "idempotency_keys"
+
+    operator_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    body_hash: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(Text)
+    response_status: Mapped[int | None] = mapped_column(SmallInteger)
+    response_body: Mapped[dict[str, Any] | None]
+    round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint(_one_of("state", KEY_STATES), name="state"),
+        CheckConstraint(
+            "(state = 'done') = (response_status IS NOT NULL)", name="done_has_response"
+        ),
+    )
+
+
+LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
+ALL_TABLES = (*LEDGER_TABLES, "idempotency_keys")

@@ -1,0 +1,115 @@
+"""Alembic from code: find the migrations, migrate, and refuse a schema that is not at head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.pool import NullPool
+
+# Key of the advisory lock held while migrating, so several processes starting at once
+# (gunicorn workers with MIGRATE_ON_START=true, replicas) migrate one after the other.
+_MIGRATION_LOCK = 0x7468_6972_7465_656E  # "thirteen"
+
+
+class SchemaError(RuntimeError):
+    """The database schema is not the one this code expects."""
+
+
+def project_root() -> Path:
+    """Return the folder holding ``alembic.ini`` and ``migrations/``.
+
+    That is the checkout the package was imported from (editable install, Docker image),
+    or else the current folder.
+    """
+    candidates = (Path(__file__).resolve().parents[2], Path.cwd())
+    for folder in candidates:
+        if (folder / "migrations" / "env.py").is_file():
+            return folder
+    raise SchemaError(
+        "cannot find migrations/env.py next to the app package or in the current folder"
+    )
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """Return an Alembic config for our migrations, aimed at ``url`` when given."""
+    root = project_root()
+    ini = root / "alembic.ini"
+    config = Config(str(ini)) if ini.is_file() else Config()
+    config.set_main_option("script_location", str(root / "migrations"))
+    if url is not None:
+        # ConfigParser treats % as interpolation; URLs may hold %-escapes in passwords.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revisions(config: Config | None = None) -> frozenset[str]:
+    """Return the head revision(s) of the migration scripts."""
+    script = ScriptDirectory.from_config(config or alembic_config())
+    return frozenset(script.get_heads())
+
+
+def current_revisions(connection: Connection) -> frozenset[str]:
+    """Return the revision(s) the database is at (empty when never migrated)."""
+    # A plain query rather than Alembic's MigrationContext: readiness probes call this
+    # every few seconds and the context logs on every use.
+    if not connection.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL")):
+        return frozenset()
+    return frozenset(connection.scalars(text("SELECT version_num FROM alembic_version")))
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise SchemaError unless the database is exactly at the migrations' head."""
+    heads = head_revisions()
+    with engine.connect() as connection:
+        current = current_revisions(connection)
+    if current == heads:
+        return
+    script = ScriptDirectory.from_config(alembic_config())
+    known = {rev.revision for rev in script.walk_revisions()}
+    if current - known:
+        raise SchemaError(
+            f"database schema is at {sorted(current)}, which this code does not know "
+            f"(its head is {sorted(heads)}): deploy newer code or fix the database"
+        )
+    raise SchemaError(
+        f"database schema is at {sorted(current) or 'no revision'}, behind head "
+        f"{sorted(heads)}: run `alembic upgrade head` or set MIGRATE_ON_START=true"
+    )
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate the database at ``url`` to ``revision``, one process at a time."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+            connection.commit()
+            try:
+                _run(connection, "upgrade", revision)
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+                connection.commit()
+    finally:
+        engine.dispose()
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` down to ``revision`` (tests and operators only)."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            _run(connection, "downgrade", revision)
+    finally:
+        engine.dispose()
+
+
+def _run(connection: Connection, action: str, revision: str) -> None:
+    config = alembic_config()
+    # env.py runs on this connection instead of opening its own.
+    config.attributes["connection"] = connection
+    getattr(command, action)(config, revision)
+    connection.commit()

@@ -1,0 +1,1 @@
+"""Use cases in plain values; each owns its transaction through a unit of work."""

@@ -1,0 +1,112 @@
+"""The unit of work: one session, one transaction, committed only when the block succeeds."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Literal, Self, TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.repositories import IdempotencyRepository, LedgerRepository, RoundRepository
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+IsolationLevel = Literal["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"]
+
+# SQLSTATEs after which running the whole transaction again can succeed.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+
+class UnitOfWork:
+    """Open a session on enter; commit on a clean exit, roll back on an exception.
+
+    Use as ``with UnitOfWork(sessions) as uow: uow.rounds.add(...)``. The repositories
+    share the one session, so everything done inside the block is one transaction.
+    ``commit()`` inside the block ends a transaction early (an idempotency claim must be
+    visible to other requests before the round is settled); work after it starts a new one.
+    """
+
+    session: Session
+    rounds: RoundRepository
+    ledger: LedgerRepository
+    idempotency: IdempotencyRepository
+
+    def __init__(
+        self, sessions: sessionmaker[Session], *, isolation_level: IsolationLevel | None = None
+    ) -> None:
+        self._sessions = sessions
+        self._isolation_level = isolation_level
+
+    def __enter__(self) -> Self:
+        self.session = self._sessions()
+        if self._isolation_level is not None:
+            self.session.connection(execution_options={"isolation_level": self._isolation_level})
+        self.rounds = RoundRepository(self.session)
+        self.ledger = LedgerRepository(self.session)
+        self.idempotency = IdempotencyRepository(self.session)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc_type is None:
+                self.session.commit()
+            else:
+                self.session.rollback()
+        finally:
+            self.session.close()
+
+    def commit(self) -> None:
+        """Commit what was done so far; later work runs in a new transaction."""
+        self.session.commit()
+        if self._isolation_level is not None:
+            self.session.connection(execution_options={"isolation_level": self._isolation_level})
+
+    def rollback(self) -> None:
+        """Discard what was done since the last commit."""
+        self.session.rollback()
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Tell whether ``error`` is a serialization failure or deadlock worth a retry."""
+    if not isinstance(error, DBAPIError):
+        return False
+    return getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES
+
+
+def run_with_retry(
+    block: Callable[[], T],
+    *,
+    attempts: int = 3,
+    base_delay_s: float = 0.02,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``block`` (which opens its own unit of work) again after a retryable failure.
+
+    Waits grow exponentially with jitter so two transactions that collided do not collide
+    again in step. After ``attempts`` tries the last error propagates.
+    """
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    attempt = 1
+    while True:
+        try:
+            return block()
+        except DBAPIError as error:
+            if attempt >= attempts or not is_retryable(error):
+                raise
+            delay = base_delay_s * 2 ** (attempt - 1) * (1 + random.random())
+            log.info("retrying after %s (attempt %d of %d)", error.orig, attempt, attempts)
+            sleep(delay)
+            attempt += 1
