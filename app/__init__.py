@@ -1,0 +1,69 @@
+"""十三支 settlement service: ``create_app`` is the one place that wires things together."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask
+
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    """Build the Flask app from ``settings`` (default: read from the environment now).
+
+    Connects to DATABASE_URL, or starts the embedded PostgreSQL when it is unset; then
+    migrates (MIGRATE_ON_START=true) or refuses to start on a schema that is not at the
+    migrations' head (unless CHECK_SCHEMA_ON_START=false).
+    """
+    # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
+    from app.api import register_blueprints
+    from app.api.errors import register_error_handlers
+    from app.api.metrics import init_metrics
+    from app.db import EXTENSION as DATABASE
+    from app.db.engine import database_url, make_database
+    from app.db.schema import check_schema, head_revisions, upgrade
+
+    settings = settings if settings is not None else Settings.from_env()
+    configure_logging(settings.log_level)
+
+    app = Flask(__name__)
+    app.config.update(
+        SETTINGS=settings,
+        MAX_CONTENT_LENGTH=settings.max_body_bytes,
+        SCHEMA_HEADS=head_revisions(),
+    )
+    # Keep keys in the order the schemas dump them: responses read top-down.
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+
+    url = database_url(settings)
+    if settings.migrate_on_start:
+        upgrade(url)
+    database = make_database(settings, url)
+    app.extensions[DATABASE] = database
+    if settings.check_schema_on_start:
+        try:
+            check_schema(database.engine)
+        except Exception:
+            database.dispose()
+            raise
+
+    register_error_handlers(app)
+    init_metrics(app)
+    register_blueprints(app)
+    log.debug("app created with %s", settings.redacted())
+    return app
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at ``level`` unless the host (gunicorn, pytest) set up logging."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(
+            level=level, format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
+        )
+    logging.getLogger("app").setLevel(level)
+    # Alembic lists its plugins at INFO on every command; that says nothing about us.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)

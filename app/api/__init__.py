@@ -1,0 +1,19 @@
+"""HTTP edge: one blueprint per resource, problem+json errors, metrics."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask
+
+from app.api.health import bp as health_bp
+from app.api.metrics import bp as metrics_bp
+
+BLUEPRINTS: tuple[Blueprint, ...] = (
+    health_bp,
+    metrics_bp,
+)
+
+
+def register_blueprints(app: Flask) -> None:
+    """Register every resource's blueprint on ``app``."""
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)

@@ -1,0 +1,291 @@
+"""One error shape for every failure: RFC 9457 ``application/problem+json``.
+
+A problem has ``type``, ``title``, ``status``, ``detail`` and, when input was refused, a
+list ``errors`` of ``{path, message, code}`` naming each bad value by its JSON path
+(``players[2].middle[4]``). Nothing internal (SQL, stack traces) reaches a client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from http import HTTPStatus
+from typing import Any
+
+import marshmallow
+import psycopg
+from flask import Flask, Response, current_app, request
+from marshmallow import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from werkzeug.exceptions import HTTPException, UnsupportedMediaType
+from werkzeug.wrappers import Response as BaseResponse
+
+from app.domain.errors import (
+    CardError,
+    ClaimError,
+    DomainError,
+    RoundError,
+    RulesetError,
+    SettlementError,
+)
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+# Problem types. HTTP-level failures use ``about:blank`` (RFC 9457 §4.2.1: the title is
+# then the status phrase); refusals of the request's content have their own types.
+ABOUT_BLANK = "about:blank"
+TYPE_MALFORMED = "/problems/malformed-request"
+TYPE_VALIDATION = "/problems/validation"
+TYPE_UNAVAILABLE = "/problems/service-unavailable"
+TYPE_INTERNAL = "/problems/internal"
+
+_DOMAIN_TITLES: dict[type[DomainError], tuple[str, str]] = {
+    CardError: ("/problems/invalid-cards", "Invalid cards"),
+    RulesetError: ("/problems/invalid-ruleset", "Invalid ruleset"),
+    ClaimError: ("/problems/invalid-claim", "Invalid special-hand claim"),
+    RoundError: ("/problems/invalid-round", "Round cannot be scored"),
+    SettlementError: ("/problems/invalid-settlement", "Round cannot be settled"),
+}
+
+
+class ProblemError(Exception):
+    """Raise to answer with a problem; the handler turns it into the response."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        errors: Iterable[Mapping[str, str]] | None = None,
+        *,
+        type_: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.response = problem(status, title, detail, errors, headers=headers, type_=type_)
+
+
+def problem(
+    status: int,
+    title: str,
+    detail: str,
+    errors: Iterable[Mapping[str, str]] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    type_: str | None = None,
+) -> Response:
+    """Build a problem+json response."""
+    body: dict[str, Any] = {
+        "type": type_ or ABOUT_BLANK,
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    if errors is not None:
+        body["errors"] = [dict(e) for e in errors]
+    response = Response(json.dumps(body, ensure_ascii=False), status=status, mimetype=PROBLEM_JSON)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def json_body() -> dict[str, Any]:
+    """Return the request's JSON object, or raise a problem (415, 413 or 400).
+
+    Decimals stay exact (``parse_float=Decimal``); NaN and Infinity are refused, as JSON
+    itself does not have them.
+    """
+    if not _is_json(request.mimetype):
+        raise UnsupportedMediaType(
+            f"send the body as application/json, not {request.mimetype or 'no content type'}"
+        )
+    raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
+    except UnicodeDecodeError as error:
+        raise _malformed(f"the body is not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise _malformed(
+            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except ValueError as error:
+        raise _malformed(f"the body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ProblemError(
+            400,
+            "Malformed request",
+            f"the body must be a JSON object, not {_json_kind(value)}",
+            [{"path": "", "message": "must be an object", "code": "type"}],
+            type_=TYPE_MALFORMED,
+        )
+    return value
+
+
+def _is_json(mimetype: str) -> bool:
+    return mimetype == "application/json" or (
+        mimetype.startswith("application/") and mimetype.endswith("+json")
+    )
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _malformed(detail: str) -> ProblemError:
+    return ProblemError(400, "Malformed request", detail, type_=TYPE_MALFORMED)
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+# --- marshmallow messages to {path, message, code} -------------------------------------
+
+
+def _default_codes() -> dict[str, str]:
+    """Map marshmallow's default messages back to their keys, used as error codes."""
+    codes: dict[str, str] = {"Unknown field.": "unknown_field"}
+    classes: list[type[Any]] = [marshmallow.fields.Field]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        for key, message in getattr(cls, "default_error_messages", {}).items():
+            if isinstance(message, str) and "{" not in message:
+                codes.setdefault(message, key)
+    codes["Invalid input type."] = "type"
+    return codes
+
+
+_CODES = _default_codes()
+
+
+def validation_errors(messages: Any, path: str = "") -> list[dict[str, str]]:
+    """Flatten marshmallow's nested messages into ``{path, message, code}`` items.
+
+    Keys that are ints are list indexes (``players[2]``); ``_schema`` is an error of the
+    object itself. A leaf may be a string or a ``{"message", "code"}`` dict.
+    """
+    if isinstance(messages, Mapping):
+        if set(messages) == {"message", "code"}:
+            leaf = {"path": path, "message": str(messages["message"])}
+            return [{**leaf, "code": str(messages["code"])}]
+        found: list[dict[str, str]] = []
+        for key, inner in messages.items():
+            found.extend(validation_errors(inner, _join(path, key)))
+        return found
+    if isinstance(messages, list | tuple):
+        found = []
+        for inner in messages:
+            found.extend(validation_errors(inner, path))
+        return found
+    message = str(messages)
+    return [{"path": path, "message": message, "code": _CODES.get(message, "invalid")}]
+
+
+def _join(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    name = str(key)
+    if name == "_schema":
+        return path
+    if name.isdigit():
+        return f"{path}[{name}]"
+    return f"{path}.{name}" if path else name
+
+
+# --- handlers --------------------------------------------------------------------------
+
+
+def _on_problem(error: ProblemError) -> Response:
+    return error.response
+
+
+def _on_http(error: HTTPException) -> BaseResponse:
+    status = error.code or 500
+    if status < 400:  # redirects (trailing slash) pass through untouched
+        return error.get_response()
+    headers = {
+        name: value
+        for name, value in error.get_headers()
+        if name.lower() not in {"content-type", "content-length"}
+    }
+    phrase = _phrase(status)
+    detail = error.description or phrase
+    if status == 413:
+        limit = request.max_content_length
+        detail = f"the request body is larger than the {limit}-byte limit"
+    elif status == 405:
+        detail = f"{request.method} is not allowed on {request.path}"
+    elif status == 404:
+        detail = f"no resource at {request.path}"
+    return problem(status, phrase, detail, headers=headers)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def _on_validation(error: ValidationError) -> Response:
+    errors = validation_errors(error.messages)
+    count = len(errors)
+    detail = f"{count} invalid value{'s' if count != 1 else ''} in the request"
+    return problem(422, "Invalid request", detail, errors, type_=TYPE_VALIDATION)
+
+
+def _on_domain(error: DomainError) -> Response:
+    type_, title = next(
+        (found for cls, found in _DOMAIN_TITLES.items() if isinstance(error, cls)),
+        (TYPE_VALIDATION, "Invalid request"),
+    )
+    errors = [{"path": p.path, "message": p.message, "code": p.code} for p in error.problems]
+    return problem(422, title, str(error), errors, type_=type_)
+
+
+def _on_database_down(error: Exception) -> Response:
+    log.warning("database unavailable: %s", error.__class__.__name__, exc_info=error)
+    retry_after = str(current_app.config["SETTINGS"].retry_after_s)
+    return problem(
+        503,
+        "Service Unavailable",
+        "the database is unavailable; nothing was written, retry later",
+        headers={"Retry-After": retry_after},
+        type_=TYPE_UNAVAILABLE,
+    )
+
+
+def _on_unexpected(error: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.path, exc_info=error)
+    return problem(
+        500,
+        "Internal Server Error",
+        "the server failed to handle the request; it has been logged",
+        type_=TYPE_INTERNAL,
+    )
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Answer every error of ``app`` with problem+json."""
+    app.register_error_handler(ProblemError, _on_problem)
+    app.register_error_handler(HTTPException, _on_http)
+    app.register_error_handler(ValidationError, _on_validation)
+    app.register_error_handler(DomainError, _on_domain)
+    for outage in (OperationalError, InterfaceError, PoolTimeout, psycopg.OperationalError):
+        app.register_error_handler(outage, _on_database_down)
+    app.register_error_handler(Exception, _on_unexpected)

@@ -1,0 +1,77 @@
+"""gunicorn settings, sized for a small machine (2 cores) and read from the environment.
+
+Run: ``gunicorn -c gunicorn.conf.py 'app:create_app()'`` (``python -m app`` does this).
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+
+# Requests spend most of their time in PostgreSQL, so 2 x cores + 1 workers, each with a
+# couple of threads, keep both cores busy without oversubscribing them. Each worker's
+# connection pool (DB_POOL_SIZE + DB_MAX_OVERFLOW) must be at least its thread count.
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cores() + 1)
+worker_class = "gthread"
+threads = int(os.environ.get("GUNICORN_THREADS") or 2)
+
+# A request is bounded by the statement timeout (5 s) long before this; a worker silent
+# for 30 s is stuck and gets replaced.
+timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 30)
+graceful_timeout = 20
+keepalive = 5
+# Recycle workers now and then so a slow leak cannot grow without bound; jitter keeps
+# them from restarting together.
+max_requests = 20_000
+max_requests_jitter = 2_000
+
+# Settings and the app are built in each worker (no preload): connection pools must not
+# be shared across fork.
+preload_app = False
+errorlog = "-"
+accesslog = os.environ.get("ACCESS_LOG") or None
+loglevel = (os.environ.get("LOG_LEVEL") or "info").lower()
+proc_name = "thirteen-service"
+# gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl; two servers on one machine
+# (service and benchmark) would fight over it, and nothing here uses it.
+control_socket_disable = True
+
+# prometheus_client decides at import whether to share values across processes, so the
+# folder must be in the environment before a worker imports the app.
+_own_metrics_dir = None
+if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    _own_metrics_dir = tempfile.mkdtemp(prefix="thirteen-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = _own_metrics_dir
+
+
+def on_starting(server):
+    """Start with empty metrics: files left by an earlier run would be counted again."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+
+
+def child_exit(server, worker):
+    """Drop a dead worker's live gauges (its counters stay counted)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove the metrics folder this config created."""
+    if _own_metrics_dir:
+        shutil.rmtree(_own_metrics_dir, ignore_errors=True)
