@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from itertools import combinations
+from math import comb
 
 import pytest
 
@@ -176,6 +177,16 @@ def test_twelve_royals_hold_only_j_q_k_a() -> None:
     assert all(card.rank >= Rank.JACK for card in cards)
 
 
+def test_002_royals_odds_one_in_1_133_952_785() -> None:
+    # 002: 十二皇族 出現機會只為1,133,952,785分之一, i.e. C(16, 13) of the C(52, 13) hands.
+    court = [card for card in DECK if card.rank >= Rank.JACK]
+    hands = list(combinations(court, 13))
+    assert comb(52, 13) // len(hands) == 1_133_952_785
+    assert all(holds_special(cards, SpecialName.ROYALS) for cards in hands)
+    ten = parse_cards(["Ts"])[0]
+    assert not any(holds_special(cards[1:] + (ten,), SpecialName.ROYALS) for cards in hands)
+
+
 def test_three_quads_are_found_with_the_odd_card_anywhere() -> None:
     assert SpecialName.THREE_QUADS in names(hand("7c 9s 9h 9d 9c 3s 3h 3d 3c Js Jh Jd Jc"))
 
@@ -201,7 +212,7 @@ def test_three_straights_with_an_a_2_3_front() -> None:
 QKA_FRONT = "Qs Kd Ah | 2s 3h 4d 5c 6s | 2h 3d 4c 5s 6h"
 
 
-def test_q_k_a_front_is_refused_under_low_only() -> None:
+def test_002_q_k_a_front_is_refused_under_low_only() -> None:
     assert holds_special(hand(QKA_FRONT), SpecialName.THREE_STRAIGHTS) is None
     assert holds_special(hand(QKA_FRONT), SpecialName.THREE_STRAIGHTS,
                          front_straight_ace=FrontStraightAce.LOW_ONLY) is None
@@ -218,7 +229,7 @@ def test_q_k_a_front_is_accepted_under_both() -> None:
 
 @pytest.mark.parametrize("front_ace", list(FrontStraightAce))
 @pytest.mark.parametrize("ace_low", list(AceLow))
-def test_k_a_2_front_is_never_a_straight(front_ace: FrontStraightAce, ace_low: AceLow) -> None:
+def test_002_k_a_2_front_is_never_a_straight(front_ace: FrontStraightAce, ace_low: AceLow) -> None:
     cards = hand("Ks Ad 2h | 3s 4h 5d 6c 7s | 3h 4d 5c 6s 7h")
     assert holds_special(cards, SpecialName.THREE_STRAIGHTS, front_straight_ace=front_ace,
                          ace_low=ace_low) is None
