@@ -1,0 +1,72 @@
+"""Play one round: score it, turn each pair's points into money, settle (settlement.md §1-5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from app.domain.errors import Problem, SettlementError
+from app.domain.rulesets import Ruleset, Topology
+from app.domain.scoring import PlayerHand, RoundScore, score_round
+from app.domain.settlement import Debt, Settlement, check_continue, settle
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    """A scored and settled round: the points, the debts they made, the money."""
+
+    score: RoundScore
+    stake: Decimal
+    debts: tuple[Debt, ...]
+    settlement: Settlement
+
+
+def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
+               balances: Mapping[str, Decimal], limits_enforced: bool = False) -> RoundResult:
+    """Score and settle one round.
+
+    A pair's gross amount is its points × ``stake``; in a banker game, × that player's bet
+    (the stake when it placed none). ``balances`` holds what each player brought; unless
+    ``limits_enforced`` says the caller checked them, a balance below ``continue_min``
+    refuses the round.
+    """
+    seated = _seat_balances(players, balances)
+    if not limits_enforced:
+        check_continue(ruleset.money, stake, seated)
+    score = score_round(players, ruleset)
+    bets = {p.player_id: p.bet for p in players}
+    debts: list[Debt] = []
+    for pair in score.pairs:
+        if not pair.points:
+            continue
+        unit = stake
+        if ruleset.topology is Topology.BANKER:
+            # Banker pairs are (banker, player): the player's bet prices the pair.
+            unit = bets[pair.second] or stake
+        winner, loser = (pair.first, pair.second) if pair.points > 0 else (
+            pair.second, pair.first)
+        debts.append(Debt(debtor=loser, creditor=winner, amount=abs(pair.points) * unit))
+    settlement = settle(seated, debts, ruleset.money)
+    return RoundResult(score, stake, tuple(debts), settlement)
+
+
+def _seat_balances(players: Sequence[PlayerHand],
+                   balances: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """Return the balances in seat order, refusing a missing or unknown player."""
+    problems: list[Problem] = []
+    seated: dict[str, Decimal] = {}
+    for i, p in enumerate(players):
+        if p.player_id not in balances:
+            problems.append(Problem(f"players[{i}].balance", f"no balance for player "
+                                    f"{p.player_id!r}", "missing_balance"))
+        else:
+            seated[p.player_id] = balances[p.player_id]
+    ids = {p.player_id for p in players}
+    for pid in balances:
+        if pid not in ids:
+            problems.append(Problem("balances", f"balance given for {pid!r}, who does not "
+                                    "play this round", "unknown_player"))
+    if problems:
+        raise SettlementError(problems)
+    return seated
