@@ -177,7 +177,9 @@ def validation_errors(messages: Any, path: str = "") -> list[dict[str, str]]:
     """Flatten marshmallow's nested messages into ``{path, message, code}`` items.
 
     Keys that are ints are list indexes (``players[2]``); ``_schema`` is an error of the
-    object itself. A leaf may be a string or a ``{"message", "code"}`` dict.
+    object itself. A leaf may be a string or a ``{"message", "code"}`` dict. Codes: the
+    key of a marshmallow default message (``required``, ``null``, ``invalid`` for a value
+    of the wrong type or format, ``unknown_field``), else ``invalid_value`` (a validator).
     """
     if isinstance(messages, Mapping):
         if set(messages) == {"message", "code"}:
@@ -193,7 +195,7 @@ def validation_errors(messages: Any, path: str = "") -> list[dict[str, str]]:
             found.extend(validation_errors(inner, path))
         return found
     message = str(messages)
-    return [{"path": path, "message": message, "code": _CODES.get(message, "invalid")}]
+    return [{"path": path, "message": message, "code": _CODES.get(message, "invalid_value")}]
 
 
 def _join(path: str, key: object) -> str:

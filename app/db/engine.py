@@ -59,6 +59,13 @@ def start_embedded(data_dir: Path) -> str:
     return _url_of(server)
 
 
+def stop_embedded(data_dir: Path) -> None:
+    """Let go of the embedded server in ``data_dir``; it stops if no other process holds it."""
+    server = _embedded.pop(data_dir.expanduser().resolve(), None)
+    if server is not None:
+        server.cleanup()
+
+
 def _url_of(server: Any) -> str:
     return normalize_database_url(str(server.get_uri()))
 

@@ -1,0 +1,155 @@
+"""Shared fixtures: a real PostgreSQL per test session, the app, its client.
+
+Every database fixture is lazy, so a run that selects only unit tests starts no server.
+Where the test database lives, first match wins:
+
+1. ``TEST_DATABASE_URL``: that server (the role needs CREATEDB);
+2. ``CI=true``: the machine's PostgreSQL at ``postgresql://postgres@127.0.0.1:5432/``;
+3. otherwise an embedded PostgreSQL (pgserver) in ``TEST_PGSERVER_DATA_DIR``, default
+   ``var/test-pgdata``, kept between runs so only the first run pays for ``initdb``.
+
+Each session (each xdist worker) creates its own uniquely named database on that server,
+migrates it with ``alembic upgrade head`` and drops it at the end. The ledger is
+append-only, so tests never clean up rows: they use fresh table and player ids and
+compare row counts before and after (``count_rows``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine, make_url, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import create_app
+from app.config import Settings, libpq_url, normalize_database_url
+from app.db import get_database
+from app.db.engine import make_engine, make_sessionmaker, start_embedded
+from app.db.models import ALL_TABLES
+from app.db.schema import upgrade
+
+REPO = Path(__file__).resolve().parents[1]
+CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+MakeDatabase = Callable[[], str]
+CountRows = Callable[[], dict[str, int]]
+
+
+def _server_url() -> str:
+    """Return a libpq URL of a maintenance database on the server tests run against."""
+    given = os.environ.get("TEST_DATABASE_URL", "").strip()
+    if given:
+        return libpq_url(normalize_database_url(given))
+    if os.environ.get("CI", "").lower() == "true":
+        return CI_SERVER
+    folder = Path(os.environ.get("TEST_PGSERVER_DATA_DIR") or REPO / "var" / "test-pgdata")
+    return libpq_url(start_embedded(folder))
+
+
+def _with_database(server_url: str, name: str) -> str:
+    url = make_url(normalize_database_url(server_url)).set(database=name)
+    return url.render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def database_server() -> str:
+    """Return the libpq URL of the test server's maintenance database."""
+    return _server_url()
+
+
+@pytest.fixture(scope="session")
+def make_database(database_server: str) -> Iterator[MakeDatabase]:
+    """Return a function that creates an empty database and gives its SQLAlchemy URL."""
+    created: list[str] = []
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+    def create() -> str:
+        name = f"thirteen_test_{worker}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(database_server, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return _with_database(database_server, name)
+
+    yield create
+    with psycopg.connect(database_server, autocommit=True) as connection:
+        for name in created:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_url(make_database: MakeDatabase) -> str:
+    """Return the URL of this session's database, migrated to head."""
+    url = make_database()
+    upgrade(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    """Return default settings aimed at the session database, ignoring the caller's env."""
+    return Settings.from_env({"DATABASE_URL": database_url})
+
+
+@pytest.fixture(scope="session")
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = make_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sessions(engine: Engine) -> sessionmaker[Session]:
+    return make_sessionmaker(engine)
+
+
+@pytest.fixture(scope="session")
+def make_app(settings: Settings) -> Iterator[Callable[..., Flask]]:
+    """Return a factory of fresh apps: ``make_app(max_body_bytes=64)`` overrides settings.
+
+    A fresh app still accepts routes, so a test may register a probe blueprint on it.
+    """
+    apps: list[Flask] = []
+
+    def build(**overrides: Any) -> Flask:
+        app = create_app(replace(settings, **overrides))
+        app.config["TESTING"] = True
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        get_database(app).dispose()
+
+
+@pytest.fixture(scope="session")
+def app(make_app: Callable[..., Flask]) -> Flask:
+    """Return the app with default settings on the session database."""
+    return make_app()
+
+
+@pytest.fixture()
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture()
+def count_rows(engine: Engine) -> CountRows:
+    """Return a function giving the row count of every ledger table, by table name."""
+
+    def count() -> dict[str, int]:
+        with engine.connect() as connection:
+            return {
+                table: int(connection.scalar(text(f"SELECT count(*) FROM {table}")) or 0)
+                for table in ALL_TABLES
+            }
+
+    return count

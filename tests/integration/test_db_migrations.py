@@ -1,0 +1,125 @@
+"""Migrations: an empty database reaches head, models agree with it, the app checks it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.pool import NullPool
+
+from app import create_app
+from app.config import Settings
+from app.db import get_database
+from app.db.models import ALL_TABLES, Base
+from app.db.schema import SchemaError, check_schema, downgrade, head_revisions, upgrade
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _revisions(url: str) -> set[str]:
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("alembic_version"):
+                return set()
+            return set(connection.scalars(text("SELECT version_num FROM alembic_version")))
+    finally:
+        engine.dispose()
+
+
+def _tables(url: str) -> set[str]:
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return set(inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_head_on_an_empty_database_reaches_head_and_downgrades_cleanly(make_database):
+    url = make_database()
+    assert _tables(url) == set()
+
+    upgrade(url)
+    assert _revisions(url) == set(head_revisions())
+    assert set(ALL_TABLES) <= _tables(url)
+
+    downgrade(url, "base")
+    assert _tables(url) == {"alembic_version"}
+    assert _revisions(url) == set()
+
+    upgrade(url)
+    assert _revisions(url) == set(head_revisions())
+
+
+def test_models_and_migrations_agree(database_url):
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(
+                connection, opts={"compare_type": True, "compare_server_default": True}
+            )
+            differences = compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+    assert differences == []
+
+
+def test_the_alembic_command_line_migrates_the_database_named_by_database_url(make_database):
+    url = make_database()
+    env = {**os.environ, "DATABASE_URL": url}
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _revisions(url) == set(head_revisions())
+
+
+def test_the_app_refuses_to_start_on_a_schema_behind_head(make_database, settings):
+    url = make_database()
+    with pytest.raises(SchemaError, match="behind head"):
+        create_app(replace(settings, database_url=url))
+
+
+def test_the_app_migrates_on_start_when_told_to(make_database, settings):
+    url = make_database()
+    app = create_app(replace(settings, database_url=url, migrate_on_start=True))
+    try:
+        check_schema(get_database(app).engine)
+        assert app.test_client().get("/readyz").status_code == 200
+    finally:
+        get_database(app).dispose()
+
+
+def test_a_schema_the_code_does_not_know_is_refused(make_database):
+    url = make_database()
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE alembic_version (version_num text)"))
+            connection.execute(text("INSERT INTO alembic_version VALUES ('9999_from_the_future')"))
+        with pytest.raises(SchemaError, match="does not know"):
+            check_schema(engine)
+    finally:
+        engine.dispose()
+
+
+def test_settings_from_env_reach_the_database(database_url):
+    app = create_app(Settings.from_env({"DATABASE_URL": database_url, "MAX_BODY_BYTES": "77"}))
+    try:
+        assert app.config["MAX_CONTENT_LENGTH"] == 77
+        assert app.test_client().get("/readyz").get_json()["database"] == "ok"
+    finally:
+        get_database(app).dispose()

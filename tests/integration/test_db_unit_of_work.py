@@ -1,0 +1,259 @@
+"""The unit of work commits whole rounds or nothing; repositories read them back."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from ledger_rows import fresh_id, make_round
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from app.db.repositories import ClaimState, Cursor, InvalidCursor
+from app.services.uow import UnitOfWork, is_retryable
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_rows):
+    before = count_rows()
+    table = fresh_id("commit")
+    with UnitOfWork(sessions) as uow:
+        round_id = uow.rounds.add(make_round(table)).id
+    after = count_rows()
+    assert {t: after[t] - before[t] for t in after} == {
+        "rounds": 1,
+        "round_players": 2,
+        "ledger_lines": 3,
+        "idempotency_keys": 0,
+    }
+    with UnitOfWork(sessions) as uow:
+        stored = uow.rounds.get(round_id, "default")
+        assert stored is not None
+        assert [p.player_id for p in stored.players] == ["A", "B"]
+        assert sum(line.amount for line in stored.lines) == Decimal(0)
+        assert [line.kind for line in uow.ledger.for_round(round_id)] == ["win", "loss", "fee"]
+        assert uow.rounds.get(round_id, "another-operator") is None
+
+
+def test_an_error_inside_the_block_leaves_nothing(sessions, count_rows):
+    before = count_rows()
+    with pytest.raises(Boom), UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
+        uow.idempotency.claim("default", fresh_id("key"), "h", stale_after=timedelta(60))
+        raise Boom("the service failed after writing")
+    assert count_rows() == before
+
+
+def test_a_row_the_database_refuses_rolls_back_the_whole_round(sessions, count_rows):
+    before = count_rows()
+    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(fresh_id("refused"), line_kind="bonus"))  # not a line kind
+    assert count_rows() == before
+
+
+def test_a_second_round_with_one_idempotency_key_is_refused(sessions, count_rows):
+    key = fresh_id("idem")
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(fresh_id("idem-a"), idempotency_key=key))
+    before = count_rows()
+    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(fresh_id("idem-b"), idempotency_key=key))
+    assert count_rows() == before
+
+
+def test_a_round_is_reversed_at_most_once(sessions, count_rows):
+    with UnitOfWork(sessions) as uow:
+        target = uow.rounds.add(make_round(fresh_id("rev"))).id
+
+    def reversal():
+        reversing = make_round(fresh_id("rev-of"), line_kind="reversal")
+        reversing.kind = "reversal"
+        reversing.reverses_round_id = target
+        return reversing
+
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.add(reversal())
+    before = count_rows()
+    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+        uow.rounds.add(reversal())
+    assert count_rows() == before
+    with UnitOfWork(sessions) as uow:
+        found = uow.rounds.reversal_of(target)
+        assert found is not None and found.kind == "reversal"
+
+
+def test_the_chain_head_is_the_last_round_of_operator_and_table(sessions):
+    table = fresh_id("chain")
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.lock_chain("default", table)
+        assert uow.rounds.chain_head("default", table) is None
+        first = uow.rounds.add(make_round(table))
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.lock_chain("default", table)
+        head = uow.rounds.chain_head("default", table)
+        assert head is not None and head.seq == 1 and head.content_hash == first.content_hash
+        uow.rounds.add(make_round(table, chain_seq=2, prev_hash=head.content_hash))
+    with UnitOfWork(sessions) as uow:
+        assert uow.rounds.chain_head("default", table).seq == 2
+        assert uow.rounds.chain_head("other-operator", table) is None
+
+
+def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
+    table = fresh_id("lock")
+    order: list[str] = []
+    first_has_lock = threading.Event()
+
+    def second_writer():
+        first_has_lock.wait(5)
+        with UnitOfWork(sessions) as uow:
+            uow.rounds.lock_chain("default", table)
+            order.append("second locked")
+
+    thread = threading.Thread(target=second_writer)
+    thread.start()
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.lock_chain("default", table)
+        first_has_lock.set()
+        thread.join(0.3)  # the second writer is now waiting on the lock
+        order.append("first commits")
+    thread.join(5)
+    assert order == ["first commits", "second locked"]
+
+
+def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
+    table = fresh_id("page")
+    other = fresh_id("page-other")
+    with UnitOfWork(sessions) as uow:
+        # One transaction: all five share created_at, so the id must break the tie.
+        ids = [
+            uow.rounds.add(
+                make_round(table, chain_seq=1 + n, prev_hash=None if n == 0 else "p" * 64)
+            ).id
+            for n in range(5)
+        ]
+        uow.rounds.add(make_round(other, players=("C", "D")))
+    with UnitOfWork(sessions) as uow:
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = uow.rounds.list("default", table_id=table, limit=2, after=cursor)
+            seen.extend(r.id for r in page.items)
+            pages += 1
+            if page.next_cursor is None:
+                break
+            cursor = Cursor.decode(page.next_cursor.encode())
+        assert pages == 3
+        assert sorted(seen, reverse=True) == seen and set(seen) == set(ids)
+        by_player = uow.rounds.list("default", table_id=other, player_id="C")
+        assert [r.table_id for r in by_player.items] == [other]
+        assert uow.rounds.list("default", table_id=other, player_id="A").items == []
+
+
+def test_rounds_list_by_time_range(sessions):
+    table = fresh_id("time")
+    with UnitOfWork(sessions) as uow:
+        stored = uow.rounds.add(make_round(table))
+    with UnitOfWork(sessions) as uow:
+        at = stored.created_at
+        assert len(uow.rounds.list("default", table_id=table, created_from=at).items) == 1
+        assert uow.rounds.list("default", table_id=table, created_to=at).items == []
+        later = at + timedelta(seconds=1)
+        assert len(uow.rounds.list("default", table_id=table, created_to=later).items) == 1
+
+
+def test_a_foreign_cursor_is_refused():
+    with pytest.raises(InvalidCursor):
+        Cursor.decode("not-a-cursor")
+
+
+def test_account_lines_read_oldest_first_by_pages(sessions):
+    table = fresh_id("acct")
+    player = fresh_id("P")
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(table, players=(player, fresh_id("Q"))))
+    with UnitOfWork(sessions) as uow:
+        uow.rounds.add(
+            make_round(table, chain_seq=2, prev_hash="p" * 64, players=(player, fresh_id("R")))
+        )
+    with UnitOfWork(sessions) as uow:
+        first = uow.ledger.for_account("default", player, limit=1)
+        assert first.next_cursor is not None
+        second = uow.ledger.for_account("default", player, limit=1, after=first.next_cursor)
+        assert second.next_cursor is None
+        assert first.items[0].id < second.items[0].id
+
+
+def test_idempotency_keys_move_from_in_flight_to_done(sessions):
+    key = fresh_id("key")
+    stale = timedelta(minutes=1)
+    with UnitOfWork(sessions) as uow:
+        assert (
+            uow.idempotency.claim("default", key, "h1", stale_after=stale).state is ClaimState.NEW
+        )
+    with UnitOfWork(sessions) as uow:
+        assert (
+            uow.idempotency.claim("default", key, "h1", stale_after=stale).state
+            is ClaimState.IN_FLIGHT
+        )
+        assert (
+            uow.idempotency.claim("default", key, "h2", stale_after=stale).state
+            is ClaimState.MISMATCH
+        )
+        uow.idempotency.complete("default", key, status=201, body={"round_id": "x"}, round_id=None)
+    with UnitOfWork(sessions) as uow:
+        done = uow.idempotency.claim("default", key, "h1", stale_after=stale)
+        assert (done.state, done.response_status, done.response_body) == (
+            ClaimState.DONE,
+            201,
+            {"round_id": "x"},
+        )
+        uow.idempotency.release("default", key)  # a done key is kept
+        assert (
+            uow.idempotency.claim("default", key, "h1", stale_after=stale).state is ClaimState.DONE
+        )
+
+
+def test_a_released_or_stale_claim_can_be_taken_again(sessions):
+    key = fresh_id("key")
+    with UnitOfWork(sessions) as uow:
+        uow.idempotency.claim("default", key, "h", stale_after=timedelta(minutes=1))
+    with UnitOfWork(sessions) as uow:
+        uow.idempotency.release("default", key)
+    with UnitOfWork(sessions) as uow:
+        assert (
+            uow.idempotency.claim("default", key, "h", stale_after=timedelta(minutes=1)).state
+            is ClaimState.NEW
+        )
+    with UnitOfWork(sessions) as uow:
+        # Claimed in an earlier transaction, so older than now() - 0: stale.
+        assert (
+            uow.idempotency.claim("default", key, "h", stale_after=timedelta(0)).state
+            is ClaimState.NEW
+        )
+
+
+def test_a_real_serialization_failure_is_retryable(sessions):
+    operator = fresh_id("op")
+    count = text("SELECT count(*) FROM idempotency_keys WHERE operator_id = :op")
+    insert = text(
+        "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
+        "VALUES (:op, :key, 'h', 'in_flight')"
+    )
+    first = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
+    second = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
+    try:
+        for uow in (first, second):
+            uow.session.execute(count, {"op": operator})
+        for n, uow in enumerate((first, second)):
+            uow.session.execute(insert, {"op": operator, "key": str(n)})
+        first.commit()
+        with pytest.raises(DBAPIError) as caught:
+            second.commit()
+        assert is_retryable(caught.value)
+    finally:
+        first.__exit__(None, None, None)
+        second.__exit__(RuntimeError, RuntimeError(), None)

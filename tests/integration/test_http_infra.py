@@ -1,0 +1,231 @@
+"""Health, readiness, metrics, and the problem+json shape of every kind of error."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from flask import Blueprint, jsonify
+from marshmallow import Schema, fields, validate
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from app.api.errors import PROBLEM_JSON, json_body
+from app.api.metrics import count_settled_round
+from app.db import get_database
+from app.domain.errors import CardError, Problem
+
+PROBLEM_KEYS = {"type", "title", "status", "detail"}
+
+
+class PlayerSchema(Schema):
+    player_id = fields.String(required=True)
+    middle = fields.List(
+        fields.String(validate=validate.Length(equal=2)),
+        required=True,
+        validate=validate.Length(min=2),
+    )
+
+
+class RoundSchema(Schema):
+    stake = fields.String(required=True)
+    players = fields.List(fields.Nested(PlayerSchema), required=True)
+
+
+def _probe() -> Blueprint:
+    probe = Blueprint("probe", __name__)
+
+    @probe.post("/_probe/echo")
+    def echo():
+        return jsonify(json_body())
+
+    @probe.post("/_probe/validate")
+    def validate_round():
+        return jsonify(RoundSchema().load(json_body()))
+
+    @probe.get("/_probe/domain")
+    def domain():
+        raise CardError(Problem("middle[4]", "unknown card 'Xx'", "unknown_card")).under(
+            "players[2]"
+        )
+
+    @probe.get("/_probe/database-down")
+    def database_down():
+        raise OperationalError("SELECT 1", {}, ConnectionRefusedError("secret-host:5432"))
+
+    @probe.get("/_probe/crash")
+    def crash():
+        raise RuntimeError("secret internals")
+
+    @probe.get("/_probe/query")
+    def query():
+        with get_database().engine.connect() as connection:
+            return jsonify(value=connection.scalar(text("SELECT 1")))
+
+    return probe
+
+
+@pytest.fixture(scope="module")
+def probed(make_app):
+    app = make_app(max_body_bytes=1024)
+    app.register_blueprint(_probe())
+    return app.test_client()
+
+
+def _problem(response, status):
+    assert response.status_code == status
+    assert response.mimetype == PROBLEM_JSON
+    body = response.get_json(force=True)
+    assert set(body) >= PROBLEM_KEYS and body["status"] == status
+    return body
+
+
+def _dead_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_healthz_answers_without_the_database(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.get_json() == {"status": "ok"}
+
+
+def test_readyz_checks_the_database_and_its_schema(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.get_json()["database"] == "ok"
+
+
+def test_readyz_is_503_when_the_database_is_down(make_app):
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{_dead_port()}/postgres"
+    app = make_app(database_url=url, check_schema_on_start=False, db_connect_timeout_s=2)
+    app.register_blueprint(_probe())
+    client = app.test_client()
+    assert client.get("/healthz").status_code == 200
+    body = _problem(client.get("/readyz"), 503)
+    assert client.get("/readyz").headers["Retry-After"] == "5"
+    assert "127.0.0.1" not in body["detail"]
+    query = client.get("/_probe/query")
+    _problem(query, 503)
+    assert query.headers["Retry-After"] == "5"
+
+
+def _metric(client, name, **labels):
+    for family in text_string_to_metric_families(client.get("/metrics").get_data(as_text=True)):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+def test_metrics_count_requests_by_route_template_and_status(make_app):
+    app = make_app()
+    client = app.test_client()
+    for _ in range(3):
+        client.get("/healthz")
+    client.get("/no/such/thing")
+    assert _metric(client, "http_requests_total", route="/healthz", status="200") == 3
+    assert _metric(client, "http_requests_total", route="<unmatched>", status="404") == 1
+    assert _metric(client, "http_request_duration_seconds_count", route="/healthz") == 3
+    response = client.get("/metrics")
+    assert response.mimetype == "text/plain"
+
+
+def test_rounds_settled_are_counted_by_preset(make_app):
+    app = make_app()
+    with app.app_context():
+        count_settled_round("bonus3")
+        count_settled_round("bonus3")
+        count_settled_round("classic")
+    client = app.test_client()
+    assert _metric(client, "rounds_settled_total", preset="bonus3") == 2
+    assert _metric(client, "rounds_settled_total", preset="classic") == 1
+
+
+def test_each_app_counts_for_itself(make_app):
+    first, second = make_app().test_client(), make_app().test_client()
+    first.get("/healthz")
+    assert _metric(first, "http_requests_total", route="/healthz") == 1
+    assert _metric(second, "http_requests_total", route="/healthz") == 0
+
+
+def test_unknown_path_is_a_404_problem(client):
+    body = _problem(client.get("/v1/nowhere"), 404)
+    assert body["type"] == "about:blank" and body["title"] == "Not Found"
+
+
+def test_wrong_method_is_a_405_problem_naming_the_allowed_ones(client):
+    response = client.delete("/healthz")
+    _problem(response, 405)
+    assert "GET" in response.headers["Allow"]
+
+
+def test_wrong_content_type_is_a_415_problem(probed):
+    body = _problem(probed.post("/_probe/echo", data="a=1", content_type="text/plain"), 415)
+    assert "application/json" in body["detail"]
+    _problem(probed.post("/_probe/echo", data="{}"), 415)
+
+
+def test_a_body_over_the_limit_is_a_413_problem(probed):
+    body = _problem(probed.post("/_probe/echo", json={"pad": "x" * 2000}), 413)
+    assert "1024" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"stake": ', "[1, 2]", '"text"', "NaN", '{"x": Infinity}', b"\xff\xfe{}"],
+    ids=["truncated", "array", "string", "nan", "infinity", "not-utf8"],
+)
+def test_malformed_json_is_a_400_problem(probed, raw):
+    body = _problem(probed.post("/_probe/echo", data=raw, content_type="application/json"), 400)
+    assert body["type"] == "/problems/malformed-request"
+
+
+def test_json_numbers_stay_exact_decimals(probed):
+    response = probed.post("/_probe/echo", data='{"x": 0.1}', content_type="application/json")
+    assert response.get_json() == {"x": "0.1"}
+
+
+def test_validation_errors_name_json_paths(probed):
+    payload = {
+        "players": [
+            {"player_id": "A", "middle": ["Ah", "Kh"]},
+            {"player_id": "B", "middle": ["Ah"]},
+            {"player_id": 3, "middle": ["Ah", "Kh", "Qh", "Jh", "Th1"], "extra": 1},
+        ]
+    }
+    body = _problem(probed.post("/_probe/validate", json=payload), 422)
+    found = {(e["path"], e["code"]) for e in body["errors"]}
+    assert found == {
+        ("stake", "required"),
+        ("players[1].middle", "invalid_value"),
+        ("players[2].player_id", "invalid"),
+        ("players[2].middle[4]", "invalid_value"),
+        ("players[2].extra", "unknown_field"),
+    }
+    assert all(e["message"] for e in body["errors"])
+
+
+def test_domain_errors_are_422_with_their_paths(probed):
+    body = _problem(probed.get("/_probe/domain"), 422)
+    assert body["title"] == "Invalid cards"
+    assert body["errors"] == [
+        {"path": "players[2].middle[4]", "message": "unknown card 'Xx'", "code": "unknown_card"}
+    ]
+
+
+def test_a_database_outage_is_503_with_retry_after_and_no_internals(probed):
+    response = probed.get("/_probe/database-down")
+    body = _problem(response, 503)
+    assert response.headers["Retry-After"] == "5"
+    assert "secret" not in response.get_data(as_text=True)
+    assert body["type"] == "/problems/service-unavailable"
+
+
+def test_an_unexpected_error_is_a_500_problem_that_leaks_nothing(probed, caplog):
+    response = probed.get("/_probe/crash")
+    _problem(response, 500)
+    assert "secret" not in response.get_data(as_text=True)
+    assert "secret internals" in caplog.text

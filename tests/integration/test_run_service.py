@@ -1,0 +1,68 @@
+"""``python -m app`` on a fresh data folder: embedded PostgreSQL, migrations, gunicorn."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.slow
+def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_path):
+    port = _free_port()
+    data = tmp_path / "pgdata"
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR"}
+    }
+    env |= {"PGSERVER_DATA_DIR": str(data), "PORT": str(port), "WEB_CONCURRENCY": "2"}
+    log = tmp_path / "service.log"
+    with log.open("w") as out:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "app"], cwd=REPO, env=env, stdout=out, stderr=out
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 45
+        while True:
+            try:
+                status, body = _get(f"{base}/healthz")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if service.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"service did not come up:\n{log.read_text()}")
+                time.sleep(0.2)
+        assert (status, body) == (200, {"status": "ok"})
+        status, body = _get(f"{base}/readyz")
+        assert status == 200 and body["database"] == "ok", body
+        assert (data / "PG_VERSION").is_file()
+    finally:
+        service.send_signal(signal.SIGTERM)
+        code = service.wait(timeout=30)
+    assert code == 0, log.read_text()
+    # The embedded server stopped with the service: no postmaster left behind.
+    assert not (data / "postmaster.pid").exists()
