@@ -45,6 +45,8 @@ _PAIR = Category.ONE_PAIR
 _HIGH = Category.HIGH_CARD
 _FRONT_CATEGORIES = (_TRIPS, _PAIR, _HIGH)
 _SUITS = tuple(Suit)
+_WHEEL_BITS = sum(1 << r for r in (14, 2, 3, 4, 5))
+_WINDOWS = {top: tuple(range(top, top - 5, -1)) for top in range(6, 15)} | {5: (14, 5, 4, 3, 2)}
 
 
 def _code(ranks: Sequence[int]) -> int:
@@ -84,6 +86,9 @@ def _scale(ace_low: AceLow) -> _Scale:
                   {c: index[s] for c, s in flush5.items()},
                   {c: index[s] for c, s in three.items()},
                   tuple(s.category for s in ordered), tuple(ordered))
+
+
+_Groups = tuple[dict[int, list[int]], dict[Suit, list[int]]]
 
 
 class _Found(NamedTuple):
@@ -141,11 +146,19 @@ class _Hand:
                 ways.append(combo)
         return ways
 
-    def cores(self, pool: Sequence[int], category: int, size: int) -> list[tuple[int, ...]]:
-        """Return the cores of ``category`` in ``pool``, strongest core first."""
+    def group(self, pool: Sequence[int]) -> _Groups:
+        """Return the histograms of a pool of cards: its cards by rank and by suit."""
         by_rank: dict[int, list[int]] = {}
+        by_suit: dict[Suit, list[int]] = {}
+        rank, suit = self.rank, self.suit
         for p in pool:
-            by_rank.setdefault(self.rank[p], []).append(p)
+            by_rank.setdefault(rank[p], []).append(p)
+            by_suit.setdefault(suit[p], []).append(p)
+        return by_rank, by_suit
+
+    def cores(self, groups: _Groups, category: int, size: int) -> list[tuple[int, ...]]:
+        """Return the cores of ``category`` among the grouped cards."""
+        by_rank, by_suit = groups
         if category == _HIGH:
             return [()]
         if category == _PAIR:
@@ -172,9 +185,6 @@ class _Hand:
                 singles = [self.choose(by_rank[r], 1) for r in window]
                 straights.extend(tuple(c[0] for c in combo) for combo in product(*singles))
             return self.exactly(straights, category)
-        by_suit: dict[Suit, list[int]] = {}
-        for p in pool:
-            by_suit.setdefault(self.suit[p], []).append(p)
         found: list[tuple[int, ...]] = []
         for ps in by_suit.values():
             if len(ps) < 5:
@@ -190,11 +200,14 @@ class _Hand:
 
     def windows(self, by_rank: dict[int, list[int]]) -> Iterator[tuple[int, ...]]:
         """Yield the rank windows of every straight the ranks hold."""
-        for top in range(14, 5, -1):
-            if all(r in by_rank for r in range(top - 4, top + 1)):
-                yield tuple(range(top, top - 5, -1))
-        if self.ace_low is not AceLow.NONE and all(r in by_rank for r in (14, 2, 3, 4, 5)):
-            yield (14, 5, 4, 3, 2)
+        present = 0
+        for r in by_rank:
+            present |= 1 << r
+        if present & _WHEEL_BITS == _WHEEL_BITS and self.ace_low is not AceLow.NONE:
+            present |= 2  # the ace also counts as rank 1 here
+        for top in range(14, 4, -1):
+            if present >> (top - 4) & 31 == 31:
+                yield _WINDOWS[top]
 
     def exactly(self, rows: list[tuple[int, ...]], category: int) -> list[tuple[int, ...]]:
         """Keep the distinct complete rows whose real category is ``category``."""
@@ -308,12 +321,31 @@ class _Hand:
               front: Sequence[int]) -> _Found:
         category = self.scale.category
         sb, sm, sf = self.score(back), self.score(middle), self.score(front)
-        b, m, f = (tuple(sorted(row, key=self.order.__getitem__))
-                   for row in (back, middle, front))
+        b, m, f = self.best_suits((back, middle, front))
         order = self.order
         return _Found((category[sb], category[sm], category[sf], sb, sm, sf,
                        tuple(-order[p] for p in b), tuple(-order[p] for p in m),
                        tuple(-order[p] for p in f)), b, m, f)
+
+    def best_suits(self, rows: tuple[Sequence[int], ...]) -> list[tuple[int, ...]]:
+        """Hand interchangeable copies of a rank to the back first, then middle, then front.
+
+        Copies whose suit cannot make a flush change no strength, so the tie-break of §4
+        decides alone which row gets which; cores and kickers were picked row by row.
+        """
+        kind, order = self.kind, self.order
+        shared: dict[object, list[int]] = {}
+        for row in rows:
+            for p in row:
+                if kind[p][1] is None:
+                    shared.setdefault(kind[p], []).append(p)
+        for copies in shared.values():
+            copies.sort(key=order.__getitem__)
+        result = []
+        for row in rows:
+            given = [shared[kind[p]].pop(0) if kind[p][1] is None else p for p in row]
+            result.append(tuple(sorted(given, key=order.__getitem__)))
+        return result
 
     # --- search ----------------------------------------------------------------------
 
@@ -327,21 +359,24 @@ class _Hand:
         top: _Found | None = None
         top_key: tuple[int, ...] = ()
         everything = list(range(13))
+        groups = self.group(everything)
         for cb in range(_FIVE, _HIGH - 1, -1):
-            backs = self.cores(everything, cb, 5)
+            backs = self.cores(groups, cb, 5)
             keyed = sorted(((self.core_key(c), c) for c in backs), reverse=True)
             for back_key, back in keyed:
                 rest = [p for p in everything if p not in back]
+                rest_groups = self.group(rest)
                 # A weaker back core wins only with better middle or front categories.
                 strict = top is not None and back_key < top_key
                 for cm in range(cb, _HIGH - 1, -1):
                     if top is not None and not every_triple and (cm, 3) < top.rank[1:3]:
                         break
                     found_here = False
-                    for middle in self.cores(rest, cm, 5):
+                    for middle in self.cores(rest_groups, cm, 5):
                         if cm == cb and self.core_key(middle) > back_key:
                             continue  # the middle would beat the back whatever the kickers
                         rest2 = [p for p in rest if p not in middle]
+                        front_groups = self.group(rest2)
                         for cf in _FRONT_CATEGORIES:
                             if cf > cm:
                                 continue
@@ -350,7 +385,7 @@ class _Hand:
                                 if (cm, cf) < floor or (strict and (cm, cf) == floor):
                                     break
                             done = False
-                            for front in self.cores(rest2, cf, 3):
+                            for front in self.cores(front_groups, cf, 3):
                                 if cf == cm and self.core_key(front) > self.core_key(middle):
                                     continue
                                 rest3 = [p for p in rest2 if p not in front]
@@ -384,7 +419,11 @@ def _hand(cards: Sequence[Card], ace_low: AceLow, decks: int) -> _Hand:
     if len(cards) != 13:
         raise CardError(Problem("", f"a hand needs 13 cards, got {len(cards)}",
                                 "wrong_hand_size"))
-    check_copies([(f"[{i}]", c) for i, c in enumerate(cards)], decks)
+    copies = [0] * 52
+    for card in cards:
+        copies[card.order] += 1
+    if max(copies) > decks:  # the quick count only finds out; check_copies says where
+        check_copies([(f"[{i}]", c) for i, c in enumerate(cards)], decks)
     return _Hand(cards, AceLow(ace_low))
 
 
