@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging.config
 
 from alembic import context
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from app.config import Settings, normalize_database_url
 from app.db.engine import database_url
 from app.db.models import Base
+from app.db.schema import MIGRATION_LOCK
 
 config = context.config
 target_metadata = Base.metadata
@@ -38,6 +39,18 @@ def _url() -> str:
 
 
 def _migrate(connection: Connection) -> None:
+    # Session-level lock, committed at once so Alembic starts from a clean transaction
+    # state: replicas or workers migrating at the same moment take turns.
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+    connection.commit()
+    try:
+        _configure_and_run(connection)
+    finally:
+        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+        connection.commit()
+
+
+def _configure_and_run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -75,8 +75,8 @@ def problem(
     title: str,
     detail: str,
     errors: Iterable[Mapping[str, str]] | None = None,
-    *,
     headers: Mapping[str, str] | None = None,
+    *,
     type_: str | None = None,
 ) -> Response:
     """Build a problem+json response."""

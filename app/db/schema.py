@@ -12,7 +12,7 @@ from sqlalchemy.pool import NullPool
 
 # Key of the advisory lock held while migrating, so several processes starting at once
 # (gunicorn workers with MIGRATE_ON_START=true, replicas) migrate one after the other.
-_MIGRATION_LOCK = 0x7468_6972_7465_656E  # "thirteen"
+MIGRATION_LOCK = 0x7468_6972_7465_656E  # "thirteen"
 
 
 class SchemaError(RuntimeError):
@@ -82,17 +82,11 @@ def check_schema(engine: Engine) -> None:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` to ``revision``, one process at a time."""
+    """Migrate the database at ``url`` to ``revision`` (env.py takes the migration lock)."""
     engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as connection:
-            connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
-            connection.commit()
-            try:
-                _run(connection, "upgrade", revision)
-            finally:
-                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
-                connection.commit()
+            _run(connection, "upgrade", revision)
     finally:
         engine.dispose()
 
