@@ -15,8 +15,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     """Build the Flask app from ``settings`` (default: read from the environment now).
 
     Connects to DATABASE_URL, or starts the embedded PostgreSQL when it is unset; then
-    migrates (MIGRATE_ON_START=true) or refuses to start on a schema that is not at the
-    migrations' head (unless CHECK_SCHEMA_ON_START=false).
+    migrates (MIGRATE_ON_START=true, or the embedded database) or refuses to start on a
+    schema that is not at the migrations' head (unless CHECK_SCHEMA_ON_START=false).
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
@@ -39,7 +39,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     url = database_url(settings)
-    if settings.migrate_on_start:
+    # The embedded database is local and ours alone, so it is always brought to head.
+    if settings.migrate_on_start or settings.database_url is None:
         upgrade(url)
     database = make_database(settings, url)
     app.extensions[DATABASE] = database

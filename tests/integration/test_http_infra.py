@@ -112,6 +112,12 @@ def test_readyz_is_503_when_the_database_is_down(make_app):
     assert query.headers["Retry-After"] == "5"
 
 
+def test_readyz_is_503_when_the_schema_is_behind(make_app, make_database):
+    app = make_app(database_url=make_database(), check_schema_on_start=False)
+    body = _problem(app.test_client().get("/readyz"), 503)
+    assert "schema" in body["detail"]
+
+
 def _metric(client, name, **labels):
     for family in text_string_to_metric_families(client.get("/metrics").get_data(as_text=True)):
         for sample in family.samples:

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from app import create_app
+from app.config import Settings
+from app.db import get_database
+from app.db.engine import stop_embedded
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -65,4 +70,17 @@ def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_pat
         code = service.wait(timeout=30)
     assert code == 0, log.read_text()
     # The embedded server stopped with the service: no postmaster left behind.
+    assert not (data / "postmaster.pid").exists()
+
+
+def test_create_app_without_a_url_starts_and_migrates_the_embedded_database(tmp_path):
+    data = tmp_path / "pg"
+    app = create_app(Settings.from_env({"PGSERVER_DATA_DIR": str(data)}))
+    try:
+        response = app.test_client().get("/readyz")
+        assert response.status_code == 200, response.get_json()
+        assert (data / "PG_VERSION").is_file()
+    finally:
+        get_database(app).dispose()
+        stop_embedded(data)
     assert not (data / "postmaster.pid").exists()
