@@ -12,6 +12,7 @@ so a round can always explain its numbers.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -143,7 +144,7 @@ def score_round(players: Sequence[PlayerHand], ruleset: Ruleset) -> RoundScore:
         couples = [(i, j) for i in range(n) for j in range(i + 1, n)]
     pairs = [_compare(seats[i], seats[j], ruleset, banker) for i, j in couples]
     hr = _home_run(seats, pairs, ruleset)
-    points = [_points(seats[p.a], seats[p.b], p, hr, ruleset) for p in pairs]
+    points = [_points(seats[p.a], seats[p.b], p, ruleset) for p in pairs]
     if hr is not None and ruleset.home_run.kind is EffectKind.DOUBLE_SPLIT:
         _double_split(hr, pairs, points)
     totals = [0] * len(seats)
@@ -222,12 +223,15 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
         if (p.arrangement is None) == (p.cards is None):
             problems.append(Problem(at, "give either three rows or 13 cards", "no_hand"))
         elif p.arrangement is not None:
-            for row in ROWS:
-                got = len(p.arrangement.row(row))
-                if got != row.size:
-                    problems.append(Problem(f"{at}.{row.value}", f"the {row.value} row needs "
-                                            f"{row.size} cards, got {got}", "wrong_row_size"))
-            everything.extend(p.arrangement.cards)
+            a = p.arrangement
+            if (len(a.front), len(a.middle), len(a.back)) != (3, 5, 5):
+                problems.extend(
+                    Problem(f"{at}.{row.value}", f"the {row.value} row needs {row.size} "
+                            f"cards, got {len(a.row(row))}", "wrong_row_size")
+                    for row in ROWS if len(a.row(row)) != row.size)
+            everything += a.front
+            everything += a.middle
+            everything += a.back
         elif p.cards is not None:
             if len(p.cards) != 13:
                 problems.append(Problem(f"{at}.cards", f"a hand needs 13 cards, got "
@@ -235,8 +239,9 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
             everything.extend(p.cards)
     if problems:
         raise CardError(problems)
-    # Fast path: one deck and no repeats. Only a failure pays for the paths.
-    if decks == 1 and len(set(everything)) == len(everything):
+    # Fast path: one deck and no repeats, keyed by plain ints (hashing a Card hashes two
+    # enums in Python). Only a failure pays for the paths.
+    if decks == 1 and len({c.rank * 128 + ord(c.suit) for c in everything}) == len(everything):
         return
     located: list[tuple[str, Card]] = []
     for i, p in enumerate(players):
@@ -316,12 +321,12 @@ def _claim(cards: Sequence[Card], claim: str, r: Ruleset, at: str) -> SpecialHan
     if claim == NONE:
         return None
     if claim == AUTO:
-        if not r.special_values and not r.dragon.enabled:
+        if not r.special_values and not r.dragon.enabled or not _may_hold_special(cards):
             return None
-        found = find_specials(cards, six_pairs_counts_quads=r.six_pairs_counts_quads,
+        every = find_specials(cards, six_pairs_counts_quads=r.six_pairs_counts_quads,
                               front_straight_ace=r.front_straight_ace,
                               ace_low=r.ace_low_straight)
-        held = [h for h in found if r.values_special(h.name)]
+        held = [h for h in every if r.values_special(h.name)]
         if not held:
             return None
         # The highest-valued one; a dragon under the dragon policy outranks the table.
@@ -341,6 +346,45 @@ def _claim(cards: Sequence[Card], claim: str, r: Ruleset, at: str) -> SpecialHan
     if found is None:
         raise ClaimError(Problem(at, f"the cards do not hold {name}", "false_claim"))
     return found
+
+
+def _runs(length: int) -> list[tuple[int, ...]]:
+    runs = [tuple(range(low, low + length)) for low in range(2, 16 - length)]
+    return [*runs, (14, *range(2, 1 + length))]  # the ace below 2: A-2-3, A-2-3-4-5
+
+
+# Rank lists (sorted) of every front run of 3 plus two runs of 5, with every ace option
+# allowed: a hand whose ranks are none of these holds no three straights of any kind.
+_THREE_RUNS = frozenset(tuple(sorted(f + m + b)) for f in _runs(3) for m in _runs(5)
+                        for b in _runs(5))
+_PART_SUMS = frozenset({0, 3, 5, 8, 10, 13, 16, 18, 21, 23, 26})  # suit counts of 3 | 5 | 5
+
+
+def _may_hold_special(cards: Sequence[Card]) -> bool:
+    """Say whether the cards could hold any special hand of §5, from counts alone.
+
+    A screen, not a verdict: it never says no to a hand that holds one, and it lets
+    find_specials skip most hands, which hold nothing (bench/scoring.py).
+    """
+    ranks = sorted([c.rank for c in cards])
+    if ranks[0] >= 8 or ranks[-1] <= 8:
+        return True  # all big (and royals), all small
+    distinct = len(set(ranks))
+    if distinct == 13:
+        return True  # a dragon
+    # Six pairs (five pairs and trips count as six, §5) or three trips (four trips, three
+    # quads) leave at most 7 distinct ranks among 13 cards.
+    if distinct <= 7:
+        copies = Counter(ranks).values()
+        if sum(n // 2 for n in copies) >= 6 or sum(n // 3 for n in copies) >= 3:
+            return True
+    text = "".join([c.suit for c in cards])
+    suits = [text.count(suit) for suit in "shdc"]
+    if suits[0] + suits[3] == 0 or suits[1] + suits[2] == 0:
+        return True  # one colour
+    if all(n in _PART_SUMS for n in suits):
+        return True  # three flushes, three straight flushes
+    return tuple(ranks) in _THREE_RUNS
 
 
 def _holds(cards: Sequence[Card], name: SpecialName, r: Ruleset) -> SpecialHand | None:
@@ -394,18 +438,18 @@ def _compare(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
     if sa is None or sb is None:  # every row-playing seat is evaluated; narrows the type
         raise RoundError(Problem("players", "a hand was not evaluated", "internal"))
     top_card = r.compare is Compare.TOP_CARD
-    ties_to_banker = r.tie_rule is TieRule.BANKER_WINS or top_card
-    res_list = []
-    for x, y in zip(sa, sb, strict=True):
-        if top_card:  # 食夾棍: the category, then only the highest card (002)
-            x, y = Strength(x.category, x.key[:1]), Strength(y.category, y.key[:1])
-        if x > y:
-            res_list.append(1)
-        elif x < y:
-            res_list.append(-1)
-        else:
-            res_list.append(side if ties_to_banker else 0)
-    res = (res_list[0], res_list[1], res_list[2])
+    if not top_card and r.tie_rule is TieRule.PUSH:
+        fa, ma, ba = sa
+        fb, mb, bb = sb
+        res = ((fa > fb) - (fa < fb), (ma > mb) - (ma < mb), (ba > bb) - (ba < bb))
+    else:
+        res_list = []
+        for x, y in zip(sa, sb, strict=True):
+            if top_card:  # 食夾棍: the category, then only the highest card (002)
+                x, y = Strength(x.category, x.key[:1]), Strength(y.category, y.key[:1])
+            # A row the rule gives to the banker: tie_rule banker_wins, or top_card ties.
+            res_list.append(1 if x > y else -1 if x < y else side)
+        res = (res_list[0], res_list[1], res_list[2])
     return _Pair(a.index, b.index, "rows", res, scooper=_scooper(a.index, b.index, res, r))
 
 
@@ -509,10 +553,14 @@ def _mark(hr: _HomeRun, pairs: list[_Pair]) -> _HomeRun:
     return hr
 
 
-def _points(a: _Seat, b: _Seat, p: _Pair, hr: _HomeRun | None,
-            r: Ruleset) -> tuple[list[Item], int]:
+def _points(a: _Seat, b: _Seat, p: _Pair, r: Ruleset) -> tuple[list[Item], int]:
     """Build the pair's points from the first player's side, part by part (§3)."""
     items: list[Item] = []
+    effects = []  # the scoop and home run of this pair, signed from a's side
+    if p.scooper is not None:
+        effects.append(("scoop", r.scoop, 1 if p.scooper == a.index else -1))
+    if p.home_run_by is not None:
+        effects.append(("home_run", r.home_run, 1 if p.home_run_by == a.index else -1))
     res = p.rows if p.rows is not None else p.virtual
     if res is not None and r.aggregation is not Aggregation.SCOOP_ONLY:
         compared = p.rows is not None
@@ -530,32 +578,25 @@ def _points(a: _Seat, b: _Seat, p: _Pair, hr: _HomeRun | None,
             if bet:
                 items.append(Item("row_bet", bet))
                 base += bet
-        sign_s = 0 if p.scooper is None else (1 if p.scooper == a.index else -1)
-        sign_h = 0 if p.home_run_by is None else (1 if p.home_run_by == a.index else -1)
-        for name, effect, sign in (("scoop", r.scoop, sign_s), ("home_run", r.home_run, sign_h)):
-            if sign and effect.kind is EffectKind.MULTIPLY and effect.over is Over.BASE:
+        for name, effect, _ in effects:
+            if effect.kind is EffectKind.MULTIPLY and effect.over is Over.BASE:
                 items.append(Item(name, base * (effect.amount - 1)))
                 base *= effect.amount
         total = base
         if compared:
             total += _row_bonuses(a, b, res, r, items)
-        for name, effect, sign in (("scoop", r.scoop, sign_s), ("home_run", r.home_run, sign_h)):
-            if sign and effect.kind is EffectKind.MULTIPLY and effect.over is Over.ALL:
+        for name, effect, _ in effects:
+            if effect.kind is EffectKind.MULTIPLY and effect.over is Over.ALL:
                 items.append(Item(name, total * (effect.amount - 1)))
                 total *= effect.amount
-    for name, effect, sign in (("scoop", r.scoop, _sign(p.scooper, a)),
-                               ("home_run", r.home_run, _sign(p.home_run_by, a))):
-        if sign and effect.kind is EffectKind.ADD and effect.amount:
+    for name, effect, sign in effects:
+        if effect.kind is EffectKind.ADD and effect.amount:
             items.append(Item(name, sign * effect.amount))
-    if p.kind == "rows" and p.rows is not None:
-        _holding(a, b, r, items)
+    if p.rows is not None:
         _winner(a, b, r, items)
+        _holding(a, b, r, items)
     items.extend(p.fixed)
-    return items, sum(i.points for i in items)
-
-
-def _sign(player: int | None, a: _Seat) -> int:
-    return 0 if player is None else (1 if player == a.index else -1)
+    return items, sum([i.points for i in items])
 
 
 def _row_bet(ra: int, rb: int, res: tuple[int, int, int], r: Ruleset) -> int:
