@@ -1,0 +1,132 @@
+"""Laws every round obeys, over random deals and every preset (hypothesis)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from app.domain.cards import DECK, Card, parse_cards
+from app.domain.hands import arrangement, evaluate_hand
+from app.domain.rounds import play_round
+from app.domain.rulesets import PRESETS, FoulPolicy, Ruleset, Topology, resolve_ruleset
+from app.domain.scoring import PlayerHand, _may_hold_special, score_round
+from app.domain.settlement import HOUSE, Payout
+from app.domain.specials import find_specials
+
+decks = st.permutations(DECK)
+presets = st.sampled_from(sorted(PRESETS))
+
+
+def _hands(cards: list[Card], ruleset: Ruleset, count: int,
+           loose: list[bool]) -> list[PlayerHand]:
+    """Deal ``count`` hands; a hand is 13 loose cards or rows in dealt order (maybe a foul)."""
+    players = []
+    for i in range(count):
+        hand = cards[13 * i:13 * i + 13]
+        banker = ruleset.topology is Topology.BANKER and i == 0
+        if loose[i] or ruleset.foul is FoulPolicy.REJECT:
+            players.append(PlayerHand(f"p{i}", cards=tuple(hand), banker=banker))
+        else:
+            players.append(PlayerHand(f"p{i}", arrangement(hand[:3], hand[3:8], hand[8:]),
+                                      banker=banker))
+    return players
+
+
+def _count(ruleset: Ruleset, wanted: int) -> int:
+    return max(ruleset.min_players, min(ruleset.max_players, wanted))
+
+
+@settings(max_examples=60, deadline=None)
+@given(presets, decks, st.integers(2, 4), st.lists(st.booleans(), min_size=4, max_size=4))
+def test_totals_sum_to_zero_and_items_explain_each_pair(name: str, cards: list[Card],
+                                                        wanted: int,
+                                                        loose: list[bool]) -> None:
+    ruleset = PRESETS[name]
+    result = score_round(_hands(cards, ruleset, _count(ruleset, wanted), loose), ruleset)
+    assert sum(result.totals.values()) == 0
+    for pair in result.pairs:
+        assert sum(item.points for item in pair.items) == pair.points
+        assert isinstance(pair.points, int)
+
+
+@settings(max_examples=60, deadline=None)
+@given(presets, decks, st.integers(2, 4),
+       st.lists(st.integers(0, 5000), min_size=4, max_size=4),
+       st.sampled_from(["1", "20", "200", "0.5"]),
+       st.sampled_from(list(Payout)))
+def test_settled_money_and_house_lines_sum_to_zero_and_nobody_overpays(
+        name: str, cards: list[Card], wanted: int, balances: list[int], stake: str,
+        payout: Payout) -> None:
+    ruleset = PRESETS[name]
+    players = _hands(cards, ruleset, _count(ruleset, wanted), [False] * 4)
+    held = {p.player_id: Decimal(b) for p, b in zip(players, balances, strict=False)}
+    ruleset = resolve_ruleset({"preset": name, "overrides": {"payout": payout.value}})
+    result = play_round(players, ruleset, Decimal(stake), held, limits_enforced=True)
+    assert sum(line.amount for line in result.settlement.lines) == 0
+    paid = sum(p.amount for p in result.settlement.players)
+    house = sum(line.amount for line in result.settlement.lines if line.account == HOUSE)
+    assert paid + house == 0
+    if payout is not Payout.UNLIMITED:
+        for p in result.settlement.players:
+            assert -p.amount <= held[p.player_id]
+
+
+@settings(max_examples=60, deadline=None)
+@given(presets, decks, st.integers(2, 4), st.data())
+def test_swapping_two_players_mirrors_their_pair(name: str, cards: list[Card], wanted: int,
+                                                 data: st.DataObject) -> None:
+    ruleset = PRESETS[name]
+    players = _hands(cards, ruleset, _count(ruleset, wanted), [False] * 4)
+    i, j = data.draw(st.sampled_from([(i, j) for i in range(len(players))
+                                      for j in range(i + 1, len(players))]))
+    # In a banker game the banker's seat is its role; swap two players only.
+    assume(ruleset.topology is not Topology.BANKER or 0 not in (i, j))
+    swapped = list(players)
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    before = score_round(players, ruleset)
+    after = score_round(swapped, ruleset)
+    a, b = players[i].player_id, players[j].player_id
+    assert before.totals == after.totals
+    for pair in before.pairs:
+        if {pair.first, pair.second} == {a, b}:
+            mirrored = next(p for p in after.pairs if {p.first, p.second} == {a, b})
+            assert (pair.first, pair.points) == (mirrored.second, -mirrored.points)
+            if pair.rows is not None and mirrored.rows is not None:
+                assert pair.rows == tuple(-x for x in mirrored.rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(presets, decks)
+def test_keep_back_submissions_never_foul(name: str, cards: list[Card]) -> None:
+    ruleset = PRESETS[name]
+    count = ruleset.max_players
+    players = _hands(cards, ruleset, count, [True] * 4)
+    for p in score_round(players, ruleset).players:
+        assert not p.foul and p.foul_rows == ()
+        if p.special is None:
+            assert p.auto_arranged and p.used is not None
+            assert not evaluate_hand(p.used, ruleset.ace_low_straight).foul
+
+
+@settings(max_examples=300, deadline=None)
+@given(decks)
+def test_the_special_hand_screen_never_hides_a_special(cards: list[Card]) -> None:
+    hand = cards[:13]
+    if find_specials(hand):
+        assert _may_hold_special(hand)
+
+
+def test_the_screen_lets_every_special_hand_through() -> None:
+    texts = [
+        "2s 2h 3s 3h 4s 4h 5s 5h 6s 6h 7s 7h As",  # six pairs
+        "2d 5d 7d 3c 8c 9c Jc Kc 8h 9h Jh Qh Kh",  # three flushes
+        "As 2h 3d 4c 5s 6h 7d 8c 9s Th Jd Qc Kh",  # dragon
+        "2s 3h 4d 5c 6s 7h 8d 9c Ts Jh Qd Kc 4s",  # three straights
+        "As Ah Ad Ks Kh Kd Qs Qh Qd Js Jh Jd 9c",  # four trips
+    ]
+    for text in texts:
+        hand = parse_cards(text.split())
+        assert find_specials(hand), text
+        assert _may_hold_special(hand), text
