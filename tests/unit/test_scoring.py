@@ -195,8 +195,9 @@ def test_001_two_dragons_table() -> None:
 
 def test_dagiang4_home_run_is_three_in_all_from_each() -> None:
     # PLAIN: N scoops all three: 3 each (not 1 + 3); E scoops S and W: 1 each; S scoops W.
+    # E: −3 + 1 + 1; S: −3 − 1 + 1; W: −3 − 1 − 1.
     result = score(plain(), "dagiang4")
-    assert result.totals == {"N": 9, "E": -3 + 2, "S": -3 - 1 + 1, "W": -3 - 2 + 0 - 1 + 1 - 1 + 1}
+    assert result.totals == {"N": 9, "E": -1, "S": -3, "W": -5}
     assert items(result, "N", "E") == {"scoop": 1, "home_run": 2}
 
 
