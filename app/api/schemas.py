@@ -13,7 +13,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 MAX_INTEGER_DIGITS = 15
-_MONEY = re.compile(r"^-?(0|[1-9][0-9]{0,%d})(\.[0-9]{1,8})?$" % (MAX_INTEGER_DIGITS - 1))
+_MONEY = re.compile(rf"^-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?$")
 _IDENTIFIER = validate.Regexp(
     r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$",
     error="must be 1-64 characters: letters, digits and . _ : @ -, starting with a letter or digit",
@@ -95,7 +95,8 @@ class EvaluateRequestSchema(HandRowsSchema):
 
 class ArrangeRequestSchema(Schema):
     cards = _card_list(required=True)
-    mode = fields.String(load_default="keep_back", validate=validate.OneOf(["keep_back", "suggest"]))
+    mode = fields.String(load_default="keep_back",
+                         validate=validate.OneOf(["keep_back", "suggest"]))
     n = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 50))
     ruleset = RulesetField(load_default="classic4")
 

@@ -1,0 +1,122 @@
+"""/v1/rounds: the dry run, settling (exactly once per Idempotency-Key), reads."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from app.api.errors import ProblemError, json_body
+from app.api.metrics import count_settled_round
+from app.api.schemas import RoundRequestSchema
+from app.config import Settings
+from app.db import get_database
+from app.db.repositories import Cursor, InvalidCursor
+from app.services import rounds
+
+bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
+
+MAX_KEY_LENGTH = 128
+
+
+def _settings() -> Settings:
+    settings: Settings = current_app.config["SETTINGS"]
+    return settings
+
+
+@bp.post("/score")
+def score_round() -> Response:
+    data = RoundRequestSchema().load(json_body())
+    return jsonify(rounds.score(data))
+
+
+@bp.post("")
+def settle_round() -> Response:
+    key = _idempotency_key()
+    raw = json_body()
+    data = RoundRequestSchema().load(raw)
+    settings = _settings()
+    try:
+        settled = rounds.settle(
+            data, raw, operator_id=settings.default_operator, idempotency_key=key,
+            sessions=get_database().sessions,
+            stale_after=timedelta(seconds=settings.idempotency_stale_after_s))
+    except rounds.IdempotencyConflict as conflict:
+        if conflict.reason == "in_flight":
+            raise ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
+                               "being settled; retry shortly", type_="/problems/in-flight",
+                               headers={"Retry-After": "1"}) from None
+        raise ProblemError(422, "Idempotency-Key reused", "this Idempotency-Key was used with "
+                           "another body; use a new key for a new round",
+                           [{"path": "Idempotency-Key", "message": "used before with another "
+                             "body", "code": "idempotency_key_reused"}],
+                           type_="/problems/idempotency-key-reused") from None
+    except rounds.RoundIdTaken:
+        raise ProblemError(409, "Conflict", "another round already has this round_id",
+                           [{"path": "round_id", "message": "already used",
+                             "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
+    response = jsonify(settled.body)
+    response.status_code = settled.status
+    response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
+    if settled.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    else:
+        count_settled_round(settled.body["ruleset"]["name"])
+    return response
+
+
+def _idempotency_key() -> str:
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise ProblemError(400, "Idempotency-Key required",
+                           f"send an Idempotency-Key header of 1-{MAX_KEY_LENGTH} printable "
+                           "characters, one per round", [{"path": "Idempotency-Key",
+                                                          "message": "missing or invalid",
+                                                          "code": "required"}],
+                           type_="/problems/idempotency-key-required")
+    return key
+
+
+@bp.get("/<uuid:round_id>")
+def get_round(round_id: uuid.UUID) -> Response:
+    body = rounds.get_round(round_id, operator_id=_settings().default_operator,
+                            sessions=get_database().sessions)
+    if body is None:
+        raise ProblemError(404, "Not Found", f"no round {round_id}")
+    return jsonify(body)
+
+
+class RoundQuerySchema(Schema):
+    table_id = fields.String(validate=validate.Length(1, 64))
+    player_id = fields.String(validate=validate.Length(1, 64))
+    from_ = fields.AwareDateTime(data_key="from", format="iso")
+    to = fields.AwareDateTime(format="iso")
+    limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
+    cursor = fields.String(validate=validate.Length(1, 512))
+
+    @validates_schema
+    def ordered(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if "from_" in data and "to" in data and data["from_"] >= data["to"]:
+            raise ValidationError("'to' must be later than 'from'", "to")
+
+
+@bp.get("")
+def list_rounds() -> Response:
+    query = RoundQuerySchema().load(request.args.to_dict())
+    after = None
+    if "cursor" in query:
+        try:
+            after = Cursor.decode(query["cursor"])
+        except InvalidCursor as error:
+            raise ProblemError(400, "Invalid cursor", str(error),
+                               [{"path": "cursor", "message": "not a cursor from this list",
+                                 "code": "invalid_cursor"}]) from None
+    created_from: datetime | None = query.get("from_")
+    return jsonify(rounds.list_rounds(
+        operator_id=_settings().default_operator, sessions=get_database().sessions,
+        table_id=query.get("table_id"), player_id=query.get("player_id"),
+        created_from=created_from, created_to=query.get("to"), limit=query["limit"],
+        after=after))

@@ -1,0 +1,25 @@
+"""/v1/rulesets: the presets with every resolved parameter (public)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from app.api.errors import ProblemError
+from app.domain.rulesets import PRESETS
+from app.services.play import ruleset_json
+
+bp = Blueprint("rulesets", __name__, url_prefix="/v1/rulesets")
+
+
+@bp.get("")
+def list_rulesets() -> Response:
+    return jsonify({"items": [ruleset_json(rules) for rules in PRESETS.values()]})
+
+
+@bp.get("/<name>")
+def get_ruleset(name: str) -> Response:
+    rules = PRESETS.get(name)
+    if rules is None:
+        raise ProblemError(404, "Not Found", f"no preset named {name!r}; presets: "
+                           f"{', '.join(PRESETS)}")
+    return jsonify(ruleset_json(rules))

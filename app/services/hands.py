@@ -1,0 +1,60 @@
+"""Hand use cases: evaluate a hand (categories, foul, specials) and arrange 13 cards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.domain.arrange import keep_back, suggest
+from app.domain.cards import format_cards
+from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
+from app.domain.rulesets import Ruleset, resolve_ruleset
+from app.domain.specials import find_specials
+
+
+def evaluate(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Evaluate one arranged hand under the request's ruleset (default ``classic4``)."""
+    rules = resolve_ruleset(data["ruleset"])
+    hand = parse_arrangement({row.value: data[row.value] for row in ROWS}, rules.decks)
+    evaluation = evaluate_hand(hand, rules.ace_low_straight)
+    specials = find_specials(
+        hand.cards,
+        six_pairs_counts_quads=rules.six_pairs_counts_quads,
+        front_straight_ace=rules.front_straight_ace,
+        ace_low=rules.ace_low_straight,
+    )
+    body: dict[str, Any] = {
+        row.value: {"cards": format_cards(hand.row(row)),
+                    "category": evaluation.strength(row).category.label}
+        for row in ROWS
+    }
+    body.update(
+        foul=evaluation.foul,
+        foul_rows=[[a.value, b.value] for a, b in evaluation.foul_rows],
+        specials=[
+            {"name": s.name.value,
+             "value": rules.special_value(s.name) if rules.values_special(s.name) else None,
+             "arrangement": None if s.arrangement is None else s.arrangement.as_text()}
+            for s in specials
+        ],
+        ruleset=rules.name,
+    )
+    return body
+
+
+def arrange(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Arrange 13 cards: the keep_back arrangement, or ``n`` suggestions best first."""
+    rules = resolve_ruleset(data["ruleset"])
+    cards = parse_hand(data["cards"], rules.decks, "cards")
+    if data["mode"] == "suggest":
+        found = suggest(cards, data["n"], rules.ace_low_straight, decks=rules.decks)
+        return {"suggestions": [arranged_json(a, rules) for a in found]}
+    return arranged_json(keep_back(cards, rules.ace_low_straight, decks=rules.decks), rules)
+
+
+def arranged_json(hand: Arrangement, rules: Ruleset) -> dict[str, Any]:
+    evaluation = evaluate_hand(hand, rules.ace_low_straight)
+    return {
+        **hand.as_text(),
+        "categories": {row.value: evaluation.strength(row).category.label for row in ROWS},
+    }

@@ -1,0 +1,100 @@
+"""Contract checks for end-to-end tests: every response must match openapi.yaml."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
+
+
+@cache
+def load_contract() -> dict[str, Any]:
+    return yaml.safe_load(OPENAPI.read_text(encoding="utf-8"))
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template))
+    return re.compile(f"^{pattern}$")
+
+
+def find_operation(method: str, path: str) -> tuple[str, dict[str, Any]]:
+    """Return the path template and operation of the contract that serve ``method path``."""
+    doc = load_contract()
+    bare = path.split("?", 1)[0]
+    candidates = [t for t in doc["paths"] if _template_regex(t).match(bare)]
+    # a literal path (/v1/rounds/score) wins over a template (/v1/rounds/{round_id})
+    candidates.sort(key=lambda t: t.count("{"))
+    if not candidates:
+        raise AssertionError(f"{path} is not in openapi.yaml")
+    operation = doc["paths"][candidates[0]].get(method.lower())
+    if operation is None:
+        raise AssertionError(f"{method} {candidates[0]} is not in openapi.yaml")
+    return candidates[0], operation
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    doc = load_contract()
+    while "$ref" in node and len(node) == 1:
+        target: Any = doc
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def check_response(method: str, path: str, response: Any) -> None:
+    """Fail unless the status, media type and body of ``response`` are declared in the contract."""
+    template, operation = find_operation(method, path)
+    declared = operation["responses"].get(str(response.status_code))
+    if declared is None:
+        raise AssertionError(f"{method} {template} answered {response.status_code}, "
+                             f"which openapi.yaml does not declare: {response.get_data(as_text=True)}")
+    declared = _resolve(declared)
+    content = declared.get("content")
+    if not content:
+        return
+    media = response.mimetype
+    if media not in content:
+        raise AssertionError(f"{method} {template} {response.status_code} answered {media}, "
+                             f"declared {sorted(content)}")
+    schema = content[media].get("schema")
+    if schema is None or not media.endswith("json"):
+        return
+    body = json.loads(response.get_data(as_text=True))
+    validator = Draft202012Validator({**schema, "components": load_contract()["components"]})
+    errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
+    if errors:
+        details = "; ".join(f"{list(e.absolute_path)}: {e.message[:200]}" for e in errors[:5])
+        raise AssertionError(f"{method} {template} {response.status_code} body breaks the "
+                             f"contract: {details}")
+
+
+class ContractClient:
+    """A Flask test client whose every answer is checked against openapi.yaml."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def open(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._client.open(path, method=method, **kwargs)
+        check_response(method, path, response)
+        return response
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.open("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        return self.open("POST", path, **kwargs)
+
+
+@pytest.fixture
+def api(client: Any) -> ContractClient:
+    return ContractClient(client)
