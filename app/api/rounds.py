@@ -9,6 +9,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_settled_round
 from app.api.schemas import RoundRequestSchema
@@ -41,7 +42,7 @@ def settle_round() -> Response:
     settings = _settings()
     try:
         settled = rounds.settle(
-            data, raw, operator_id=settings.default_operator, idempotency_key=key,
+            data, raw, operator_id=operator_id(), idempotency_key=key,
             sessions=get_database().sessions,
             stale_after=timedelta(seconds=settings.idempotency_stale_after_s))
     except rounds.IdempotencyConflict as conflict:
@@ -82,7 +83,7 @@ def _idempotency_key() -> str:
 
 @bp.get("/<uuid:round_id>")
 def get_round(round_id: uuid.UUID) -> Response:
-    body = rounds.get_round(round_id, operator_id=_settings().default_operator,
+    body = rounds.get_round(round_id, operator_id=operator_id(),
                             sessions=get_database().sessions)
     if body is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
@@ -116,7 +117,7 @@ def list_rounds() -> Response:
                                  "code": "invalid_cursor"}]) from None
     created_from: datetime | None = query.get("from_")
     return jsonify(rounds.list_rounds(
-        operator_id=_settings().default_operator, sessions=get_database().sessions,
+        operator_id=operator_id(), sessions=get_database().sessions,
         table_id=query.get("table_id"), player_id=query.get("player_id"),
         created_from=created_from, created_to=query.get("to"), limit=query["limit"],
         after=after))
