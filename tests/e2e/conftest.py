@@ -83,6 +83,16 @@ class ContractClient:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    def fresh(self) -> ContractClient:
+        """Return another client of the same app, for requests from several threads."""
+        return ContractClient(self._client.application.test_client())
+
+    @property
+    def operator_id(self) -> str:
+        """The operator this client's requests act for."""
+        operator: str = self._client.application.config["SETTINGS"].default_operator
+        return operator
+
     def open(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._client.open(path, method=method, **kwargs)
         check_response(method, path, response)

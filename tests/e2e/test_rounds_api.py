@@ -1,0 +1,222 @@
+"""Rounds through HTTP against PostgreSQL: the worked examples, reads, idempotency, concurrency."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+CASES = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
+)["cases"]
+
+
+def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
+    return {
+        "ruleset": case["ruleset"],
+        "table_id": table_id,
+        "stake": case["stake"],
+        "players": [
+            {"player_id": p["player_id"], "balance": p["balance"],
+             "front": p["front"].split(), "middle": p["middle"].split(),
+             "back": p["back"].split()}
+            for p in case["players"]
+        ],
+    }
+
+
+def _new_table() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def _headers(key: str | None = None) -> dict[str, str]:
+    return {"Idempotency-Key": key or uuid.uuid4().hex}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_worked_example_settles_to_the_cent_and_reads_back(api: Any, case: dict[str, Any]) -> None:
+    """000 (proportional) and 004 (capped) through POST /v1/rounds, then GET it back."""
+    response = api.post("/v1/rounds", json=_request(case, _new_table()), headers=_headers())
+    assert response.status_code == 201, response.get_json()
+    body = response.get_json()
+    amounts = {p["player_id"]: p["amount"] for p in body["players"]}
+    points = {p["player_id"]: p["points"] for p in body["players"]}
+    assert amounts == case["amounts"]
+    assert points == case["points"]
+    pairs = {(p["players"][0], p["players"][1]): p["points"] for p in body["pairs"]}
+    for first, second, expected in case["pairs"]:
+        assert pairs[(first, second)] == expected
+        assert sum(b["points"] for b in next(
+            p for p in body["pairs"] if p["players"] == [first, second])["bonuses"]) == expected
+    assert body["house"] == {"fees": case["fees"], "rounding": case["rounding"]}
+    assert sum(_money(line["amount"]) for line in body["lines"]) == 0
+    assert response.headers["Location"] == f"/v1/rounds/{body['round_id']}"
+
+    read = api.get(f"/v1/rounds/{body['round_id']}")
+    assert read.status_code == 200
+    assert read.get_json() == body
+
+
+def _money(text_: str) -> Any:
+    from decimal import Decimal
+
+    return Decimal(text_)
+
+
+def test_000_example_explains_every_bonus_by_name(api: Any) -> None:
+    """000: A vs B = 12 (rows 3 + scoop 3 + home run 6) + 衝三 3 + two straight flushes 5 + 5."""
+    response = api.post("/v1/rounds/score", json=_request(CASES[0], _new_table()))
+    assert response.status_code == 200
+    pair = next(p for p in response.get_json()["pairs"] if p["players"] == ["A", "B"])
+    assert {b["name"]: b["points"] for b in pair["bonuses"]} == {
+        "rows": 3, "scoop": 3, "home_run": 6,
+        "row_bonus.front.three_of_a_kind": 3,
+        "row_bonus.middle.straight_flush": 5,
+        "row_bonus.back.straight_flush": 5,
+    }
+    assert pair["scoop"] == "A" and pair["home_run"] == "A"
+
+
+def test_dry_run_writes_nothing(api: Any, count_rows: Any) -> None:
+    before = count_rows()
+    response = api.post("/v1/rounds/score", json=_request(CASES[0], _new_table()))
+    assert response.status_code == 200
+    assert response.get_json()["round_id"] is None
+    assert count_rows() == before
+
+
+def test_auto_keep_back_submission_is_arranged_and_both_forms_are_recorded(api: Any) -> None:
+    request = _request(CASES[0], _new_table())
+    b = request["players"][1]
+    request["players"][1] = {"player_id": "B", "balance": b["balance"],
+                             "cards": b["front"] + b["middle"] + b["back"], "auto": "keep_back"}
+    response = api.post("/v1/rounds", json=request, headers=_headers())
+    assert response.status_code == 201
+    player = response.get_json()["players"][1]
+    assert player["auto_arranged"] is True
+    assert sorted(player["submitted"]["cards"]) == sorted(
+        player["arrangement"]["front"] + player["arrangement"]["middle"]
+        + player["arrangement"]["back"])
+    assert player["foul"] is False
+
+
+def test_same_key_and_body_replays_the_first_answer_without_a_second_round(
+        api: Any, count_rows: Any) -> None:
+    request = _request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    first = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert first.status_code == 201
+    after_first = count_rows()
+    again = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == first.get_json()
+    assert count_rows() == after_first
+
+
+def test_same_key_with_another_body_is_refused(api: Any, count_rows: Any) -> None:
+    request = _request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    assert api.post("/v1/rounds", json=request, headers=_headers(key)).status_code == 201
+    before = count_rows()
+    changed = {**request, "stake": "300"}
+    response = api.post("/v1/rounds", json=changed, headers=_headers(key))
+    assert response.status_code == 422
+    assert response.get_json()["errors"][0]["path"] == "Idempotency-Key"
+    assert count_rows() == before
+
+
+def test_a_key_still_in_flight_answers_409(api: Any, sessions: Any, count_rows: Any) -> None:
+    from datetime import timedelta
+
+    from app.services.uow import UnitOfWork
+
+    request = _request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    body_hash = _body_hash(request)
+    with UnitOfWork(sessions) as uow:
+        uow.idempotency.claim(api.operator_id, key, body_hash,
+                              stale_after=timedelta(minutes=5))
+    before = count_rows()
+    response = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert response.status_code == 409
+    assert count_rows() == before
+
+
+def _body_hash(request: dict[str, Any]) -> str:
+    from app.services.rounds import sha256
+
+    return sha256(request)
+
+
+def test_twenty_concurrent_posts_of_one_key_make_exactly_one_round(
+        app: Any, api: Any, engine: Any) -> None:
+    request = _request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    statuses: list[int] = []
+    bodies: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(20)
+
+    def post() -> None:
+        client = api.fresh()
+        start.wait()
+        response = client.post("/v1/rounds", json=request, headers=_headers(key))
+        with lock:
+            statuses.append(response.status_code)
+            bodies.append(response.get_json())
+
+    threads = [threading.Thread(target=post) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses.count(201) == 1, statuses
+    assert set(statuses) <= {201, 200, 409}, statuses
+    created = next(b for s, b in zip(statuses, bodies, strict=True) if s == 201)
+    for status, body in zip(statuses, bodies, strict=True):
+        if status == 200:
+            assert body == created
+    with engine.connect() as connection:
+        rounds = connection.execute(
+            text("SELECT count(*) FROM rounds WHERE idempotency_key = :k"), {"k": key}
+        ).scalar_one()
+    assert rounds == 1
+
+
+def test_rounds_list_filters_by_table_and_player_and_pages_with_a_cursor(api: Any) -> None:
+    table = _new_table()
+    ids = []
+    for _ in range(3):
+        response = api.post("/v1/rounds", json=_request(CASES[0], table), headers=_headers())
+        ids.append(response.get_json()["round_id"])
+    first = api.get(f"/v1/rounds?table_id={table}&limit=2")
+    assert first.status_code == 200
+    page = first.get_json()
+    assert [r["round_id"] for r in page["items"]] == ids[::-1][:2]
+    second = api.get(f"/v1/rounds?table_id={table}&limit=2&cursor={page['next_cursor']}")
+    page2 = second.get_json()
+    assert [r["round_id"] for r in page2["items"]] == ids[::-1][2:]
+    assert page2["next_cursor"] is None
+    by_player = api.get(f"/v1/rounds?table_id={table}&player_id=C").get_json()
+    assert len(by_player["items"]) == 3
+    nobody = api.get(f"/v1/rounds?table_id={table}&player_id=Z").get_json()
+    assert nobody["items"] == []
+
+
+def test_rounds_of_one_table_form_a_hash_chain(api: Any) -> None:
+    table = _new_table()
+    chain = []
+    for _ in range(3):
+        body = api.post("/v1/rounds", json=_request(CASES[0], table),
+                        headers=_headers()).get_json()
+        chain.append(body["chain"])
+    assert [c["seq"] for c in chain] == [1, 2, 3]
+    assert chain[0]["prev_hash"] is None
+    assert chain[1]["prev_hash"] == chain[0]["content_hash"]
+    assert chain[2]["prev_hash"] == chain[1]["content_hash"]
