@@ -71,8 +71,24 @@ _WHEEL = (14, 5, 4, 3, 2)
 _WHEEL_KEY = {AceLow.LOWEST: (5,), AceLow.SECOND: (13, 1)}
 
 
+# A row's strength depends only on its ranks and on whether its suits are all one, so it
+# is computed once per such shape: a few thousand shapes stand for millions of rows, and
+# scoring and arranging look strengths up far more often than they compute new ones.
+_STRENGTHS: dict[tuple[tuple[int, ...], bool, AceLow], Strength] = {}
+
+
 def row_strength(cards: Sequence[Card], ace_low: AceLow = AceLow.LOWEST) -> Strength:
     """Return the strength of a 3-card or 5-card row."""
+    ranks = sorted([card.rank for card in cards], reverse=True)
+    one_suit = len(cards) == 5 and len({card.suit for card in cards}) == 1
+    shape = (tuple(ranks), one_suit, ace_low)
+    strength = _STRENGTHS.get(shape)
+    if strength is None:
+        strength = _STRENGTHS[shape] = _compute_strength(cards, ace_low)
+    return strength
+
+
+def _compute_strength(cards: Sequence[Card], ace_low: AceLow) -> Strength:
     counts: dict[int, int] = {}
     for card in cards:
         counts[card.rank] = counts.get(card.rank, 0) + 1
