@@ -153,7 +153,8 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
 
 def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return the validated request as JSON values: what re-scoring the round reads."""
-    return json.loads(canonical_json(data))
+    stored: dict[str, Any] = json.loads(canonical_json(data))
+    return stored
 
 
 def _player_rows(played: PlayedRound) -> list[RoundPlayer]:
