@@ -132,15 +132,64 @@ class PlayerSchema(Schema):
                                   "\"auto\": \"keep_back\"", missing[0])
 
 
+MAX_PLAYERS = 16
+
+
+class PlayerCards(fields.Field):
+    """An object of player id to a list of cards, such as ``{"A": ["As", "Kd", ...]}``.
+
+    Errors sit under the player id (``deal.hands.A[3]``) rather than marshmallow's
+    ``Dict`` ``key``/``value`` split, so they name the place as the domain's do.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cards = _card_list()
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any,
+                     **kwargs: Any) -> dict[str, list[str]]:
+        if not isinstance(value, dict):
+            raise ValidationError("must be an object of player id to the list of cards dealt")
+        if len(value) > MAX_PLAYERS:
+            raise ValidationError(f"at most {MAX_PLAYERS} players")
+        hands: dict[str, list[str]] = {}
+        errors: dict[str, Any] = {}
+        for player, cards in value.items():
+            try:
+                hands[player] = self.cards.deserialize(cards)
+            except ValidationError as error:
+                errors[player] = error.messages
+        if errors:
+            raise ValidationError(errors)
+        return hands
+
+
+class ExchangeSchema(Schema):
+    player = fields.String(required=True, validate=validate.Length(1, 64))
+    give = _card_list(required=True)
+    take = _card_list(required=True)
+
+
+class DealSchema(Schema):
+    """The shape of a deal; whether it is an honest one is the domain's (app/domain/deal.py)."""
+
+    hands = PlayerCards(required=True)
+    # never more than two whole decks
+    pile = fields.List(fields.String(validate=validate.Length(1, 8)),
+                       validate=validate.Length(max=104))
+    exchanges = fields.List(fields.Nested(ExchangeSchema),
+                            validate=validate.Length(max=MAX_PLAYERS))
+
+
 class RoundRequestSchema(Schema):
     ruleset = RulesetField(required=True)
     table_id = fields.String(required=True, validate=_IDENTIFIER)
     stake = Money(required=True, positive=True)
     players = fields.List(fields.Nested(PlayerSchema), required=True,
-                          validate=validate.Length(1, 16))
+                          validate=validate.Length(1, MAX_PLAYERS))
     limits_enforced = StrictBoolean(load_default=False)
     round_id = fields.UUID()
-    deal = fields.Dict()
+    deal = fields.Nested(DealSchema)
 
 
 class EligibilityRequestSchema(Schema):
