@@ -1,0 +1,590 @@
+"""Load benchmark: settle random rounds through gunicorn and PostgreSQL with wrk, on loopback.
+
+    .venv/bin/python -m bench.load [--duration 20] [--connections 16] [--rounds 1000]
+
+(``.venv/bin/python bench/load.py`` works too.) What it does, bounded in time:
+
+1. Database: a server at DATABASE_URL if set and reachable, else the machine's PostgreSQL
+   at postgresql://postgres@127.0.0.1:5432/, else the embedded pgserver in
+   ``var/bench-pgdata``. On it, a fresh database ``bench_<random>`` migrated to head, which
+   is dropped at the end (nothing is ever written to an existing database).
+2. Bodies: ``--rounds`` random 4-player rounds (ruleset swap3 or classic4, a shuffled deck
+   of 52 dealt 13 each, arranged with keep_back so none fouls, large balances) spread over
+   ``--tables`` table ids, each checked in process (schema, scoring, settlement) first.
+3. The service: gunicorn with gunicorn.conf.py serving ``app:create_app()`` on a free
+   127.0.0.1 port; wrk against ``GET /healthz`` and ``POST /v1/rounds`` (a unique
+   Idempotency-Key per request, so every request settles a new round).
+4. The yardstick: the same gunicorn settings serving ``bench.bare_app`` (one INSERT of one
+   row per POST, same database), driven by wrk with the same bodies.
+5. A table of throughput, p50/p99 latency and status counts, and the issue's targets:
+   settle throughput at least half the bare insert's, settle p99 at most 50 ms.
+
+Each wrk run is preceded by an unmeasured warm-up (``--warmup`` seconds) so the workers'
+connection pools are full. gunicorn's worker and thread counts come from gunicorn.conf.py
+(WEB_CONCURRENCY and GUNICORN_THREADS override them as for the service).
+
+Exit status: 0 when every run completed with only 2xx answers, whether or not the targets
+were met (this is a measurement); 1 on non-2xx answers or socket errors; 2 when wrk is
+missing, no database can be had, or a server fails to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: bench/load.py
+    sys.path.insert(0, str(REPO))
+
+import psycopg  # noqa: E402
+from sqlalchemy import make_url  # noqa: E402
+
+from app.config import libpq_url, normalize_database_url  # noqa: E402
+
+LOCAL_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+EMBEDDED_DIR = REPO / "var" / "bench-pgdata"
+WRK_SCRIPT = REPO / "bench" / "load_wrk.lua"
+GUNICORN_CONF = REPO / "gunicorn.conf.py"
+RULESETS = ("swap3", "classic4")
+OPERATOR = "bench"
+P99_TARGET_MS = 50.0
+THROUGHPUT_RATIO_TARGET = 0.5
+TARGET_CONNECTIONS = 16
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 25.0  # gunicorn's graceful_timeout is 20 s
+
+
+class BenchError(Exception):
+    """The benchmark could not run (no wrk, no database, a server that did not start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What one wrk run measured."""
+
+    name: str
+    requests: int
+    duration_s: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    statuses: dict[str, int]
+    socket_errors: dict[str, int]
+    # CPU seconds gunicorn (master and workers) used during the run, when /proc tells.
+    server_cpu_s: float | None = None
+
+    @property
+    def cpu_ms_per_request(self) -> float | None:
+        if self.server_cpu_s is None or not self.requests:
+            return None
+        return self.server_cpu_s / self.requests * 1000
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def ok(self) -> int:
+        return sum(n for code, n in self.statuses.items() if code.startswith("2"))
+
+    @property
+    def not_ok(self) -> dict[str, int]:
+        return {code: n for code, n in sorted(self.statuses.items()) if not code.startswith("2")}
+
+    @property
+    def errors(self) -> int:
+        return sum(self.socket_errors.get(k, 0) for k in ("connect", "read", "write", "timeout"))
+
+
+# --- the database -------------------------------------------------------------------------
+
+
+def _reachable(libpq: str) -> str | None:
+    """Return why the server at ``libpq`` cannot be used, or None when it answers."""
+    try:
+        with psycopg.connect(libpq, connect_timeout=3, autocommit=True) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error as error:
+        return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return None
+
+
+def choose_server() -> tuple[str, str]:
+    """Return (libpq URL of a maintenance database, where it came from)."""
+    given = os.environ.get("DATABASE_URL", "").strip()
+    if given:
+        server = libpq_url(normalize_database_url(given))
+        why = _reachable(server)
+        if why is None:
+            return server, "DATABASE_URL"
+        print(f"DATABASE_URL is set but not reachable ({why}); trying {LOCAL_SERVER}",
+              file=sys.stderr)
+    why = _reachable(LOCAL_SERVER)
+    if why is None:
+        return LOCAL_SERVER, "local PostgreSQL at 127.0.0.1:5432"
+    print(f"no PostgreSQL at 127.0.0.1:5432 ({why}); starting the embedded one in "
+          f"{EMBEDDED_DIR}", file=sys.stderr)
+    from app.db.engine import start_embedded
+
+    return libpq_url(start_embedded(EMBEDDED_DIR)), f"embedded pgserver in {EMBEDDED_DIR}"
+
+
+@contextmanager
+def scratch_database(server: str) -> Iterator[str]:
+    """Create ``bench_<random>`` on ``server``, migrate it, yield its URL, drop it after."""
+    from app.db.schema import upgrade
+
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        try:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        except psycopg.Error as error:
+            raise BenchError(f"cannot create database {name} on the server: {error}") from None
+    try:
+        url = make_url(normalize_database_url(server)).set(database=name)
+        rendered = url.render_as_string(hide_password=False)
+        upgrade(rendered)
+        yield rendered
+    finally:
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def api_key(url: str) -> str:
+    """Create an API key allowed to settle (scope rounds:write) in the database at ``url``."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    from app.services.keys import Scope, create_key
+
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        return create_key(sessionmaker(engine), OPERATOR, [Scope.ROUNDS_WRITE.value],
+                          name="bench.load").token
+    finally:
+        engine.dispose()
+
+
+def count_rows(url: str, table: str) -> int:
+    """Return the number of rows in ``table`` of the database at ``url``."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        row = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
+    return int(row[0]) if row else 0
+
+
+# --- request bodies -----------------------------------------------------------------------
+
+
+def make_bodies(count: int, seed: int, tables: int) -> list[dict[str, Any]]:
+    """Deal ``count`` random valid 4-player rounds as POST /v1/rounds request bodies."""
+    from app.domain.arrange import keep_back
+    from app.domain.cards import DECK, format_cards
+    from app.domain.rulesets import PRESETS
+
+    rng = random.Random(seed)
+    bodies = []
+    for n in range(count):
+        preset = rng.choice(RULESETS)
+        ace_low = PRESETS[preset].ace_low_straight
+        deck = list(DECK)
+        rng.shuffle(deck)
+        players = []
+        for seat in range(4):
+            rows = keep_back(deck[13 * seat:13 * seat + 13], ace_low)
+            players.append({
+                "player_id": f"bench-p{rng.randrange(10_000)}-{seat}",
+                "balance": str(rng.randrange(1_000_000, 10_000_000)),
+                "front": format_cards(rows.front),
+                "middle": format_cards(rows.middle),
+                "back": format_cards(rows.back),
+            })
+        bodies.append({"ruleset": preset, "table_id": f"bench-t{n % tables}",
+                       "stake": str(rng.choice((10, 50, 100, 200))), "players": players})
+    return bodies
+
+
+def check_bodies(bodies: Sequence[dict[str, Any]]) -> None:
+    """Raise BenchError unless every body passes the request schema and plays in full."""
+    from marshmallow import ValidationError
+
+    from app.api.schemas import RoundRequestSchema
+    from app.domain.errors import DomainError
+    from app.services.play import parse_round, play
+
+    schema = RoundRequestSchema()
+    for i, body in enumerate(bodies):
+        try:
+            play(parse_round(schema.load(body)))
+        except (ValidationError, DomainError) as error:
+            raise BenchError(f"generated round {i} is not valid: {error}") from None
+
+
+# --- servers ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """A gunicorn we started: its base URL and the master's process id."""
+
+    base: str
+    pid: int
+
+
+def tree_cpu_s(root: int) -> float | None:
+    """Return the CPU seconds (user + system) used so far by ``root`` and its descendants.
+
+    Read from /proc; None where there is no /proc. Workers that exited are not counted, so
+    this is meant for a run during which gunicorn recycles none.
+    """
+    proc = Path("/proc")
+    if not (proc / str(root) / "stat").is_file():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone since the listing
+            continue
+        # The command name may hold spaces and parentheses: fields start after the last ')'.
+        fields_ = stat[stat.rindex(")") + 2:].split()
+        pid = int(entry.name)
+        parents[pid] = int(fields_[1])
+        cpu[pid] = (int(fields_[11]) + int(fields_[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(child for child, parent in parents.items() if parent == pid)
+    return total
+
+
+def free_port() -> int:
+    """Return a TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _server_env(database_url: str, port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    # Each server gets its own metrics folder from gunicorn.conf.py, and no access log:
+    # writing a line per request would be measured too.
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "ACCESS_LOG", "MIGRATE_ON_START"):
+        env.pop(name, None)
+    env.update(DATABASE_URL=database_url, HOST="127.0.0.1", PORT=str(port),
+               LOG_LEVEL=env.get("BENCH_LOG_LEVEL", "WARNING"))
+    return env
+
+
+def _get(url: str, timeout: float) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            status: int = answer.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@contextmanager
+def gunicorn(app_spec: str, database_url: str, label: str) -> Iterator[Server]:
+    """Serve ``app_spec`` with gunicorn.conf.py on a free port; yield where it listens."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), app_spec]
+    with tempfile.TemporaryFile() as log:
+        # Its own session, so stopping it reaches the master and every worker it forked.
+        process = subprocess.Popen(command, cwd=REPO, env=_server_env(database_url, port),
+                                   stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            _wait_ready(process, f"{base}/readyz", label, log)
+            yield Server(base, process.pid)
+        finally:
+            _stop(process)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, label: str, log: IO[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise BenchError(f"{label}: gunicorn exited with {process.returncode} before it "
+                             f"was ready; its log:\n{_tail(log)}")
+        with suppress(OSError):
+            if _get(url, timeout=2) == 200:
+                return
+        time.sleep(0.25)
+    raise BenchError(f"{label}: {url} not ready after {START_TIMEOUT_S:.0f} s; its log:\n"
+                     f"{_tail(log)}")
+
+
+def _tail(log: IO[bytes], lines: int = 30) -> str:
+    log.seek(0)
+    text = log.read().decode(errors="replace").splitlines()
+    return "\n".join(text[-lines:]) or "(empty)"
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)  # gunicorn's graceful stop
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+# --- wrk ----------------------------------------------------------------------------------
+
+
+def find_wrk() -> str:
+    """Return the path of wrk, or raise BenchError saying how to install it."""
+    path = shutil.which("wrk")
+    if path is None:
+        raise BenchError("wrk is not installed: `sudo apt-get install wrk` (Debian/Ubuntu) or "
+                         "`brew install wrk` (macOS), then run this again")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """How hard and how long to drive each endpoint."""
+
+    wrk: str
+    duration_s: int
+    warmup_s: int
+    connections: int
+    threads: int
+
+
+def run_wrk(load: Load, name: str, server: Server, method: str, path: str,
+            bodies_file: Path | None = None, key_prefix: str | None = None,
+            api_key: str | None = None, duration_s: int | None = None) -> Figures:
+    """Drive ``method path`` on ``base`` with wrk and return what it measured."""
+    seconds = load.duration_s if duration_s is None else duration_s
+    command = [load.wrk, f"--threads={load.threads}", f"--connections={load.connections}",
+               f"--duration={seconds}s", "--timeout=5s", f"--script={WRK_SCRIPT}",
+               f"{server.base}{path}", "--", method, path,
+               str(bodies_file) if bodies_file else "", key_prefix or "", api_key or ""]
+    cpu_before = tree_cpu_s(server.pid)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30,
+                          check=False)
+    cpu_after = tree_cpu_s(server.pid)
+    line = next((row for row in done.stdout.splitlines() if row.startswith("BENCH_JSON ")),
+                None)
+    if done.returncode != 0 or line is None:
+        raise BenchError(f"wrk failed on {method} {path} (exit {done.returncode}):\n"
+                         f"{done.stdout}\n{done.stderr}")
+    data = json.loads(line.removeprefix("BENCH_JSON "))
+    latency = data["latency_us"]
+    return Figures(
+        name=name, requests=data["requests"], duration_s=data["duration_us"] / 1e6,
+        p50_ms=latency["p50"] / 1000, p90_ms=latency["p90"] / 1000,
+        p99_ms=latency["p99"] / 1000, max_ms=latency["max"] / 1000,
+        statuses={str(k): int(v) for k, v in data["statuses"].items()},
+        socket_errors={str(k): int(v) for k, v in data["errors"].items()},
+        server_cpu_s=None if cpu_before is None or cpu_after is None
+        else cpu_after - cpu_before,
+    )
+
+
+def measure(load: Load, name: str, server: Server, method: str, path: str,
+            bodies_file: Path | None = None, key_prefix: str | None = None,
+            api_key: str | None = None) -> list[Figures]:
+    """Warm up, then run wrk for the full duration; return [measured, warm-up if any]."""
+    runs = []
+    if load.warmup_s > 0:
+        runs.append(run_wrk(load, f"{name} warm-up", server, method, path, bodies_file,
+                            f"{key_prefix}-warm" if key_prefix else None, api_key,
+                            duration_s=load.warmup_s))
+    figures = run_wrk(load, name, server, method, path, bodies_file, key_prefix, api_key)
+    print(f"  {name}: {figures.rps:,.0f} req/s, p50 {figures.p50_ms:.1f} ms, "
+          f"p99 {figures.p99_ms:.1f} ms, {figures.requests} requests", flush=True)
+    return [figures, *runs]
+
+
+# --- report -------------------------------------------------------------------------------
+
+
+def report(results: Sequence[Figures], settle: Figures, bare: Figures,
+           connections: int) -> list[str]:
+    """Return the table of figures and the target verdicts as lines."""
+    lines = [f"{'endpoint':<28} {'req/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} "
+             f"{'max ms':>7} {'cpu ms':>7} {'2xx':>7}  non-2xx / socket errors"]
+    for f in results:
+        bad = ", ".join(f"{code}: {n}" for code, n in f.not_ok.items()) or "none"
+        socket_errors = ", ".join(f"{k} {v}" for k, v in f.socket_errors.items()
+                                  if v and k != "status") or "none"
+        cpu = "n/a" if f.cpu_ms_per_request is None else f"{f.cpu_ms_per_request:.2f}"
+        lines.append(f"{f.name:<28} {f.rps:>8,.0f} {f.p50_ms:>7.1f} {f.p90_ms:>7.1f} "
+                     f"{f.p99_ms:>7.1f} {f.max_ms:>7.0f} {cpu:>7} {f.ok:>7}  "
+                     f"{bad} / {socket_errors}")
+    ratio = settle.rps / bare.rps if bare.rps else 0.0
+    lines.append("(cpu ms: CPU time of gunicorn's processes per request; PostgreSQL's and "
+                 "wrk's are not in it)")
+    lines.append("")
+    lines.append(f"target: settle throughput >= {THROUGHPUT_RATIO_TARGET:.0%} of bare insert: "
+                 f"{settle.rps:,.0f} / {bare.rps:,.0f} = {ratio:.0%} -> "
+                 f"{'met' if ratio >= THROUGHPUT_RATIO_TARGET else 'MISSED'}")
+    note = "" if connections == TARGET_CONNECTIONS else (
+        f" (measured at {connections} connections; the target is stated at "
+        f"{TARGET_CONNECTIONS})")
+    lines.append(f"target: settle p99 <= {P99_TARGET_MS:.0f} ms: {settle.p99_ms:.1f} ms -> "
+                 f"{'met' if settle.p99_ms <= P99_TARGET_MS else 'MISSED'}{note}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the whole benchmark; return the exit status."""
+    load = Load(wrk=find_wrk(), duration_s=args.duration, warmup_s=args.warmup,
+                connections=args.connections, threads=min(args.threads, args.connections))
+    started = time.perf_counter()
+    bodies = make_bodies(args.rounds, args.seed, args.tables)
+    check_bodies(bodies)
+    print(f"dealt and checked {len(bodies)} rounds ({', '.join(RULESETS)}; "
+          f"{args.tables} tables) in {time.perf_counter() - started:.1f} s", flush=True)
+    server, source = choose_server()
+    print(f"database server: {source}", flush=True)
+    run_id = uuid.uuid4().hex[:8]
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as folder, \
+            scratch_database(server) as url:
+        token = api_key(url)
+        bodies_file = Path(folder) / "rounds.jsonl"
+        bodies_file.write_text("".join(json.dumps(b, separators=(",", ":")) + "\n"
+                                       for b in bodies))
+        print(f"database {make_url(url).database} migrated; wrk {load.threads} threads, "
+              f"{load.connections} connections, {load.duration_s} s per run "
+              f"(+{load.warmup_s} s warm-up)", flush=True)
+        with gunicorn("app:create_app()", url, "service") as service:
+            health_runs = measure(load, "GET /healthz", service, "GET", "/healthz")
+            settle_runs = measure(load, "POST /v1/rounds (settle)", service, "POST",
+                                  "/v1/rounds", bodies_file, f"bench-{run_id}", token)
+        stored = count_rows(url, "rounds")
+        with gunicorn("bench.bare_app:create_app()", url, "bare") as bare_server:
+            bare_runs = measure(load, "POST /bench/insert (bare)", bare_server, "POST",
+                                "/bench/insert", bodies_file)
+        inserted = count_rows(url, "bench_bare_insert")
+    health, settle, bare = health_runs[0], settle_runs[0], bare_runs[0]
+    print()
+    print("\n".join(report((health, settle, bare), settle, bare, load.connections)))
+    # wrk stops counting at each run's deadline while the server may still finish a request
+    # on each connection, so the database may hold up to one round per connection per run more.
+    answered = sum(f.statuses.get("201", 0) for f in settle_runs)
+    print(f"\nrounds in the database: {stored}; 201s counted by wrk (warm-up included): "
+          f"{answered}; rows of the bare insert: {inserted}")
+    failures = [f for f in (*health_runs, *settle_runs, *bare_runs) if f.not_ok or f.errors]
+    if not answered <= stored <= answered + load.connections * len(settle_runs):
+        print(f"error: the database holds {stored} rounds for {answered} answered settles",
+              file=sys.stderr)
+        return 1
+    for f in failures:
+        print(f"error: {f.name}: non-2xx {f.not_ok or 'none'}, socket errors "
+              f"{f.socket_errors}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def profile(args: argparse.Namespace) -> int:
+    """Settle ``args.profile`` rounds through the Flask test client under cProfile."""
+    import cProfile
+    import io
+    import pstats
+
+    from app import create_app
+    from app.config import Settings
+    from app.db import get_database
+
+    bodies = make_bodies(args.rounds, args.seed, args.tables)
+    check_bodies(bodies)
+    server, source = choose_server()
+    print(f"database server: {source}", flush=True)
+    with scratch_database(server) as url:
+        app = create_app(Settings.from_env({"DATABASE_URL": url, "LOG_LEVEL": "WARNING"}))
+        client = app.test_client()
+        authorization = f"Bearer {api_key(url)}"
+
+        def settle(n: int, tag: str) -> None:
+            answer = client.post("/v1/rounds", json=bodies[n % len(bodies)],
+                                 headers={"Idempotency-Key": f"profile-{tag}-{n}",
+                                          "Authorization": authorization})
+            if answer.status_code != 201:
+                raise BenchError(f"settle answered {answer.status_code}: {answer.get_data()!r}")
+
+        for n in range(20):  # fill the pool and the caches before measuring
+            settle(n, "warm")
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        for n in range(args.profile):
+            settle(n, "measured")
+        profiler.disable()
+        elapsed = time.perf_counter() - started
+        get_database(app).dispose()  # so the database can be dropped
+    print(f"{args.profile} settles in one thread through the test client: "
+          f"{elapsed / args.profile * 1000:.2f} ms each (under cProfile)")
+    for order in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(args.top)
+        print(out.getvalue())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.load",
+        description="Settle random rounds through gunicorn + PostgreSQL with wrk and compare "
+                    "with GET /healthz and a bare insert-one-row endpoint.")
+    parser.add_argument("--duration", type=int, default=20, help="seconds per run (20)")
+    parser.add_argument("--connections", type=int, default=TARGET_CONNECTIONS,
+                        help=f"open connections ({TARGET_CONNECTIONS})")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads (2)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="unmeasured seconds before each run (3; 0 for none)")
+    parser.add_argument("--rounds", type=int, default=1000, help="distinct bodies (1000)")
+    parser.add_argument("--tables", type=int, default=64,
+                        help="table ids the rounds spread over; one hash chain each (64)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the deals (1)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="instead of wrk: settle N rounds in process through the Flask "
+                             "test client under cProfile and print the top costs")
+    parser.add_argument("--top", type=int, default=30, help="rows of the profile (30)")
+    args = parser.parse_args(argv)
+    for name in ("duration", "connections", "threads", "rounds", "tables"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    if args.warmup < 0:
+        parser.error("--warmup must be 0 or more")
+    try:
+        return profile(args) if args.profile > 0 else run(args)
+    except BenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
