@@ -20,8 +20,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
+    from app.api.auth import init_auth
     from app.api.errors import register_error_handlers
     from app.api.metrics import init_metrics
+    from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
     from app.db.engine import database_url, make_database
     from app.db.schema import check_schema, head_revisions, upgrade
@@ -53,7 +55,10 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     register_error_handlers(app)
     init_metrics(app)
+    # After metrics, so refused requests are timed and counted too.
+    init_auth(app)
     register_blueprints(app)
+    register_commands(app)
     log.debug("app created with %s", settings.redacted())
     return app
 

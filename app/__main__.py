@@ -49,13 +49,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = gunicorn_command(extra)
     if settings.database_url is not None:
         upgrade(settings.database_url)
+        _tell_about_keys(settings.database_url, settings.default_operator)
         log.info("schema at head; starting gunicorn")
         os.execv(sys.executable, command)
 
     url = start_embedded(settings.pgserver_data_dir)
     upgrade(url)
+    _tell_about_keys(url, settings.default_operator)
     log.info("embedded PostgreSQL in %s is migrated; starting gunicorn", settings.pgserver_data_dir)
     return _serve_child(command, {**os.environ, "DATABASE_URL": url})
+
+
+def _tell_about_keys(url: str, operator_id: str) -> None:
+    # Nothing is open by default, so a fresh install says how to get in.
+    from app.cli import missing_key_notice
+
+    notice = missing_key_notice(url, operator_id)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
 
 
 def _serve_child(command: list[str], env: dict[str, str]) -> int:

@@ -20,6 +20,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,14 @@ from app.db import get_database
 from app.db.engine import make_engine, make_sessionmaker, start_embedded
 from app.db.models import ALL_TABLES
 from app.db.schema import upgrade
+from app.services.keys import create_key
 
 REPO = Path(__file__).resolve().parents[1]
 CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 MakeDatabase = Callable[[], str]
 CountRows = Callable[[], dict[str, int]]
+MakeKey = Callable[..., str]
 
 
 def _server_url() -> str:
@@ -112,16 +115,58 @@ def sessions(engine: Engine) -> sessionmaker[Session]:
 
 
 @pytest.fixture(scope="session")
-def make_app(settings: Settings) -> Iterator[Callable[..., Flask]]:
+def make_key(settings: Settings, sessions: sessionmaker[Session]) -> MakeKey:
+    """Return a function that creates an API key and gives its token.
+
+    ``make_key()`` is an admin key of the default operator; ``make_key("rounds:read",
+    operator_id="op-2", expires_at=...)`` any other.
+    """
+
+    def create(
+        *scopes: str, operator_id: str | None = None, expires_at: datetime | None = None
+    ) -> str:
+        operator = operator_id or settings.default_operator
+        created = create_key(sessions, operator, scopes or ("admin",), expires_at=expires_at,
+                             name="tests")
+        return created.token
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def admin_key(make_key: MakeKey) -> str:
+    """Return the admin key of the default operator that every test client sends by default."""
+    return make_key("admin")
+
+
+class KeyedClient(FlaskClient):
+    """A test client that sends ``default_key`` unless a request sets its own Authorization.
+
+    ``client.environ_base.pop("HTTP_AUTHORIZATION")`` makes it send none.
+    """
+
+    default_key: str | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.default_key is not None:
+            self.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {self.default_key}"
+
+
+@pytest.fixture(scope="session")
+def make_app(settings: Settings, admin_key: str) -> Iterator[Callable[..., Flask]]:
     """Return a factory of fresh apps: ``make_app(max_body_bytes=64)`` overrides settings.
 
-    A fresh app still accepts routes, so a test may register a probe blueprint on it.
+    A fresh app still accepts routes, so a test may register a probe blueprint on it. Its
+    test clients send ``admin_key`` by default (see KeyedClient).
     """
     apps: list[Flask] = []
+    keyed = type("SessionKeyedClient", (KeyedClient,), {"default_key": admin_key})
 
     def build(**overrides: Any) -> Flask:
         app = create_app(replace(settings, **overrides))
         app.config["TESTING"] = True
+        app.test_client_class = keyed
         apps.append(app)
         return app
 

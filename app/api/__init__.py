@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask
 
+from app.api.contract import bp as contract_bp
 from app.api.eligibility import bp as eligibility_bp
 from app.api.hands import bp as hands_bp
 from app.api.health import bp as health_bp
 from app.api.metrics import bp as metrics_bp
+from app.api.reconciliation import bp as reconciliation_bp
 from app.api.rounds import bp as rounds_bp
 from app.api.rulesets import bp as rulesets_bp
 
 BLUEPRINTS: tuple[Blueprint, ...] = (
     health_bp,
     metrics_bp,
+    contract_bp,
     rulesets_bp,
     hands_bp,
     rounds_bp,
     eligibility_bp,
+    reconciliation_bp,
 )
 
 

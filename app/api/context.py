@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import current_app
-
-from app.config import Settings
+from app.api.auth import current_caller
 
 
 def operator_id() -> str:
-    """Return the operator of the current request."""
-    settings: Settings = current_app.config["SETTINGS"]
-    return settings.default_operator
+    """Return the operator of the API key the current request authenticated with.
+
+    Raises LookupError (a 500) on a request without a key, so a view that reads an
+    operator's data can never run unauthenticated by mistake.
+    """
+    return current_caller().operator_id

@@ -3,7 +3,7 @@
 Rounds, their players and their ledger lines are append-only: a migration installs a
 trigger that refuses UPDATE, DELETE and TRUNCATE on them. A wrong round is voided by a
 reversal round (``kind='reversal'``) that points at it; a round is reversed at most once.
-Only ``idempotency_keys`` changes in place (in flight, then done).
+Only ``idempotency_keys`` (in flight, then done) and ``api_keys`` (revoked) change in place.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sqlalchemy import (
     Uuid,
     func,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING_CONVENTION = {
@@ -43,6 +43,8 @@ NAMING_CONVENTION = {
 ROUND_KINDS = ("settlement", "reversal")
 LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal")
 KEY_STATES = ("in_flight", "done")
+# Scopes an API key may hold (service.md "Access"); app.services.keys.Scope names them.
+API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
 HOUSE = "house"
 
 # Money is PostgreSQL ``numeric`` without a fixed scale: amounts are exact decimals as the
@@ -50,9 +52,12 @@ HOUSE = "house"
 Money = Numeric(asdecimal=True)
 
 
+def _listed(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
 def _one_of(column: str, values: tuple[str, ...]) -> str:
-    listed = ", ".join(f"'{v}'" for v in values)
-    return f"{column} IN ({listed})"
+    return f"{column} IN ({_listed(values)})"
 
 
 class Base(DeclarativeBase):
@@ -190,6 +195,32 @@ class IdempotencyKey(Base):
         CheckConstraint(
             "(state = 'done') = (response_status IS NOT NULL)", name="done_has_response"
         ),
+    )
+
+
+class ApiKey(Base):
+    """An API key: its operator and scopes, and a hash of its secret, never the secret."""
+
+    __tablename__ = "api_keys"
+
+    # The public part of the key (``t13_<id>_<secret>``), used to find the row.
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    scopes: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    # sha256 of the secret, hex: the secret is 256 random bits, so a fast hash suffices.
+    secret_hash: Mapped[str] = mapped_column(Text)
+    name: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        CheckConstraint(
+            f"cardinality(scopes) >= 1 AND scopes <@ ARRAY[{_listed(API_SCOPES)}]::text[]",
+            name="scopes_known",
+        ),
+        CheckConstraint("secret_hash ~ '^[0-9a-f]{64}$'", name="secret_hash_sha256"),
+        Index(None, "operator_id"),
     )
 
 

@@ -93,6 +93,15 @@ class ContractClient:
         operator: str = self._client.application.config["SETTINGS"].default_operator
         return operator
 
+    def with_key(self, token: str | None) -> ContractClient:
+        """Return a contract client on the same app that sends ``token`` (None: no key)."""
+        client = self._client.application.test_client()
+        if token is None:
+            client.environ_base.pop("HTTP_AUTHORIZATION", None)
+        else:
+            client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+        return ContractClient(client)
+
     def open(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._client.open(path, method=method, **kwargs)
         check_response(method, path, response)

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
+from app.api.auth import PUBLIC, allow_blueprint
 from app.api.errors import PROBLEM_JSON, json_body
 from app.api.metrics import count_settled_round
 from app.db import get_database
@@ -66,10 +67,16 @@ def _probe() -> Blueprint:
     return probe
 
 
+def _register_probe(app):
+    app.register_blueprint(_probe())
+    # These probes test error shapes, not access: open them to callers without a key.
+    allow_blueprint(app, "probe", PUBLIC)
+
+
 @pytest.fixture(scope="module")
 def probed(make_app):
     app = make_app(max_body_bytes=1024)
-    app.register_blueprint(_probe())
+    _register_probe(app)
     return app.test_client()
 
 
@@ -101,7 +108,7 @@ def test_readyz_checks_the_database_and_its_schema(client):
 def test_readyz_is_503_when_the_database_is_down(make_app):
     url = f"postgresql+psycopg://postgres@127.0.0.1:{_dead_port()}/postgres"
     app = make_app(database_url=url, check_schema_on_start=False, db_connect_timeout_s=2)
-    app.register_blueprint(_probe())
+    _register_probe(app)
     client = app.test_client()
     assert client.get("/healthz").status_code == 200
     body = _problem(client.get("/readyz"), 503)

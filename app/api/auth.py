@@ -1,0 +1,167 @@
+"""Who may call what: bearer API keys checked against one table of routes and scopes.
+
+Every request that matched a route passes through ``authorize`` before its view runs.
+The route's entry in ``ACCESS`` says whether it is public or which scopes let a key in
+(any one of them; ``admin`` holds them all). A route with no entry answers 500 and is
+logged, so a new route is closed until someone decides who may call it. Keys are looked
+up in the database on every request, so a revoked key fails on its very next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from flask import Flask, current_app, g, request
+
+from app.api.errors import TYPE_INTERNAL, ProblemError
+from app.db import get_database
+from app.services.keys import Caller, InvalidToken, Scope, authenticate
+
+log = logging.getLogger(__name__)
+
+EXTENSION = "access"
+REALM = "thirteen"
+TYPE_UNAUTHORIZED = "/problems/unauthorized"
+TYPE_INSUFFICIENT_SCOPE = "/problems/insufficient-scope"
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may call a route: anyone (no scopes), or a key holding one of ``scopes``."""
+
+    scopes: frozenset[Scope]
+
+    @property
+    def public(self) -> bool:
+        return not self.scopes
+
+
+PUBLIC = Access(frozenset())
+
+
+def needs(*scopes: Scope) -> Access:
+    """Return the access of a route open to keys holding any one of ``scopes``."""
+    if not scopes:
+        raise ValueError("a protected route needs at least one scope; use PUBLIC otherwise")
+    return Access(frozenset(scopes))
+
+
+# (method, path as openapi.yaml writes it) -> access. HEAD is looked up as GET.
+ACCESS: Mapping[tuple[str, str], Access] = {
+    ("GET", "/healthz"): PUBLIC,
+    ("GET", "/readyz"): PUBLIC,
+    ("GET", "/metrics"): PUBLIC,
+    ("GET", "/openapi.yaml"): PUBLIC,
+    ("GET", "/v1/rulesets"): PUBLIC,
+    ("GET", "/v1/rulesets/{name}"): PUBLIC,
+    # Computations that store nothing: front-ends use them while playing, auditors to
+    # re-score what they read, so either rounds scope will do.
+    ("POST", "/v1/hands/evaluate"): needs(Scope.ROUNDS_WRITE, Scope.ROUNDS_READ),
+    ("POST", "/v1/hands/arrange"): needs(Scope.ROUNDS_WRITE, Scope.ROUNDS_READ),
+    ("POST", "/v1/rounds/score"): needs(Scope.ROUNDS_WRITE, Scope.ROUNDS_READ),
+    ("POST", "/v1/eligibility"): needs(Scope.ROUNDS_WRITE, Scope.ROUNDS_READ),
+    ("POST", "/v1/rounds"): needs(Scope.ROUNDS_WRITE),
+    ("POST", "/v1/rounds/{round_id}/reversal"): needs(Scope.ROUNDS_WRITE),
+    ("GET", "/v1/rounds"): needs(Scope.ROUNDS_READ),
+    ("GET", "/v1/rounds/{round_id}"): needs(Scope.ROUNDS_READ),
+    ("GET", "/v1/players/{player_id}/ledger"): needs(Scope.LEDGER_READ),
+    ("GET", "/v1/reconciliation"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
+}
+
+_CONVERTER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
+
+
+def route_template(rule: str) -> str:
+    """Return a Flask rule as openapi.yaml writes paths: ``<uuid:round_id>`` -> ``{round_id}``."""
+    return _CONVERTER.sub(r"{\1}", rule)
+
+
+def init_auth(app: Flask, access: Mapping[tuple[str, str], Access] = ACCESS) -> None:
+    """Check every request of ``app`` against ``access`` before its view runs."""
+    app.extensions[EXTENSION] = dict(access)
+    app.before_request(authorize)
+
+
+def allow_blueprint(app: Flask, name: str, access: Access) -> None:
+    """Give every route of ``app``'s blueprint ``name`` the one ``access``.
+
+    For blueprints registered on an app outside ``app.api`` (a test's probe routes); the
+    service's own routes are all in ``ACCESS``.
+    """
+    rules: dict[tuple[str, str], Access] = app.extensions[EXTENSION]
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.startswith(f"{name}."):
+            for method in rule.methods or ():
+                rules[(method, route_template(rule.rule))] = access
+
+
+def access_of(app: Flask, method: str, template: str) -> Access | None:
+    """Return the access ``app`` grants to ``method template``, None when it has no entry."""
+    rules: dict[tuple[str, str], Access] = app.extensions[EXTENSION]
+    return rules.get(("GET" if method == "HEAD" else method, template))
+
+
+def authorize() -> None:
+    """Let the request through, or raise the 401, 403 or 500 problem that refuses it."""
+    rule = request.url_rule
+    # No route matched: the 404 or 405 that follows tells nothing about anyone's data.
+    # OPTIONS answers only the Allow header, which a 405 would tell as well.
+    if rule is None or request.method == "OPTIONS":
+        return
+    template = route_template(rule.rule)
+    access = access_of(current_app, request.method, template)
+    if access is None:
+        log.error("no access rule for %s %s: refusing until ACCESS has one", request.method,
+                  template)
+        raise ProblemError(500, "Internal Server Error", "this route has no access rule yet",
+                           type_=TYPE_INTERNAL)
+    if access.public:
+        return
+    caller = _caller()
+    if not caller.may(access.scopes):
+        scopes = " ".join(s.value for s in Scope if s in access.scopes)
+        named = " or ".join(s.value for s in Scope if s in access.scopes)
+        raise ProblemError(
+            403, "Forbidden", f"this API key lacks the scope {named} that "
+            f"{request.method} {template} needs",
+            [{"path": "Authorization", "message": f"needs scope {named}",
+              "code": "insufficient_scope"}],
+            type_=TYPE_INSUFFICIENT_SCOPE,
+            headers={"WWW-Authenticate": f'Bearer realm="{REALM}", '
+                     f'error="insufficient_scope", scope="{scopes}"'})
+    g.caller = caller
+
+
+def current_caller() -> Caller:
+    """Return the key the current request authenticated with; fail on a public route."""
+    caller: Caller | None = g.get("caller")
+    if caller is None:
+        raise LookupError("this request carries no authenticated API key")
+    return caller
+
+
+def _caller() -> Caller:
+    header = request.headers.get("Authorization", "")
+    if not header.strip():
+        # RFC 6750 §3.1: a request without credentials gets the challenge, no error code.
+        raise ProblemError(
+            401, "Unauthorized", "send an API key as 'Authorization: Bearer KEY'",
+            [{"path": "Authorization", "message": "missing", "code": "missing_token"}],
+            type_=TYPE_UNAUTHORIZED, headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'})
+    scheme, _, token = header.strip().partition(" ")
+    try:
+        if scheme.lower() != "bearer" or not token.strip():
+            raise InvalidToken("invalid", "the Authorization header must be 'Bearer KEY'")
+        return authenticate(get_database().sessions, token.strip())
+    except InvalidToken as refused:
+        raise ProblemError(
+            401, "Unauthorized", refused.detail,
+            [{"path": "Authorization", "message": refused.detail,
+              "code": f"{refused.reason}_token"}],
+            type_=TYPE_UNAUTHORIZED,
+            headers={"WWW-Authenticate": f'Bearer realm="{REALM}", error="invalid_token", '
+                     f'error_description="{refused.detail}"'}) from None

@@ -1,0 +1,211 @@
+"""Command line: ``flask --app app GROUP COMMAND``; each group is one concern.
+
+``keys`` creates, lists and revokes API keys. To add a group, define it below as a
+``click`` group (``AppGroup`` runs its commands inside the app, so they can reach the
+database with ``get_database()``) and list it in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import click
+from flask import Flask
+from flask.cli import AppGroup, with_appcontext
+
+from app.db import get_database
+from app.services import keys as key_service
+from app.services import reconcile as reconcile_service
+
+_DURATION = re.compile(r"^(?P<count>[1-9][0-9]*)(?P<unit>[dhm])$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def parse_expiry(text: str, now: datetime) -> datetime:
+    """Return the expiry ``text`` names: a duration from ``now`` (``30d``, ``12h``, ``45m``)
+    or an ISO 8601 date or time (UTC when it names no zone). It must lie after ``now``."""
+    given = text.strip()
+    duration = _DURATION.match(given)
+    if duration is not None:
+        return now + timedelta(**{_UNITS[duration["unit"]]: int(duration["count"])})
+    try:
+        moment = datetime.fromisoformat(given)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is neither a duration (30d, 12h, 45m) nor an ISO 8601 date or time"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if moment <= now:
+        raise click.BadParameter(f"{text!r} is not in the future")
+    return moment
+
+
+# --- keys ------------------------------------------------------------------------------
+
+keys = AppGroup("keys", help="Create, list and revoke API keys.")
+
+
+@keys.command("create")
+@click.option("--operator", required=True, help="The operator whose data the key may reach.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    required=True,
+    help=f"Repeat, or separate with commas: {', '.join(key_service.Scope)}.",
+)
+@click.option("--expires", help="A duration (30d, 12h, 45m) or an ISO 8601 date or time.")
+@click.option("--name", help="A note on who holds the key.")
+def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: str | None) -> None:
+    """Create a key and print it once on stdout; only its hash is kept."""
+    names = [part for given in scopes for part in given.split(",") if part.strip()]
+    expires_at = parse_expiry(expires, datetime.now(UTC)) if expires else None
+    try:
+        created = key_service.create_key(
+            get_database().sessions, operator, names, expires_at=expires_at, name=name
+        )
+    except key_service.KeyRequestError as error:
+        raise click.UsageError(str(error)) from None
+    info = created.info
+    click.echo(
+        f"created API key {info.id} for operator {info.operator_id} with scopes "
+        f"{' '.join(key_service.sorted_scopes(info.scopes))}, "
+        f"expiring {_moment(info.expires_at) if info.expires_at else 'never'}; "
+        "it is shown only this once: send it as 'Authorization: Bearer KEY'",
+        err=True,
+    )
+    # Alone on stdout, so a script can capture it: KEY=$(flask --app app keys create ...)
+    click.echo(created.token)
+
+
+@keys.command("list")
+@click.option("--operator", help="Only this operator's keys.")
+def list_keys(operator: str | None) -> None:
+    """List keys (never their secrets): id, operator, scopes, state and dates."""
+    sessions = get_database().sessions
+    now = datetime.now(UTC)
+    rows = [("id", "operator", "scopes", "state", "created", "expires", "name")]
+    for info in key_service.list_keys(sessions, operator):
+        rows.append((
+            info.id,
+            info.operator_id,
+            ",".join(key_service.sorted_scopes(info.scopes)),
+            info.state(now),
+            _moment(info.created_at),
+            _moment(info.expires_at) if info.expires_at else "never",
+            info.name or "",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+                   .rstrip())
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+def revoke_key(key_id: str) -> None:
+    """Revoke a key by its id; it is refused from the next request on."""
+    try:
+        info = key_service.revoke_key(get_database().sessions, key_id)
+    except key_service.KeyRequestError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"revoked API key {info.id} of operator {info.operator_id} "
+               f"at {_moment(info.revoked_at) if info.revoked_at else 'now'}")
+
+
+def _moment(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# --- reconcile -------------------------------------------------------------------------
+
+# Not 2: click exits 2 on a usage error, and cron must tell "did not run" from "found".
+RECONCILE_DISCREPANCY_EXIT = 3
+
+
+@click.command("reconcile")
+@click.option("--from", "from_", required=True, help="Start of the period (RFC 3339), inclusive.")
+@click.option("--to", "to", required=True, help="End of the period (RFC 3339), exclusive.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write reconciliation.json and reconciliation.csv into.")
+@click.option("--table", "table_id", help="Only this table.")
+@click.option("--operator", "operator_id", help="Only this operator (default: every operator).")
+@with_appcontext
+def reconcile_command(from_: str, to: str, out: Path, table_id: str | None,
+                      operator_id: str | None) -> None:
+    """Reconcile every operator's rounds of [from, to) and write the JSON and CSV reports.
+
+    Exits 0 when the ledger is clean and 3 when it found a discrepancy (an unbalanced
+    round, a balance-chain break or a broken hash chain), for cron.
+    """
+    start, end = _moment_option(from_, "--from"), _moment_option(to, "--to")
+    if start >= end:
+        raise click.BadParameter("'--to' must be later than '--from'", param_hint="--to")
+    # Off-line and possibly over a long period: no statement timeout.
+    report = reconcile_service.reconcile(get_database().sessions, created_from=start,
+                                         created_to=end, operator_id=operator_id,
+                                         table_id=table_id, statement_timeout_ms=0)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "reconciliation.json").write_text(
+        json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "reconciliation.csv").write_text(report.to_csv(), encoding="utf-8", newline="")
+    click.echo(f"reconciled {len(report.tables)} table(s) from {_moment(start)} to "
+               f"{_moment(end)}: {report.discrepancies} discrepancy(ies); reports in {out}",
+               err=True)
+    if report.discrepancies:
+        raise SystemExit(RECONCILE_DISCREPANCY_EXIT)
+
+
+def _moment_option(text: str, name: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an RFC 3339 time", param_hint=name) from None
+    if moment.tzinfo is None:
+        raise click.BadParameter(f"{text!r} needs a time zone (Z or +08:00)", param_hint=name)
+    return moment
+
+
+# --- registration ----------------------------------------------------------------------
+
+# Every command group of the service; add new groups (reconcile, verify) here.
+COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command)
+
+
+def register_commands(app: Flask) -> None:
+    """Make every group of ``COMMANDS`` available as ``flask --app app GROUP``."""
+    for command in COMMANDS:
+        app.cli.add_command(command)
+
+
+def dev_key_hint(operator_id: str) -> str:
+    """Return the command that creates a development key for ``operator_id``."""
+    return f"flask --app app keys create --operator {operator_id} --scope admin --expires 30d"
+
+
+def missing_key_notice(url: str, operator_id: str) -> str | None:
+    """Return how to create a key when ``operator_id`` has no usable one, else None.
+
+    Says only whether a key exists, never anything of one.
+    """
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from app.db.engine import make_sessionmaker
+
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        if key_service.has_usable_key(make_sessionmaker(engine), operator_id):
+            return None
+    finally:
+        engine.dispose()
+    return (
+        f"operator {operator_id!r} has no API key yet, and every route but health, metrics, "
+        f"the contract and the rulesets needs one. Create a development key with:\n"
+        f"  {dev_key_hint(operator_id)}"
+    )

@@ -1,0 +1,244 @@
+"""API keys: create, list, revoke, and authenticate a request's bearer token.
+
+A key reads ``t13_<id>_<secret>``: the id finds the row, the secret proves possession.
+The secret is ``secrets.token_urlsafe(32)``, 256 random bits, and only its sha256 is
+stored. A slow password hash (bcrypt, argon2) protects guessable human passwords; against
+256 random bits a brute force of sha256 is already hopeless, and a slow hash would cost
+every request tens of milliseconds, since keys are looked up on each one (so a revocation
+holds from the very next request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.keys import ApiKeyRepository
+from app.db.models import ApiKey
+
+log = logging.getLogger(__name__)
+
+PREFIX = "t13"
+# The id only tells keys apart (a clash fails on the primary key); the secret is the proof.
+_ID_BYTES = 6
+_SECRET_BYTES = 32  # token_urlsafe(32) is 43 characters of the URL-safe base64 alphabet
+_TOKEN = re.compile(
+    rf"^{PREFIX}_(?P<id>[0-9a-f]{{{2 * _ID_BYTES}}})_(?P<secret>[A-Za-z0-9_-]{{43}})$"
+)
+_OPERATOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
+
+
+class Scope(StrEnum):
+    """What a key may do (service.md "Access"); ``admin`` implies every other scope."""
+
+    ROUNDS_WRITE = "rounds:write"
+    ROUNDS_READ = "rounds:read"
+    LEDGER_READ = "ledger:read"
+    RECONCILE_READ = "reconcile:read"
+    ADMIN = "admin"
+
+
+class KeyRequestError(ValueError):
+    """A key request the service refuses: unknown scope, bad operator, unknown key id."""
+
+
+class InvalidToken(Exception):
+    """A bearer token that does not authenticate; ``reason`` says why, for the caller.
+
+    Reasons: ``invalid`` (not shaped like our keys, no such key, or a wrong secret: the
+    last two are not told apart), ``revoked`` and ``expired`` (said only to whoever holds
+    the right secret).
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    """A stored key as an operator may see it: everything but the secret's hash."""
+
+    id: str
+    operator_id: str
+    scopes: frozenset[Scope]
+    name: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def state(self, now: datetime) -> str:
+        """Return ``revoked``, ``expired`` or ``active`` at ``now``."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key just created: its token is shown once and never stored."""
+
+    info: KeyInfo
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a request authenticated as: a key of one operator with its scopes."""
+
+    key_id: str
+    operator_id: str
+    scopes: frozenset[Scope]
+
+    def may(self, needed: Iterable[Scope]) -> bool:
+        """Tell whether the key holds one of ``needed`` (``admin`` holds them all)."""
+        return Scope.ADMIN in self.scopes or not self.scopes.isdisjoint(needed)
+
+
+def parse_scopes(names: Iterable[str]) -> frozenset[Scope]:
+    """Return the scopes named, refusing unknown names and an empty set."""
+    found: set[Scope] = set()
+    for name in names:
+        try:
+            found.add(Scope(name.strip()))
+        except ValueError:
+            known = ", ".join(Scope)
+            raise KeyRequestError(f"unknown scope {name!r}; scopes: {known}") from None
+    if not found:
+        raise KeyRequestError("a key needs at least one scope")
+    return frozenset(found)
+
+
+def hash_secret(secret: str) -> str:
+    """Return the stored form of a key's secret: sha256, hex."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def new_token() -> tuple[str, str, str]:
+    """Return a fresh ``(key_id, secret, token)``."""
+    key_id = secrets.token_hex(_ID_BYTES)
+    secret = secrets.token_urlsafe(_SECRET_BYTES)
+    return key_id, secret, f"{PREFIX}_{key_id}_{secret}"
+
+
+def parse_token(token: str) -> tuple[str, str]:
+    """Split a token into ``(key_id, secret)``; raise InvalidToken if it is not shaped so."""
+    match = _TOKEN.match(token)
+    if match is None:
+        raise InvalidToken("invalid", "the bearer token is not an API key of this service")
+    return match["id"], match["secret"]
+
+
+def create_key(
+    sessions: sessionmaker[Session],
+    operator_id: str,
+    scopes: Iterable[str],
+    *,
+    expires_at: datetime | None = None,
+    name: str | None = None,
+) -> NewKey:
+    """Create a key for ``operator_id`` with ``scopes``; its token is in the answer only."""
+    if not _OPERATOR.match(operator_id):
+        raise KeyRequestError(
+            f"operator id {operator_id!r} must be 1-64 letters, digits or ._:@- "
+            "starting with a letter or digit"
+        )
+    granted = parse_scopes(scopes)
+    if expires_at is not None and expires_at.tzinfo is None:
+        raise KeyRequestError("the expiry must carry a time zone")
+    key_id, secret, token = new_token()
+    row = ApiKey(
+        id=key_id,
+        operator_id=operator_id,
+        scopes=sorted_scopes(granted),
+        secret_hash=hash_secret(secret),
+        name=name,
+        expires_at=expires_at,
+    )
+    with sessions.begin() as session:
+        info = _info(ApiKeyRepository(session).add(row))
+    log.info("created API key %s for operator %s with scopes %s", key_id, operator_id,
+             ",".join(sorted(granted)))
+    return NewKey(info, token)
+
+
+def list_keys(sessions: sessionmaker[Session], operator_id: str | None = None) -> list[KeyInfo]:
+    """Return the keys (of ``operator_id`` when given), oldest first."""
+    with sessions.begin() as session:
+        return [_info(row) for row in ApiKeyRepository(session).list(operator_id)]
+
+
+def revoke_key(sessions: sessionmaker[Session], key_id: str) -> KeyInfo:
+    """Revoke a key by id (or by its token's ``t13_<id>`` start); it fails from the next request."""
+    key_id = _bare_id(key_id)
+    with sessions.begin() as session:
+        row = ApiKeyRepository(session).revoke(key_id)
+        if row is None:
+            raise KeyRequestError(f"no API key {key_id!r}")
+        info = _info(row)
+    log.info("revoked API key %s of operator %s", info.id, info.operator_id)
+    return info
+
+
+def has_usable_key(sessions: sessionmaker[Session], operator_id: str) -> bool:
+    """Tell whether ``operator_id`` holds a key that is neither revoked nor expired."""
+    with sessions.begin() as session:
+        return ApiKeyRepository(session).has_usable(operator_id)
+
+
+def authenticate(sessions: sessionmaker[Session], token: str) -> Caller:
+    """Return who ``token`` belongs to, read from the database now; raise InvalidToken."""
+    key_id, secret = parse_token(token)
+    with sessions.begin() as session:
+        found = ApiKeyRepository(session).get(key_id)
+        if found is None:
+            raise InvalidToken("invalid", "the API key is not valid")
+        row, now = found
+        # Constant-time, so response timing does not reveal how much of a guess was right.
+        if not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
+            raise InvalidToken("invalid", "the API key is not valid")
+        info = _info(row)
+    state = info.state(now)
+    if state == "revoked":
+        raise InvalidToken("revoked", "the API key was revoked")
+    if state == "expired":
+        expired = info.expires_at.isoformat() if info.expires_at else "an earlier time"
+        raise InvalidToken("expired", f"the API key expired at {expired}")
+    return Caller(info.id, info.operator_id, info.scopes)
+
+
+def _bare_id(given: str) -> str:
+    text = given.strip()
+    if text.startswith(f"{PREFIX}_"):
+        text = text.split("_")[1]
+    return text
+
+
+def _info(row: ApiKey) -> KeyInfo:
+    return KeyInfo(
+        id=row.id,
+        operator_id=row.operator_id,
+        scopes=frozenset(Scope(s) for s in row.scopes),
+        name=row.name,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+    )
+
+
+def sorted_scopes(scopes: Iterable[Scope]) -> Sequence[str]:
+    """Return scope names in the order the Scope enum lists them."""
+    chosen = set(scopes)
+    return [s.value for s in Scope if s in chosen]
