@@ -8,8 +8,8 @@ from typing import Any
 from app.domain.arrange import keep_back, suggest
 from app.domain.cards import format_cards
 from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
-from app.domain.rulesets import Ruleset, resolve_ruleset
-from app.domain.specials import find_specials
+from app.domain.rulesets import DRAGONS, Ruleset, resolve_ruleset
+from app.domain.specials import SpecialName, find_specials
 
 
 def evaluate(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,13 +33,21 @@ def evaluate(data: Mapping[str, Any]) -> dict[str, Any]:
         foul_rows=[[a.value, b.value] for a, b in evaluation.foul_rows],
         specials=[
             {"name": s.name.value,
-             "value": rules.special_value(s.name) if rules.values_special(s.name) else None,
+             "value": special_value(rules, s.name),
              "arrangement": None if s.arrangement is None else s.arrangement.as_text()}
             for s in specials
         ],
         ruleset=rules.name,
     )
     return body
+
+
+def special_value(rules: Ruleset, name: SpecialName) -> int | None:
+    """Return the points ``rules`` give a special hand, None when they give it none."""
+    # Under a dragon policy the special-hand table holds no dragons: the policy pays them.
+    if rules.dragon.enabled and name in DRAGONS:
+        return rules.dragon.points
+    return rules.special_value(name) if rules.values_special(name) else None
 
 
 def arrange(data: Mapping[str, Any]) -> dict[str, Any]:
