@@ -42,6 +42,9 @@ from app.services.keys import create_key
 REPO = Path(__file__).resolve().parents[1]
 CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 
+# Counts the operations of openapi.yaml the e2e tests reach (see that module).
+pytest_plugins = ("tests.e2e.contract_hits",)
+
 MakeDatabase = Callable[[], str]
 CountRows = Callable[[], dict[str, int]]
 MakeKey = Callable[..., str]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
+
+from tests.e2e.contract_hits import record
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 
@@ -55,8 +58,9 @@ def check_response(method: str, path: str, response: Any) -> None:
     template, operation = find_operation(method, path)
     declared = operation["responses"].get(str(response.status_code))
     if declared is None:
+        body = response.get_data(as_text=True)
         raise AssertionError(f"{method} {template} answered {response.status_code}, "
-                             f"which openapi.yaml does not declare: {response.get_data(as_text=True)}")
+                             f"which openapi.yaml does not declare: {body}")
     declared = _resolve(declared)
     content = declared.get("content")
     if not content:
@@ -105,6 +109,24 @@ class ContractClient:
     def open(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._client.open(path, method=method, **kwargs)
         check_response(method, path, response)
+        record(method, find_operation(method, path)[0])
+        return response
+
+    def undeclared(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Send a request the contract does not declare; its answer must still be a problem."""
+        try:
+            find_operation(method, path)
+        except AssertionError:
+            pass
+        else:
+            raise AssertionError(f"{method} {path} is in openapi.yaml: use open()")
+        response = self._client.open(path, method=method, **kwargs)
+        assert response.mimetype == "application/problem+json", response.mimetype
+        schema = {"$ref": "#/components/schemas/Problem",
+                  "components": load_contract()["components"]}
+        body = json.loads(response.get_data(as_text=True))
+        Draft202012Validator(schema).validate(body)
+        assert body["status"] == response.status_code
         return response
 
     def get(self, path: str, **kwargs: Any) -> Any:
@@ -117,3 +139,13 @@ class ContractClient:
 @pytest.fixture
 def api(client: Any) -> ContractClient:
     return ContractClient(client)
+
+
+@pytest.fixture(scope="session")
+def make_api(make_app: Callable[..., Any]) -> Callable[..., ContractClient]:
+    """Return a factory of contract clients on fresh apps: ``make_api(max_body_bytes=64)``."""
+
+    def build(**overrides: Any) -> ContractClient:
+        return ContractClient(make_app(**overrides).test_client())
+
+    return build
