@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask
 
+from app.api.audit import bp as audit_bp
 from app.api.contract import bp as contract_bp
 from app.api.eligibility import bp as eligibility_bp
 from app.api.hands import bp as hands_bp
 from app.api.health import bp as health_bp
 from app.api.metrics import bp as metrics_bp
+from app.api.players import bp as players_bp
 from app.api.reconciliation import bp as reconciliation_bp
 from app.api.rounds import bp as rounds_bp
 from app.api.rulesets import bp as rulesets_bp
@@ -22,6 +24,8 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     rounds_bp,
     eligibility_bp,
     reconciliation_bp,
+    players_bp,
+    audit_bp,
 )
 
 

@@ -1,4 +1,4 @@
-"""/v1/rounds: the dry run, settling (exactly once per Idempotency-Key), reads."""
+"""/v1/rounds: the dry run, settling and reversing (exactly once per Idempotency-Key), reads."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from app.api.metrics import count_settled_round
 from app.api.schemas import RoundRequestSchema
 from app.config import Settings
 from app.db import get_database
+from app.db.models import ROUND_KINDS
 from app.db.repositories import Cursor, InvalidCursor
 from app.services import rounds
 
@@ -46,27 +47,69 @@ def settle_round() -> Response:
             sessions=get_database().sessions,
             stale_after=timedelta(seconds=settings.idempotency_stale_after_s))
     except rounds.IdempotencyConflict as conflict:
-        if conflict.reason == "in_flight":
-            raise ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
-                               "being settled; retry shortly", type_="/problems/in-flight",
-                               headers={"Retry-After": "1"}) from None
-        raise ProblemError(422, "Idempotency-Key reused", "this Idempotency-Key was used with "
-                           "another body; use a new key for a new round",
-                           [{"path": "Idempotency-Key", "message": "used before with another "
-                             "body", "code": "idempotency_key_reused"}],
-                           type_="/problems/idempotency-key-reused") from None
+        raise _idempotency_conflict(conflict) from None
     except rounds.RoundIdTaken:
         raise ProblemError(409, "Conflict", "another round already has this round_id",
                            [{"path": "round_id", "message": "already used",
                              "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
+    response = _stored(settled)
+    if not settled.replayed:
+        count_settled_round(settled.body["ruleset"]["name"])
+    return response
+
+
+def _stored(settled: rounds.Settled) -> Response:
     response = jsonify(settled.body)
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
     if settled.replayed:
         response.headers["Idempotent-Replayed"] = "true"
-    else:
-        count_settled_round(settled.body["ruleset"]["name"])
     return response
+
+
+def _idempotency_conflict(conflict: rounds.IdempotencyConflict) -> ProblemError:
+    if conflict.reason == "in_flight":
+        return ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
+                            "being handled; retry shortly", type_="/problems/in-flight",
+                            headers={"Retry-After": "1"})
+    return ProblemError(422, "Idempotency-Key reused", "this Idempotency-Key was used with "
+                        "another body; use a new key for a new request",
+                        [{"path": "Idempotency-Key", "message": "used before with another "
+                          "body", "code": "idempotency_key_reused"}],
+                        type_="/problems/idempotency-key-reused")
+
+
+class ReversalRequestSchema(Schema):
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
+@bp.post("/<uuid:round_id>/reversal")
+def reverse_round(round_id: uuid.UUID) -> Response:
+    key = _idempotency_key()
+    raw = json_body()
+    data = ReversalRequestSchema().load(raw)
+    try:
+        settled = rounds.reverse(
+            round_id, data["reason"], raw, operator_id=operator_id(), idempotency_key=key,
+            sessions=get_database().sessions,
+            stale_after=timedelta(seconds=_settings().idempotency_stale_after_s))
+    except rounds.IdempotencyConflict as conflict:
+        raise _idempotency_conflict(conflict) from None
+    except rounds.RoundNotFound:
+        raise ProblemError(404, "Not Found", f"no round {round_id}") from None
+    except rounds.NotReversible:
+        raise ProblemError(422, "Round cannot be reversed", f"round {round_id} is itself a "
+                           "reversal; settle the round again instead",
+                           [{"path": "round_id", "message": "is a reversal",
+                             "code": "reversal_not_reversible"}],
+                           type_="/problems/not-reversible") from None
+    except rounds.AlreadyReversed as already:
+        by = "" if already.reversal_id is None else f" by round {already.reversal_id}"
+        raise ProblemError(409, "Conflict", f"round {round_id} was already reversed{by}",
+                           [{"path": "round_id", "message": "already reversed",
+                             "code": "already_reversed"}],
+                           type_="/problems/already-reversed") from None
+    return _stored(settled)
 
 
 def _idempotency_key() -> str:
@@ -83,11 +126,17 @@ def _idempotency_key() -> str:
 
 @bp.get("/<uuid:round_id>")
 def get_round(round_id: uuid.UUID) -> Response:
-    body = rounds.get_round(round_id, operator_id=operator_id(),
-                            sessions=get_database().sessions)
-    if body is None:
+    stored = rounds.get_round(round_id, operator_id=operator_id(),
+                              sessions=get_database().sessions)
+    if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
-    return jsonify(body)
+    response = jsonify(stored.body)
+    response.set_etag(stored.etag)
+    # Operator data: caches may keep it for this caller only, and must ask again each time.
+    response.headers["Cache-Control"] = "private, no-cache"
+    # Answers 304 without a body when If-None-Match names the tag (weak comparison).
+    response.make_conditional(request)
+    return response
 
 
 class RoundQuerySchema(Schema):
@@ -95,6 +144,8 @@ class RoundQuerySchema(Schema):
     player_id = fields.String(validate=validate.Length(1, 64))
     from_ = fields.AwareDateTime(data_key="from", format="iso")
     to = fields.AwareDateTime(format="iso")
+    preset = fields.String(validate=validate.Length(1, 64))
+    kind = fields.String(validate=validate.OneOf(ROUND_KINDS))
     limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
     cursor = fields.String(validate=validate.Length(1, 512))
 
@@ -120,4 +171,4 @@ def list_rounds() -> Response:
         operator_id=operator_id(), sessions=get_database().sessions,
         table_id=query.get("table_id"), player_id=query.get("player_id"),
         created_from=created_from, created_to=query.get("to"), limit=query["limit"],
-        after=after))
+        after=after, preset=query.get("preset"), kind=query.get("kind")))

@@ -3,6 +3,7 @@
 Rounds, players and ledger lines can only be added (the database refuses changes too);
 the idempotency table is the one place that changes state. Lists page by keyset: a cursor
 names the last row seen by ``(created_at, id)``, so pages stay stable while rounds arrive.
+A player's ledger pages by line id alone (see ``LedgerRepository.player_page``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -63,7 +65,58 @@ class Page(Generic[T]):
     """One page of a list and the cursor of the next, None on the last page."""
 
     items: Sequence[T]
-    next_cursor: Cursor | None
+    next_cursor: Cursor | LineCursor | None
+
+
+@dataclass(frozen=True, slots=True)
+class LineCursor:
+    """The position after the last line of a player's ledger page: its line id."""
+
+    id: int
+
+    def encode(self) -> str:
+        """Return the cursor as an opaque URL-safe string."""
+        raw = json.dumps({"line": self.id}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> LineCursor:
+        """Parse a string from ``encode``; raise InvalidCursor on anything else."""
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            value = json.loads(raw)
+        except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+            raise InvalidCursor(f"cursor {token!r} is not one this service issued") from None
+        line = value.get("line") if isinstance(value, dict) else None
+        if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+            raise InvalidCursor(f"cursor {token!r} is not one this service issued")
+        return cls(line)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """A player's ledger line with the running total of its lines at that table so far."""
+
+    id: int
+    round_id: uuid.UUID
+    line_no: int
+    table_id: str
+    kind: str
+    amount: Decimal
+    balance_before: Decimal | None
+    balance_after: Decimal | None
+    created_at: datetime
+    running_total: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ChainSpan:
+    """The rounds of one chain created in a period, by their first and last ``chain_seq``."""
+
+    operator_id: str
+    table_id: str
+    first_seq: int
+    last_seq: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +164,64 @@ class RoundRepository:
         stmt = select(Round).where(Round.reverses_round_id == round_id)
         return self._session.scalars(stmt).one_or_none()
 
+    def reversals_of(self, round_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+        """Map each of ``round_ids`` that was reversed to the id of its reversal round."""
+        if not round_ids:
+            return {}
+        stmt = select(Round.reverses_round_id, Round.id).where(
+            Round.reverses_round_id.in_(round_ids))
+        return {target: reversal for target, reversal in self._session.execute(stmt)
+                if target is not None}
+
+    def clock(self) -> datetime:
+        """Return the database server's current time (one clock for every instance)."""
+        moment: datetime = self._session.execute(select(func.clock_timestamp())).scalar_one()
+        return moment
+
+    def chain_spans(
+        self,
+        operator_id: str | None,
+        created_from: datetime,
+        created_to: datetime,
+        *,
+        table_id: str | None = None,
+    ) -> list[ChainSpan]:
+        """Return each chain with rounds created in ``[created_from, created_to)``.
+
+        ``operator_id`` None covers every operator.
+        """
+        stmt = (
+            select(Round.operator_id, Round.table_id, func.min(Round.chain_seq),
+                   func.max(Round.chain_seq))
+            .where(Round.created_at >= created_from, Round.created_at < created_to)
+            .group_by(Round.operator_id, Round.table_id)
+            .order_by(Round.operator_id, Round.table_id)
+        )
+        if operator_id is not None:
+            stmt = stmt.where(Round.operator_id == operator_id)
+        if table_id is not None:
+            stmt = stmt.where(Round.table_id == table_id)
+        return [ChainSpan(*row) for row in self._session.execute(stmt)]
+
+    def chain_rounds(self, span: ChainSpan, after_seq: int, limit: int) -> list[Round]:
+        """Return up to ``limit`` rounds of a span after ``after_seq``, with players and lines."""
+        stmt = (
+            select(Round)
+            .where(Round.operator_id == span.operator_id, Round.table_id == span.table_id,
+                   Round.chain_seq > after_seq, Round.chain_seq <= span.last_seq)
+            .order_by(Round.chain_seq)
+            .limit(limit)
+            .options(selectinload(Round.players), selectinload(Round.lines))
+        )
+        return list(self._session.scalars(stmt))
+
+    def content_hash_at(self, operator_id: str, table_id: str, chain_seq: int) -> str | None:
+        """Return the stored content hash of the round at ``chain_seq`` of a chain, or None."""
+        stmt = select(Round.content_hash).where(
+            Round.operator_id == operator_id, Round.table_id == table_id,
+            Round.chain_seq == chain_seq)
+        return self._session.execute(stmt).scalar_one_or_none()
+
     def list(
         self,
         operator_id: str,
@@ -119,14 +230,23 @@ class RoundRepository:
         player_id: str | None = None,
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        preset: str | None = None,
+        kind: str | None = None,
         limit: int = 50,
         after: Cursor | None = None,
     ) -> Page[Round]:
-        """Return rounds newest first; ``created_from`` is inclusive, ``created_to`` not."""
+        """Return rounds newest first; ``created_from`` is inclusive, ``created_to`` not.
+
+        ``preset`` matches the ruleset's name, ``kind`` the round's kind.
+        """
         limit = _page_limit(limit)
         stmt = select(Round).where(Round.operator_id == operator_id)
         if table_id is not None:
             stmt = stmt.where(Round.table_id == table_id)
+        if preset is not None:
+            stmt = stmt.where(Round.ruleset_name == preset)
+        if kind is not None:
+            stmt = stmt.where(Round.kind == kind)
         if player_id is not None:
             stmt = stmt.where(
                 exists().where(RoundPlayer.round_id == Round.id, RoundPlayer.player_id == player_id)
@@ -228,6 +348,47 @@ class LedgerRepository:
             return Page(rows, None)
         last = rows[limit - 1]
         return Page(rows[:limit], Cursor(last.created_at, str(last.id)))
+
+    def player_page(
+        self,
+        operator_id: str,
+        player_id: str,
+        *,
+        table_id: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        limit: int = 50,
+        after: LineCursor | None = None,
+    ) -> Page[LedgerEntry]:
+        """Return a player's lines oldest first, each with its running total at its table.
+
+        The running total sums every earlier line of the player at that table, before
+        ``created_from`` too: a window over the player's whole history, filtered after.
+        Lines page by id, which a chain's lock hands out in commit order per table.
+        """
+        limit = _page_limit(limit)
+        history = select(
+            LedgerLine.id, LedgerLine.round_id, LedgerLine.line_no, LedgerLine.table_id,
+            LedgerLine.kind, LedgerLine.amount, LedgerLine.balance_before,
+            LedgerLine.balance_after, LedgerLine.created_at,
+            func.sum(LedgerLine.amount).over(
+                partition_by=LedgerLine.table_id, order_by=LedgerLine.id).label("running_total"),
+        ).where(LedgerLine.operator_id == operator_id, LedgerLine.account == player_id)
+        if table_id is not None:
+            history = history.where(LedgerLine.table_id == table_id)
+        lines = history.subquery("lines")
+        stmt = select(lines)
+        if after is not None:
+            stmt = stmt.where(lines.c.id > after.id)
+        if created_from is not None:
+            stmt = stmt.where(lines.c.created_at >= created_from)
+        if created_to is not None:
+            stmt = stmt.where(lines.c.created_at < created_to)
+        stmt = stmt.order_by(lines.c.id).limit(limit + 1)
+        rows = [LedgerEntry(*row) for row in self._session.execute(stmt)]
+        if len(rows) <= limit:
+            return Page(rows, None)
+        return Page(rows[:limit], LineCursor(rows[limit - 1].id))
 
 
 class ClaimState(StrEnum):

@@ -5,6 +5,12 @@ so bad input writes nothing; then the Idempotency-Key is claimed and committed, 
 concurrent request with the key sees it in flight (409); then one transaction appends the
 round, its players and its ledger lines at the head of the table's hash chain and stores
 the response under the key. A failure releases the key and leaves no trace.
+
+A round's ``content_hash`` covers every column of the round itself (``round_content``);
+its players' and ledger lines' rows are checked against the hashed result by
+``GET /v1/audit/verify``. Its ``created_at`` is the database's clock read under the chain's
+lock, so times never run backwards along a chain, and it is hashed as UTC ISO 8601 text,
+which reads back the same whatever time zone the session runs in.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import ClaimState, Cursor, Page
+from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
 from app.services.uow import UnitOfWork, run_with_retry
 
@@ -38,6 +45,22 @@ class IdempotencyConflict(Exception):
 
 class RoundIdTaken(Exception):
     """The request named a ``round_id`` that another round already has."""
+
+
+class RoundNotFound(LookupError):
+    """No round of this operator has the id."""
+
+
+class NotReversible(Exception):
+    """The round is itself a reversal; void a reversal by settling the round again."""
+
+
+class AlreadyReversed(Exception):
+    """The round was reversed before, by ``reversal_id``."""
+
+    def __init__(self, reversal_id: uuid.UUID | None) -> None:
+        super().__init__(str(reversal_id))
+        self.reversal_id = reversal_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,36 @@ def canonical_json(value: Any) -> bytes:
 
 def sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def as_json(value: Any) -> Any:
+    """Return ``value`` as the plain JSON values it is stored (and hashed) as."""
+    return json.loads(canonical_json(value))
+
+
+def utc_text(moment: datetime) -> str:
+    """Write a timestamp the one way hashes and responses take it: UTC, ISO 8601."""
+    return moment.astimezone(UTC).isoformat()
+
+
+def round_content(round_: Round) -> dict[str, Any]:
+    """Return what a round's content hash covers: every column of the round but the hash."""
+    return {
+        "round_id": str(round_.id), "operator_id": round_.operator_id,
+        "table_id": round_.table_id, "kind": round_.kind, "created_at": utc_text(round_.created_at),
+        "chain_seq": round_.chain_seq, "prev_hash": round_.prev_hash,
+        "ruleset_name": round_.ruleset_name, "ruleset": round_.ruleset,
+        "ruleset_hash": round_.ruleset_hash, "stake": format(round_.stake, "f"),
+        "request": round_.request, "result": round_.result,
+        "idempotency_key": round_.idempotency_key, "body_hash": round_.body_hash,
+        "reverses_round_id": None if round_.reverses_round_id is None
+        else str(round_.reverses_round_id),
+    }
+
+
+def content_hash(round_: Round) -> str:
+    """Return the sha256 of a round's canonical content."""
+    return sha256(round_content(round_))
 
 
 def score(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,27 +135,72 @@ def settle(
     """
     body_hash = sha256(raw)
     played = play(parse_round(data))
+    return _once(sessions, operator_id, idempotency_key, body_hash, stale_after,
+                 lambda: _append(played, data, operator_id, idempotency_key, body_hash,
+                                 sessions))
+
+
+def reverse(
+    round_id: uuid.UUID,
+    reason: str,
+    raw: Mapping[str, Any],
+    *,
+    operator_id: str,
+    idempotency_key: str,
+    sessions: sessionmaker[Session],
+    stale_after: timedelta,
+) -> Settled:
+    """Void a round by appending its mirror to its chain, once per key (201, or 200 replayed).
+
+    Raises RoundNotFound, NotReversible (it is a reversal) or AlreadyReversed. The key is
+    bound to the round named in the path as well as to the body, so one key cannot void
+    two rounds.
+    """
+    body_hash = sha256({"reverses_round_id": str(round_id), "body": raw})
+    return _once(sessions, operator_id, idempotency_key, body_hash, stale_after,
+                 lambda: _append_reversal(round_id, reason, operator_id, idempotency_key,
+                                          body_hash, sessions))
+
+
+def _once(sessions: sessionmaker[Session], operator_id: str, key: str, body_hash: str,
+          stale_after: timedelta, append: Callable[[], dict[str, Any]]) -> Settled:
+    """Claim ``key`` (committed, so concurrent requests see it), run ``append``, or replay."""
     with UnitOfWork(sessions) as uow:
-        claim = uow.idempotency.claim(operator_id, idempotency_key, body_hash,
-                                      stale_after=stale_after)
+        claim = uow.idempotency.claim(operator_id, key, body_hash, stale_after=stale_after)
         if claim.state is ClaimState.MISMATCH:
             raise IdempotencyConflict("mismatch")
         if claim.state is ClaimState.IN_FLIGHT:
             raise IdempotencyConflict("in_flight")
         if claim.state is ClaimState.DONE:
             if claim.response_body is None:
-                raise RuntimeError(f"idempotency key {idempotency_key!r} is done without a "
-                                   "response")
+                raise RuntimeError(f"idempotency key {key!r} is done without a response")
             return Settled(200, claim.response_body, replayed=True)
         uow.commit()
     try:
-        body = run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
-                                              body_hash, sessions))
+        body = run_with_retry(append)
     except BaseException:
         with UnitOfWork(sessions) as uow:
-            uow.idempotency.release(operator_id, idempotency_key)
+            uow.idempotency.release(operator_id, key)
         raise
     return Settled(201, body, replayed=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """Where the next round of a chain goes, read under the chain's lock."""
+
+    seq: int
+    prev_hash: str | None
+    created_at: datetime
+
+
+def _next_link(uow: UnitOfWork, operator_id: str, table_id: str) -> _Head:
+    """Lock the chain until commit and return its next position and the time to stamp."""
+    uow.rounds.lock_chain(operator_id, table_id)
+    head = uow.rounds.chain_head(operator_id, table_id)
+    return _Head(seq=1 if head is None else head.seq + 1,
+                 prev_hash=None if head is None else head.content_hash,
+                 created_at=uow.rounds.clock())
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
@@ -111,43 +209,68 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     rules = played.input.ruleset
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
-    created_at = datetime.now(UTC)
+    result = as_json(round_body(played))
     with UnitOfWork(sessions) as uow:
-        uow.rounds.lock_chain(operator_id, table_id)
-        head = uow.rounds.chain_head(operator_id, table_id)
-        seq = 1 if head is None else head.seq + 1
-        prev_hash = None if head is None else head.content_hash
-        stored_request = stored_input(data)
-        result = round_body(played)
-        content = {
-            "round_id": str(round_id), "operator_id": operator_id, "table_id": table_id,
-            "kind": ROUND_KIND, "created_at": created_at.isoformat(), "chain_seq": seq,
-            "prev_hash": prev_hash, "ruleset_hash": result["ruleset"]["hash"],
-            "request": stored_request, "result": result, "reverses_round_id": None,
-        }
-        content_hash = sha256(content)
-        body = {
-            "round_id": str(round_id), "kind": ROUND_KIND, "operator_id": operator_id,
-            "created_at": created_at.isoformat(), **result,
-            "chain": {"seq": seq, "prev_hash": prev_hash, "content_hash": content_hash},
-        }
+        head = _next_link(uow, operator_id, table_id)
         round_ = Round(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
             ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
-            request=stored_request, result=result, idempotency_key=key, body_hash=body_hash,
-            created_at=created_at, content_hash=content_hash, prev_hash=prev_hash,
-            chain_seq=seq, reverses_round_id=None,
-            players=_player_rows(played), lines=_line_rows(played, operator_id, table_id,
-                                                            created_at),
+            request=stored_input(data), result=result, idempotency_key=key,
+            body_hash=body_hash, created_at=head.created_at, prev_hash=head.prev_hash,
+            chain_seq=head.seq, reverses_round_id=None,
+            players=_player_rows(played),
+            lines=_line_rows(played, operator_id, table_id, head.created_at),
         )
+        round_.content_hash = content_hash(round_)
         try:
             uow.rounds.add(round_)
         except IntegrityError as error:
             if "pk_rounds" in str(error.orig):
                 raise RoundIdTaken(str(round_id)) from None
             raise
+        body = round_json(round_, reversed_by=None)
         uow.idempotency.complete(operator_id, key, status=201, body=body, round_id=round_id)
+    return body
+
+
+def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: str,
+                     body_hash: str, sessions: sessionmaker[Session]) -> dict[str, Any]:
+    """Append the mirror of ``round_id`` to its chain and complete the key, in one transaction."""
+    with UnitOfWork(sessions) as uow:
+        original = uow.rounds.get(round_id, operator_id)
+        if original is None:
+            raise RoundNotFound(str(round_id))
+        if original.kind == REVERSAL_KIND:
+            raise NotReversible(str(round_id))
+        head = _next_link(uow, operator_id, original.table_id)
+        # Read under the chain's lock: a reversal committed before it is seen here, and
+        # the unique constraint on reverses_round_id stops any other writer.
+        earlier = uow.rounds.reversal_of(original.id)
+        if earlier is not None:
+            raise AlreadyReversed(earlier.id)
+        result = reversal_result(original.result, reverses_round_id=str(original.id),
+                                 reason=reason)
+        reversal = Round(
+            id=uuid.uuid4(), operator_id=operator_id, table_id=original.table_id,
+            kind=REVERSAL_KIND, ruleset_name=original.ruleset_name, ruleset=original.ruleset,
+            ruleset_hash=original.ruleset_hash, stake=original.stake,
+            request={"reason": reason, "reverses_round_id": str(original.id)}, result=result,
+            idempotency_key=key, body_hash=body_hash, created_at=head.created_at,
+            prev_hash=head.prev_hash, chain_seq=head.seq, reverses_round_id=original.id,
+            players=player_rows(result),
+            lines=line_rows(result, operator_id, original.table_id, head.created_at),
+        )
+        reversal.content_hash = content_hash(reversal)
+        try:
+            uow.rounds.add(reversal)
+        except IntegrityError as error:
+            if "uq_rounds_reverses_round_id" in str(error.orig):
+                raise AlreadyReversed(None) from None
+            raise
+        body = round_json(reversal, reversed_by=None)
+        uow.idempotency.complete(operator_id, key, status=201, body=body,
+                                 round_id=reversal.id)
     return body
 
 
@@ -182,43 +305,79 @@ def _line_rows(played: PlayedRound, operator_id: str, table_id: str,
     ]
 
 
-def stored_body(round_: Round) -> dict[str, Any]:
-    """Return a stored round as the API shows it: the stored result with its metadata."""
+def round_json(round_: Round, *, reversed_by: uuid.UUID | None) -> dict[str, Any]:
+    """Return a stored round as the API shows it: the stored result with its metadata.
+
+    ``reverses_round_id`` links a reversal to its round and ``reversed_by`` the other way;
+    the second is found on read, as the original is never written again.
+    """
     return {
         "round_id": str(round_.id), "kind": round_.kind, "operator_id": round_.operator_id,
-        "created_at": round_.created_at.isoformat(), **round_.result,
+        "created_at": utc_text(round_.created_at), **round_.result,
         "chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
                   "content_hash": round_.content_hash},
+        "reverses_round_id": None if round_.reverses_round_id is None
+        else str(round_.reverses_round_id),
+        "reversed_by": None if reversed_by is None else str(reversed_by),
     }
 
 
+def stored_body(round_: Round) -> dict[str, Any]:
+    """Return a stored round as the API shows it, as if nothing had reversed it."""
+    return round_json(round_, reversed_by=None)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRound:
+    """One round as read, and its strong entity tag."""
+
+    body: dict[str, Any]
+    etag: str
+
+
+def round_etag(content_hash_: str, reversed_by: uuid.UUID | None) -> str:
+    """Return a round's entity tag (unquoted): its content hash, and its reversal if any.
+
+    The round itself never changes; what a reader sees changes once, when it is reversed.
+    """
+    return content_hash_ if reversed_by is None else f"{content_hash_}.{reversed_by.hex}"
+
+
 def get_round(round_id: uuid.UUID, *, operator_id: str,
-              sessions: sessionmaker[Session]) -> dict[str, Any] | None:
+              sessions: sessionmaker[Session]) -> StoredRound | None:
     with UnitOfWork(sessions) as uow:
         round_ = uow.rounds.get(round_id, operator_id)
-        return None if round_ is None else stored_body(round_)
+        if round_ is None:
+            return None
+        reversed_by = uow.rounds.reversals_of([round_.id]).get(round_.id)
+        return StoredRound(round_json(round_, reversed_by=reversed_by),
+                           round_etag(round_.content_hash, reversed_by))
 
 
 def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
                 player_id: str | None, created_from: datetime | None,
-                created_to: datetime | None, limit: int,
-                after: Cursor | None) -> dict[str, Any]:
+                created_to: datetime | None, limit: int, after: Cursor | None,
+                preset: str | None = None, kind: str | None = None) -> dict[str, Any]:
     with UnitOfWork(sessions) as uow:
         page: Page[Round] = uow.rounds.list(
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
-            created_to=created_to, limit=limit, after=after)
-        items = [_summary(r) for r in page.items]
+            created_to=created_to, preset=preset, kind=kind, limit=limit, after=after)
+        reversed_by = uow.rounds.reversals_of([r.id for r in page.items])
+        items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
     return {"items": items,
             "next_cursor": None if page.next_cursor is None else page.next_cursor.encode()}
 
 
-def _summary(round_: Round) -> dict[str, Any]:
+def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:
     result = round_.result
     return {
         "round_id": str(round_.id), "kind": round_.kind, "operator_id": round_.operator_id,
-        "table_id": round_.table_id, "created_at": round_.created_at.isoformat(),
+        "table_id": round_.table_id, "created_at": utc_text(round_.created_at),
         "ruleset": round_.ruleset_name, "stake": result["stake"],
         "players": [{"player_id": p["player_id"], "points": p["points"], "amount": p["amount"]}
                     for p in result["players"]],
         "chain_seq": round_.chain_seq,
+        "reverses_round_id": None if round_.reverses_round_id is None
+        else str(round_.reverses_round_id),
+        "reversed_by": None if reversed_by is None else str(reversed_by),
     }

@@ -1,0 +1,357 @@
+"""Verify the ledger of a period: hash chains recomputed, every round re-scored.
+
+For each chain (operator + table) with rounds created in the period, the rounds from the
+first to the last of them by ``chain_seq`` are read in one REPEATABLE READ snapshot and
+checked one by one:
+
+- ``seq_gap``: a ``chain_seq`` that does not follow the one before (for the first round of
+  the period, the round before it must exist unless it is the chain's first);
+- ``prev_hash``: the stored ``prev_hash`` is not the stored content hash of the round
+  before (looked up outside the period for the first round);
+- ``content_hash``: the content recomputed from the stored columns does not hash to the
+  stored ``content_hash`` (any column edited after the fact);
+- ``ruleset_hash``: the stored ruleset does not load, or does not hash to ``ruleset_hash``;
+- ``result``: the round scored again from its stored request and stored ruleset (a
+  reversal: mirrored again from the round it voids) differs from the stored result;
+- ``players`` and ``lines``: the stored round_players and ledger_lines rows differ from the
+  result (the re-scored one when the round still scores), or the lines do not sum to zero.
+
+A round can be named for several of these; each is one difference.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.models import LedgerLine, Round, RoundPlayer
+from app.db.repositories import ChainSpan
+from app.domain.errors import DomainError
+from app.domain.rulesets import Ruleset, ruleset_from_dict, ruleset_hash
+from app.services.ledger import REVERSAL_KIND, reversal_result
+from app.services.play import parse_round, play, round_body
+from app.services.rounds import as_json, content_hash
+from app.services.uow import UnitOfWork
+
+BATCH = 200
+MAX_DETAILS = 5
+
+CONTENT_HASH = "content_hash"
+PREV_HASH = "prev_hash"
+SEQ_GAP = "seq_gap"
+RESULT = "result"
+LINES = "lines"
+PLAYERS = "players"
+RULESET_HASH = "ruleset_hash"
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One way a stored round differs from what the ledger should hold."""
+
+    round_id: str
+    operator_id: str
+    table_id: str
+    chain_seq: int
+    what: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"round_id": self.round_id, "operator_id": self.operator_id,
+                "table_id": self.table_id, "chain_seq": self.chain_seq, "what": self.what,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """What verify checked and every difference it found."""
+
+    rounds: int
+    chains: int
+    differences: tuple[Difference, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def to_json(self) -> dict[str, Any]:
+        return {"checked": {"rounds": self.rounds, "chains": self.chains}, "ok": self.ok,
+                "differences": [d.to_json() for d in self.differences]}
+
+
+def verify(
+    sessions: sessionmaker[Session],
+    *,
+    operator_id: str | None,
+    created_from: datetime,
+    created_to: datetime,
+    table_id: str | None = None,
+) -> Verification:
+    """Verify every chain with rounds created in ``[created_from, created_to)``.
+
+    ``operator_id`` None covers every operator; ``table_id`` limits it to one table.
+    """
+    if created_from >= created_to:
+        raise ValueError("the period is empty: 'to' must be later than 'from'")
+    rounds = 0
+    differences: list[Difference] = []
+    with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
+        uow.session.execute(text("SET TRANSACTION READ ONLY"))
+        spans = uow.rounds.chain_spans(operator_id, created_from, created_to,
+                                       table_id=table_id)
+        for span in spans:
+            checked, found = _verify_chain(uow, span)
+            rounds += checked
+            differences.extend(found)
+    return Verification(rounds, len(spans), tuple(differences))
+
+
+def _verify_chain(uow: UnitOfWork, span: ChainSpan) -> tuple[int, list[Difference]]:
+    found: list[Difference] = []
+    checked = 0
+    prev_seq = span.first_seq - 1
+    prev_hash: str | None = None
+    if prev_seq >= 1:
+        prev_hash = uow.rounds.content_hash_at(span.operator_id, span.table_id, prev_seq)
+        if prev_hash is None:
+            prev_seq = -1  # the predecessor is missing: the first round reports the gap
+    for round_ in _rounds(uow, span):
+        checked += 1
+        if round_.chain_seq != prev_seq + 1:
+            expected = "1" if prev_seq == 0 else f"{max(prev_seq, 0) + 1}"
+            found.append(_difference(round_, SEQ_GAP, f"chain_seq {round_.chain_seq} follows "
+                                     f"{'a missing round' if prev_seq < 0 else prev_seq}; "
+                                     f"expected {expected}"))
+        elif round_.prev_hash != prev_hash:
+            found.append(_difference(round_, PREV_HASH, f"prev_hash {round_.prev_hash} is not "
+                                     f"the content hash {prev_hash} of chain_seq {prev_seq}"))
+        found.extend(check_round(uow, round_))
+        prev_seq, prev_hash = round_.chain_seq, round_.content_hash
+    return checked, found
+
+
+def _rounds(uow: UnitOfWork, span: ChainSpan) -> Iterator[Round]:
+    """Yield the span's rounds in chain order, a batch at a time, forgetting each batch."""
+    after = span.first_seq - 1
+    while True:
+        batch = uow.rounds.chain_rounds(span, after, BATCH)
+        yield from batch
+        if len(batch) < BATCH:
+            return
+        after = batch[-1].chain_seq
+        uow.session.expunge_all()
+
+
+def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
+    """Return every difference between a stored round and what it should hold."""
+    found: list[Difference] = []
+    recomputed = content_hash(round_)
+    if recomputed != round_.content_hash:
+        found.append(_difference(round_, CONTENT_HASH, f"content hashes to {recomputed}, "
+                                 f"stored {round_.content_hash}"))
+    rules = _stored_ruleset(round_, found)
+    expected: Mapping[str, Any] | None = None
+    if round_.kind == REVERSAL_KIND:
+        expected = _mirror(uow, round_, found)
+    elif rules is not None:
+        expected = _rescored(round_, rules, found)
+    if expected is not None and expected != round_.result:
+        found.append(_difference(round_, RESULT, "stored result differs from the round "
+                                 f"{'mirrored' if round_.kind == REVERSAL_KIND else 'scored'} "
+                                 f"again: {_json_diff(expected, round_.result)}"))
+    truth = expected if expected is not None else round_.result
+    found.extend(_check_players(round_, truth))
+    found.extend(_check_lines(round_, truth))
+    return found
+
+
+def _stored_ruleset(round_: Round, found: list[Difference]) -> Ruleset | None:
+    try:
+        rules = ruleset_from_dict(round_.ruleset)
+    except (DomainError, KeyError, TypeError, ValueError) as error:
+        found.append(_difference(round_, RULESET_HASH, f"stored ruleset does not load: {error}"))
+        return None
+    stored = ruleset_hash(rules)
+    if stored != round_.ruleset_hash:
+        found.append(_difference(round_, RULESET_HASH, f"stored ruleset hashes to {stored}, "
+                                 f"recorded {round_.ruleset_hash}"))
+    return rules
+
+
+def load_request(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """Read a stored request back into request values: its money strings become Decimals.
+
+    The request was validated before it was stored and its content hash says whether it
+    changed since, so only the types JSON cannot carry are restored.
+    """
+    data = dict(stored)
+    data["stake"] = _decimal(stored["stake"])
+    players = []
+    for raw in stored["players"]:
+        player = dict(raw)
+        player["balance"] = _decimal(raw["balance"])
+        if raw.get("bet") is not None:
+            player["bet"] = _decimal(raw["bet"])
+        players.append(player)
+    data["players"] = players
+    return data
+
+
+def _decimal(value: Any) -> Decimal:
+    if not isinstance(value, str):
+        raise TypeError(f"money must be stored as a string, found {value!r}")
+    return Decimal(value)
+
+
+def _rescored(round_: Round, rules: Ruleset,
+              found: list[Difference]) -> Mapping[str, Any] | None:
+    """Score the stored request again by the stored ruleset; play() re-checks its deal."""
+    try:
+        played = play(parse_round(load_request(round_.request), ruleset=rules))
+    except (DomainError, KeyError, TypeError, InvalidOperation) as error:
+        found.append(_difference(round_, RESULT, f"stored request no longer scores: {error}"))
+        return None
+    expected: Mapping[str, Any] = as_json(round_body(played))
+    return expected
+
+
+def _mirror(uow: UnitOfWork, round_: Round, found: list[Difference]) -> Mapping[str, Any] | None:
+    """Mirror the voided round's stored result again, as the reversal was written."""
+    target = round_.reverses_round_id
+    named = round_.request.get("reverses_round_id") if isinstance(round_.request, dict) else None
+    if target is None or named != str(target):
+        found.append(_difference(round_, RESULT, f"request names round {named}, the "
+                                 f"reversal link {target}"))
+        return None
+    original = uow.rounds.get(target, round_.operator_id)
+    if original is None or original.table_id != round_.table_id:
+        found.append(_difference(round_, RESULT, f"reverses round {target}, which is not "
+                                 "in this chain"))
+        return None
+    if original.kind == REVERSAL_KIND:
+        found.append(_difference(round_, RESULT, f"reverses round {target}, itself a reversal"))
+        return None
+    try:
+        return reversal_result(original.result, reverses_round_id=str(target),
+                               reason=round_.request["reason"])
+    except (KeyError, TypeError, ValueError, InvalidOperation) as error:
+        found.append(_difference(round_, RESULT, f"cannot mirror round {target}: {error!r}"))
+        return None
+
+
+def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
+    try:
+        expected = {p["seat"]: _player_values(p) for p in result["players"]}
+    except (KeyError, TypeError, InvalidOperation) as error:
+        return [_difference(round_, PLAYERS, f"result players unreadable: {error!r}")]
+    stored = {p.seat: _player_row_values(p) for p in round_.players}
+    return [_difference(round_, PLAYERS, detail)
+            for detail in _row_diffs("seat", expected, stored, PLAYER_FIELDS)]
+
+
+def _check_lines(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
+    try:
+        expected = {line["line_no"]: _line_values(line) for line in result["lines"]}
+    except (KeyError, TypeError, InvalidOperation) as error:
+        return [_difference(round_, LINES, f"result lines unreadable: {error!r}")]
+    stored = {line.line_no: _line_row_values(line) for line in round_.lines}
+    details = _row_diffs("line", expected, stored, LINE_FIELDS)
+    for line in round_.lines:
+        for name in ("operator_id", "table_id", "created_at"):
+            if getattr(line, name) != getattr(round_, name):
+                details.append(f"line {line.line_no} carries {name} {getattr(line, name)}, "
+                               f"the round's is {getattr(round_, name)}")
+    total = sum((line.amount for line in round_.lines), Decimal(0))
+    if total != 0:
+        details.append(f"stored lines sum to {total}, not zero")
+    return [_difference(round_, LINES, detail) for detail in details]
+
+
+PLAYER_FIELDS = ("player_id", "balance_before", "points", "amount", "fee", "balance_after",
+                 "foul", "special")
+LINE_FIELDS = ("account", "kind", "amount", "balance_before", "balance_after")
+
+
+def _player_values(p: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (p["player_id"], Decimal(p["balance_before"]), p["points"], Decimal(p["amount"]),
+            Decimal(p["fee"]), Decimal(p["balance_after"]), p["foul"], p["special"])
+
+
+def _player_row_values(p: RoundPlayer) -> tuple[Any, ...]:
+    return (p.player_id, p.balance_before, p.points, p.amount, p.fee, p.balance_after, p.foul,
+            p.special)
+
+
+def _line_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (line["account"], line["kind"], Decimal(line["amount"]),
+            _optional(line["balance_before"]), _optional(line["balance_after"]))
+
+
+def _line_row_values(line: LedgerLine) -> tuple[Any, ...]:
+    return (line.account, line.kind, line.amount, line.balance_before, line.balance_after)
+
+
+def _optional(value: str | None) -> Decimal | None:
+    return None if value is None else Decimal(value)
+
+
+def _row_diffs(label: str, expected: Mapping[int, tuple[Any, ...]],
+               stored: Mapping[int, tuple[Any, ...]], names: Sequence[str]) -> list[str]:
+    details = []
+    for key in sorted(set(expected) | set(stored)):
+        if key not in stored:
+            details.append(f"{label} {key} is missing")
+        elif key not in expected:
+            details.append(f"{label} {key} is not in the result")
+        else:
+            changed = [f"{name} {want} stored as {got}"
+                       for name, want, got in zip(names, expected[key], stored[key], strict=True)
+                       if want != got]
+            if changed:
+                details.append(f"{label} {key}: {', '.join(changed)}")
+    return details
+
+
+def _json_diff(expected: Any, found: Any, path: str = "") -> str:
+    """Name the first few JSON paths where ``found`` differs from ``expected``."""
+    paths: list[str] = []
+    _walk(expected, found, path, paths)
+    shown = "; ".join(paths[:MAX_DETAILS])
+    more = len(paths) - MAX_DETAILS
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def _walk(expected: Any, found: Any, path: str, paths: list[str]) -> None:
+    if isinstance(expected, Mapping) and isinstance(found, Mapping):
+        for key in sorted(set(expected) | set(found), key=str):
+            _walk(expected.get(key), found.get(key), f"{path}.{key}" if path else str(key),
+                  paths)
+    elif (isinstance(expected, list) and isinstance(found, list)
+          and len(expected) == len(found)):
+        for i, (want, got) in enumerate(zip(expected, found, strict=True)):
+            _walk(want, got, f"{path}[{i}]", paths)
+    elif expected != found:
+        paths.append(f"{path or '$'}: expected {_short(expected)}, stored {_short(found)}")
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _difference(round_: Round, what: str, detail: str) -> Difference:
+    return Difference(str(round_.id), round_.operator_id, round_.table_id, round_.chain_seq,
+                      what, detail)
+
+
+def round_ids(verification: Verification, what: str | None = None) -> set[uuid.UUID]:
+    """Return the ids of the rounds a verification names (for ``what`` only, if given)."""
+    return {uuid.UUID(d.round_id) for d in verification.differences
+            if what is None or d.what == what}
