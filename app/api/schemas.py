@@ -135,7 +135,7 @@ class PlayerSchema(Schema):
 MAX_PLAYERS = 16
 
 
-class PlayerCards(fields.Field):
+class PlayerCards(fields.Field[dict[str, list[str]]]):
     """An object of player id to a list of cards, such as ``{"A": ["As", "Kd", ...]}``.
 
     Errors sit under the player id (``deal.hands.A[3]``) rather than marshmallow's
@@ -152,7 +152,7 @@ class PlayerCards(fields.Field):
             raise ValidationError("must be an object of player id to the list of cards dealt")
         if len(value) > MAX_PLAYERS:
             raise ValidationError(f"at most {MAX_PLAYERS} players")
-        hands: dict[str, list[str]] = {}
+        hands: dict[str, Any] = {}
         errors: dict[str, Any] = {}
         for player, cards in value.items():
             try:
