@@ -1,0 +1,267 @@
+"""Tamper evidence on real PostgreSQL: chains that never fork, verify naming edited rounds.
+
+Each test settles under a fresh operator, so verifying "the operator's period" sees only
+its own rounds. Edits behind the service's back disable the append-only trigger for one
+statement inside one transaction, as a superuser repairing data by hand would.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ledger_rows import fresh_id
+from sqlalchemy import Engine, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.api.schemas import RoundRequestSchema
+from app.db.models import Round
+from app.domain.cards import DECK
+from app.services import audit, rounds
+from app.services.uow import UnitOfWork
+
+CASES = {case["id"]: case for case in json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
+)["cases"]}
+EX_000 = CASES["000_bonus3_proportional"]
+EX_004 = CASES["004_swap3_capped"]
+STALE = timedelta(seconds=60)
+
+
+def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
+    return {
+        "ruleset": case["ruleset"], "table_id": table_id, "stake": case["stake"],
+        "players": [
+            {"player_id": p["player_id"], "balance": p["balance"], "front": p["front"].split(),
+             "middle": p["middle"].split(), "back": p["back"].split()}
+            for p in case["players"]
+        ],
+    }
+
+
+def _settle(sessions: sessionmaker[Session], operator: str, table: str,
+            case: dict[str, Any] = EX_004) -> dict[str, Any]:
+    raw = _request(case, table)
+    return rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
+                         idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                         stale_after=STALE).body
+
+
+def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> dict[str, Any]:
+    raw = {"reason": "wrong table"}
+    return rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
+                          idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                          stale_after=STALE).body
+
+
+def _verify(sessions: sessionmaker[Session], operator: str, **kwargs: Any) -> audit.Verification:
+    now = datetime.now(UTC)
+    return audit.verify(sessions, operator_id=operator, created_from=now - timedelta(hours=1),
+                        created_to=now + timedelta(hours=1), **kwargs)
+
+
+def _chain(sessions: sessionmaker[Session], operator: str, table: str) -> list[Round]:
+    with UnitOfWork(sessions) as uow:
+        return list(uow.session.scalars(
+            select(Round).where(Round.operator_id == operator, Round.table_id == table)
+            .order_by(Round.chain_seq)))
+
+
+def _tamper(engine: Engine, table: str, statement: str, **params: Any) -> None:
+    """Run one statement with the append-only trigger of ``table`` off, in one transaction."""
+    trigger = f"{table}_refuse_update_delete"
+    with engine.begin() as connection:
+        connection.execute(text(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}"))
+        changed = connection.execute(text(statement), params).rowcount
+        connection.execute(text(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}"))
+    assert changed >= 1, "the tampering statement changed nothing"
+
+
+def _named(verification: audit.Verification) -> dict[str, set[str]]:
+    named: dict[str, set[str]] = {}
+    for difference in verification.differences:
+        named.setdefault(difference.round_id, set()).add(difference.what)
+    return named
+
+
+# --- the chain ------------------------------------------------------------------------------
+
+
+def test_ten_concurrent_rounds_on_one_table_form_one_unbroken_chain(sessions):
+    operator, table = fresh_id("op"), fresh_id("t")
+    start = threading.Barrier(10)
+    errors: list[BaseException] = []
+
+    def post() -> None:
+        try:
+            start.wait(timeout=10)
+            _settle(sessions, operator, table)
+        except BaseException as error:  # noqa: BLE001 - reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=post) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+
+    chain = _chain(sessions, operator, table)
+    assert [r.chain_seq for r in chain] == list(range(1, 11))
+    assert chain[0].prev_hash is None
+    for before, after in zip(chain, chain[1:], strict=False):
+        assert after.prev_hash == before.content_hash
+        assert after.created_at >= before.created_at
+    verification = _verify(sessions, operator)
+    assert verification.ok, verification.differences
+    assert (verification.rounds, verification.chains) == (10, 1)
+
+
+def test_a_locked_chain_holds_back_its_own_table_but_not_another(sessions):
+    operator, busy, free = fresh_id("op"), fresh_id("busy"), fresh_id("free")
+    _settle(sessions, operator, busy)
+    waiting = threading.Event()
+    done: list[dict[str, Any]] = []
+
+    def settle_busy() -> None:
+        waiting.set()
+        done.append(_settle(sessions, operator, busy))
+
+    with UnitOfWork(sessions) as holder:
+        holder.rounds.lock_chain(operator, busy)
+        # Another table settles while this transaction holds the busy table's chain.
+        other = _settle(sessions, operator, free)
+        assert other["chain"]["seq"] == 1
+        blocked = threading.Thread(target=settle_busy)
+        blocked.start()
+        waiting.wait(timeout=5)
+        blocked.join(timeout=0.5)
+        assert blocked.is_alive() and done == [], "the busy table's append did not wait"
+    blocked.join(timeout=10)
+    assert [body["chain"]["seq"] for body in done] == [2]
+
+
+def test_the_content_hash_reads_back_the_same_in_any_session_time_zone(sessions, engine):
+    operator, table = fresh_id("op"), fresh_id("t")
+    body = _settle(sessions, operator, table)
+    with Session(engine) as session:
+        session.execute(text("SET TIME ZONE 'Asia/Taipei'"))
+        round_ = session.get_one(Round, uuid.UUID(body["round_id"]))
+        assert round_.created_at.utcoffset() == timedelta(hours=8)
+        assert rounds.content_hash(round_) == round_.content_hash == body["chain"]["content_hash"]
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+def test_a_clean_ledger_with_a_reversal_verifies_clean(sessions):
+    operator, first, second = fresh_id("op"), fresh_id("t"), fresh_id("t")
+    played = [_settle(sessions, operator, first, EX_000) for _ in range(2)]
+    _settle(sessions, operator, second, EX_004)
+    _reverse(sessions, operator, played[0]["round_id"])
+    verification = _verify(sessions, operator)
+    assert verification.ok, verification.differences
+    assert verification.to_json() == {"checked": {"rounds": 4, "chains": 2}, "ok": True,
+                                      "differences": []}
+    only_second = _verify(sessions, operator, table_id=second)
+    assert (only_second.rounds, only_second.chains) == (1, 1)
+
+
+def _three_rounds(sessions: sessionmaker[Session]) -> tuple[str, str, list[dict[str, Any]]]:
+    operator, table = fresh_id("op"), fresh_id("t")
+    return operator, table, [_settle(sessions, operator, table, EX_000) for _ in range(3)]
+
+
+def test_verify_names_the_round_whose_ledger_amount_was_changed(sessions, engine):
+    operator, _, played = _three_rounds(sessions)
+    target = played[1]["round_id"]
+    _tamper(engine, "ledger_lines", "UPDATE ledger_lines SET amount = amount + 1 "
+            "WHERE round_id = :r AND line_no = 1", r=target)
+    verification = _verify(sessions, operator)
+    assert _named(verification) == {target: {"lines"}}
+    details = [d.detail for d in verification.differences]
+    assert any("line 1: amount" in d for d in details), details
+    assert any("sum to 1" in d for d in details), details
+
+
+def _unused_card(request: dict[str, Any]) -> str:
+    used = {card for p in request["players"] for row in ("front", "middle", "back")
+            for card in p[row]}
+    return next(str(card) for card in DECK if str(card) not in used)
+
+
+def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, engine):
+    operator, table, played = _three_rounds(sessions)
+    target = played[2]["round_id"]
+    card = _unused_card(_request(EX_000, table))
+    _tamper(engine, "rounds", "UPDATE rounds SET request = jsonb_set(request, "
+            "'{players,2,front,0}', to_jsonb(CAST(:card AS text))) WHERE id = :r",
+            r=target, card=card)
+    verification = _verify(sessions, operator)
+    named = _named(verification)
+    # Rows are judged against the round scored again, so its money moves may differ too.
+    assert set(named) == {target} and {"content_hash", "result"} <= named[target]
+    result = next(d for d in verification.differences if d.what == "result")
+    assert result.detail.startswith("stored result differs from the round scored again: ")
+
+
+def test_verify_names_the_round_whose_stored_result_was_changed(sessions, engine):
+    operator, _, played = _three_rounds(sessions)
+    target = played[0]["round_id"]
+    _tamper(engine, "rounds", "UPDATE rounds SET result = jsonb_set(result, "
+            "'{players,0,points}', '999') WHERE id = :r", r=target)
+    verification = _verify(sessions, operator)
+    assert _named(verification) == {target: {"content_hash", "result"}}
+    result = next(d for d in verification.differences if d.what == "result")
+    points = EX_000["points"]["A"]
+    assert f"players[0].points: expected {points}, stored 999" in result.detail, result.detail
+
+
+def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, engine):
+    operator, _, played = _three_rounds(sessions)
+    target = played[1]["round_id"]
+    _tamper(engine, "round_players", "UPDATE round_players SET balance_after = 0 "
+            "WHERE round_id = :r AND seat = 0", r=target)
+    assert _named(_verify(sessions, operator)) == {target: {"players"}}
+
+
+def test_a_rewritten_hash_breaks_the_link_of_the_next_round(sessions, engine):
+    operator, _, played = _three_rounds(sessions)
+    first, second = played[0]["round_id"], played[1]["round_id"]
+    _tamper(engine, "rounds", "UPDATE rounds SET content_hash = repeat('0', 64) WHERE id = :r",
+            r=first)
+    assert _named(_verify(sessions, operator)) == {first: {"content_hash"},
+                                                   second: {"prev_hash"}}
+
+
+def test_a_removed_round_is_a_gap_in_the_sequence(sessions, engine):
+    operator, _, played = _three_rounds(sessions)
+    gone, after = played[1]["round_id"], played[2]["round_id"]
+    for table in ("ledger_lines", "round_players"):
+        _tamper(engine, table, f"DELETE FROM {table} WHERE round_id = :r", r=gone)
+    with engine.begin() as connection:  # the key table is not append-only
+        connection.execute(text("DELETE FROM idempotency_keys WHERE round_id = :r"), {"r": gone})
+    _tamper(engine, "rounds", "DELETE FROM rounds WHERE id = :r", r=gone)
+    verification = _verify(sessions, operator)
+    assert _named(verification) == {after: {"seq_gap"}}
+    assert verification.rounds == 2
+
+
+def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, engine):
+    operator, table = fresh_id("op"), fresh_id("t")
+    original = _settle(sessions, operator, table)
+    reversal = _reverse(sessions, operator, original["round_id"])
+    _tamper(engine, "ledger_lines", "UPDATE ledger_lines SET balance_after = 1 "
+            "WHERE round_id = :r AND line_no = 2", r=reversal["round_id"])
+    assert _named(_verify(sessions, operator)) == {reversal["round_id"]: {"lines"}}
+
+
+def test_verify_refuses_an_empty_period(sessions):
+    now = datetime.now(UTC)
+    with pytest.raises(ValueError, match="empty"):
+        audit.verify(sessions, operator_id="x", created_from=now, created_to=now)
