@@ -3,7 +3,8 @@
 The ledger is built through the service that POST /v1/rounds runs (``rounds.settle``):
 the 004 capped worked example (settlement.md §3) three times at one table, which leaves
 a fee line and a rounding line each time, a reversal of the first, a deliberate balance
-break, and a round with a deal at a second table. Corruptions the service cannot write
+break, and a round with a deal at a second table; the reversal goes through
+``rounds.reverse`` (POST /v1/rounds/{id}/reversal). Corruptions the service cannot write
 (unbalanced lines, a broken hash chain) are appended through the repository.
 """
 
@@ -23,7 +24,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
-from app.db.models import LedgerLine
 from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
 from app.services.uow import UnitOfWork
@@ -64,24 +64,11 @@ def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any])
 
 
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> None:
-    """Void a round by appending a reversal that mirrors its lines (kind ``reversal``)."""
-    with UnitOfWork(sessions) as uow:
-        original = uow.rounds.get(uuid.UUID(round_id), operator)
-        assert original is not None
-        uow.rounds.lock_chain(operator, original.table_id)
-        head = uow.rounds.chain_head(operator, original.table_id)
-        assert head is not None
-        reversal = make_round(original.table_id, operator_id=operator, chain_seq=head.seq + 1,
-                              prev_hash=head.content_hash)
-        reversal.kind = "reversal"
-        reversal.reverses_round_id = original.id
-        reversal.players = []
-        reversal.lines = [
-            LedgerLine(line_no=n, account=line.account, kind="reversal", amount=-line.amount,
-                       operator_id=operator, table_id=original.table_id)
-            for n, line in enumerate(original.lines, start=1)
-        ]
-        uow.rounds.add(reversal)
+    raw = {"reason": "dealt from a short deck"}
+    reversed_ = rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
+                               idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                               stale_after=timedelta(seconds=30))
+    assert reversed_.status == 201
 
 
 def _created_at(engine: Engine, round_id: str) -> datetime:

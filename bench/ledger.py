@@ -1,0 +1,501 @@
+"""Ledger benchmark: bulk-load N rounds (4 players) into a fresh database, then time the reads.
+
+    .venv/bin/python -m bench.ledger                  # 1,000,000 rounds
+    .venv/bin/python -m bench.ledger --rounds 50000   # a quick run
+    .venv/bin/python -m bench.ledger --keep           # keep the database to explore it
+
+The server is DATABASE_URL, else the machine's ``postgresql://postgres@127.0.0.1:5432``;
+the role needs CREATEDB. A database ``bench_ledger_<random>`` is created, migrated to head
+with Alembic, loaded with COPY, and dropped at the end unless ``--keep``.
+
+Rows are what the service writes: real rounds played by ``app.services.play`` (a pool of
+deals under classic4, dagiang4 with its 5% fee and swap3 with its 2% fee), re-addressed to
+each table's players with their running balances, so every round's lines sum to zero,
+every player's balance chain holds, and every table's hash chain links with the content
+hashes ``app.services.rounds`` computes. Balances start high enough that no payout rule
+scales an amount, so a pool round's money does not depend on the balances it is played at.
+
+Then it times, on that ledger: a player's ledger page (p95 over random players), a table's
+rounds page (p95 over random tables), reconciliation of the whole period, and verification
+of one table's chain when ``app.services.audit`` offers it; and prints the EXPLAIN (ANALYZE,
+BUFFERS) plans of the two page queries, captured as the repositories send them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any, cast
+
+import psycopg
+from sqlalchemy import create_engine, event, make_url
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
+
+from app.api.schemas import RoundRequestSchema
+from app.config import libpq_url, normalize_database_url
+from app.db.engine import make_sessionmaker
+from app.db.models import Round
+from app.db.schema import upgrade
+from app.domain.cards import DECK, format_cards
+from app.domain.settlement import money_text
+from app.services import rounds as rounds_service
+from app.services.play import parse_round, play, round_body
+from app.services.reconcile import reconcile
+from app.services.rounds import canonical_json, stored_input
+from app.services.uow import UnitOfWork
+
+SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+OPERATOR = "bench-op"
+PRESETS = ("classic4", "dagiang4", "swap3")
+STAKE = "10"
+START_BALANCE = Decimal("10000000.00")
+# Markers in a pool round's canonical JSON where a generated round puts its own values.
+_SLOT = re.compile(r"@@(\w+)@@")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRound:
+    """A played round as JSON with slots for the table, players and balances."""
+
+    ruleset_name: str
+    ruleset_json: str
+    ruleset: dict[str, Any]
+    ruleset_hash: str
+    request: list[str]  # canonical JSON split at slots: literal, slot, literal, ...
+    result: list[str]
+    points: tuple[int, ...]
+    specials: tuple[str, ...]  # COPY text: the special hand's name or \N
+    rounded: tuple[Decimal, ...]
+    fees: tuple[Decimal, ...]
+    house_fee: Decimal
+    precision: int
+
+
+def _fill(parts: list[str], values: dict[str, str]) -> str:
+    return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
+
+
+def build_pool(size: int, rng: random.Random) -> list[PoolRound]:
+    """Play ``size`` random deals with marker ids and balances; keep them as templates."""
+    pool: list[PoolRound] = []
+    marker_balance = [Decimal(f"9{seat}345678.9{seat}") for seat in range(4)]
+    while len(pool) < size:
+        preset = PRESETS[len(pool) % len(PRESETS)]
+        deck = list(DECK)
+        rng.shuffle(deck)
+        hands = [format_cards(deck[13 * s:13 * s + 13]) for s in range(4)]
+        auto = {"ruleset": preset, "table_id": "Qtable", "stake": STAKE, "players": [
+            {"player_id": f"Qp{s}Q", "balance": str(START_BALANCE), "cards": hands[s],
+             "auto": "keep_back"} for s in range(4)]}
+        arranged = round_body(play(parse_round(RoundRequestSchema().load(auto))))
+        if any(p["foul"] for p in arranged["players"]):
+            continue
+        raw = {"ruleset": preset, "table_id": "Qtable", "stake": STAKE, "players": [
+            {"player_id": f"Qp{s}Q", "balance": str(marker_balance[s]),
+             **arranged["players"][s]["arrangement"]} for s in range(4)]}
+        data = RoundRequestSchema().load(raw)
+        played = play(parse_round(data))
+        result = round_body(played)
+        settlement = played.result.settlement
+        precision = settlement.precision
+        request_text = canonical_json(stored_input(data)).decode()
+        result_text = canonical_json(result).decode()
+        slots = {'"Qtable"': '"@@table@@"'}
+        for s, money in enumerate(settlement.players):
+            slots[f'"Qp{s}Q"'] = f'"@@p{s}@@"'
+            before = marker_balance[s]
+            for name, value in (("b", before), ("r", before + money.rounded),
+                                ("a", before + money.amount)):
+                slots[f'"{money_text(value, precision)}"'] = f'"@@{name}{s}@@"'
+            slots[f'"{before}"'] = f'"@@b{s}@@"'
+        for old, new in slots.items():
+            request_text = request_text.replace(old, new)
+            result_text = result_text.replace(old, new)
+        pool.append(PoolRound(
+            ruleset_name=preset, ruleset_json=canonical_json(result["ruleset"]["parameters"])
+            .decode(), ruleset=result["ruleset"]["parameters"],
+            ruleset_hash=result["ruleset"]["hash"],
+            request=_SLOT.split(request_text), result=_SLOT.split(result_text),
+            points=tuple(p.points for p in played.result.score.players),
+            specials=tuple("\\N" if p.special is None else p.special.value
+                           for p in played.result.score.players),
+            rounded=tuple(p.rounded for p in settlement.players),
+            fees=tuple(p.fee for p in settlement.players), house_fee=settlement.fees,
+            precision=precision))
+    return pool
+
+
+def _content_hasher() -> Callable[[Round], str]:
+    """Return the service's own content hash of a round, so the chains verify."""
+    hasher = getattr(rounds_service, "content_hash", None)
+    if hasher is not None:
+        return cast(Callable[[Round], str], hasher)
+
+    def as_appended(round_: Round) -> str:
+        # The content ``app.services.rounds._append`` hashes, for a service without
+        # ``content_hash``.
+        return rounds_service.sha256({
+            "round_id": str(round_.id), "operator_id": round_.operator_id,
+            "table_id": round_.table_id, "kind": round_.kind,
+            "created_at": round_.created_at.isoformat(), "chain_seq": round_.chain_seq,
+            "prev_hash": round_.prev_hash, "ruleset_hash": round_.ruleset_hash,
+            "request": round_.request, "result": round_.result, "reverses_round_id": None})
+
+    return as_appended
+
+
+def _copy_text(value: str) -> str:
+    """Escape a value for COPY's text format (compact JSON has no tabs or newlines)."""
+    return value.replace("\\", "\\\\")
+
+
+def _sha(text_: str) -> str:
+    return hashlib.sha256(text_.encode()).hexdigest()
+
+
+@dataclass
+class Loaded:
+    rounds: int
+    lines: int
+    tables: list[str]
+    players: list[str]
+    first: datetime
+    end: datetime
+
+
+def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRound],
+             rng: random.Random) -> Iterator[tuple[str, str, str]]:
+    """Yield COPY text lines (rounds, round_players, ledger_lines), one tuple per round."""
+    table_ids = [f"table-{t:05d}" for t in range(tables)]
+    seated = {t: [f"player-{i:05d}-{s}" for s in range(seats_per_table)]
+              for i, t in enumerate(table_ids)}
+    heads: dict[str, tuple[int, str | None]] = {t: (0, None) for t in table_ids}
+    hash_content = _content_hasher()
+    balances: dict[str, Decimal] = {}
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    step = timedelta(seconds=30 * 24 * 3600 / max(rounds, 1))  # a month of play
+    for n in range(rounds):
+        table = rng.choice(table_ids)
+        template = pool[rng.randrange(len(pool))]
+        players = rng.sample(seated[table], 4)
+        created = start + step * n
+        created_iso = created.isoformat()
+        # Time-ordered ids (48 bits of milliseconds first, as UUIDv7 lays them out) keep
+        # the primary-key inserts of a bulk load at the right edge of the index.
+        millis = int(created.timestamp() * 1000)
+        round_id = str(uuid.UUID(int=(millis << 80) | rng.getrandbits(80)))
+        p = template.precision
+        values = {"table": table}
+        befores = []
+        for s, pid in enumerate(players):
+            before = balances.get(pid, START_BALANCE)
+            befores.append(before)
+            values[f"p{s}"] = pid
+            values[f"b{s}"] = money_text(before, p)
+            values[f"r{s}"] = money_text(before + template.rounded[s], p)
+            after = before + template.rounded[s] - template.fees[s]
+            values[f"a{s}"] = money_text(after, p)
+            balances[pid] = after
+        request = _fill(template.request, values)
+        result = _fill(template.result, values)
+        seq, prev_hash = heads[table]
+        seq += 1
+        key = uuid.uuid4().hex
+        content_hash = hash_content(Round(
+            id=uuid.UUID(round_id), operator_id=OPERATOR, table_id=table, kind="settlement",
+            ruleset_name=template.ruleset_name, ruleset=template.ruleset,
+            ruleset_hash=template.ruleset_hash, stake=Decimal(STAKE),
+            request=json.loads(request), result=json.loads(result), idempotency_key=key,
+            body_hash=_sha(key), created_at=created, prev_hash=prev_hash, chain_seq=seq,
+            reverses_round_id=None))
+        heads[table] = (seq, content_hash)
+        round_line = "\t".join((
+            round_id, OPERATOR, table, "settlement", template.ruleset_name,
+            _copy_text(template.ruleset_json), template.ruleset_hash, STAKE,
+            _copy_text(request), _copy_text(result), key, _sha(key), created_iso,
+            content_hash, prev_hash or "\\N", str(seq), "\\N")) + "\n"
+        seat_lines = []
+        line_rows = []
+        line_no = 0
+        for s, pid in enumerate(players):
+            rounded, fee = template.rounded[s], template.fees[s]
+            before = befores[s]
+            seat_lines.append("\t".join((
+                round_id, str(s), pid, values[f"b{s}"], str(template.points[s]),
+                money_text(rounded - fee, p), money_text(fee, p), values[f"a{s}"], "f",
+                template.specials[s])) + "\n")
+            line_no += 1
+            line_rows.append((line_no, pid, "win" if rounded > 0 else "loss",
+                              money_text(rounded, p), values[f"b{s}"], values[f"r{s}"]))
+            if fee:
+                line_no += 1
+                line_rows.append((line_no, pid, "fee", money_text(-fee, p), values[f"r{s}"],
+                                  values[f"a{s}"]))
+        if template.house_fee:
+            line_no += 1
+            line_rows.append((line_no, "house", "fee", money_text(template.house_fee, p),
+                              "\\N", "\\N"))
+        ledger = "".join(
+            "\t".join((round_id, str(no), account, kind, amount, bb, ba, OPERATOR, table,
+                       created_iso)) + "\n"
+            for no, account, kind, amount, bb, ba in line_rows)
+        yield round_line, "".join(seat_lines), ledger
+
+
+ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash, stake, "
+                 "request, result, idempotency_key, body_hash, created_at, content_hash, "
+                 "prev_hash, chain_seq, reverses_round_id")
+PLAYER_COLUMNS = ("round_id, seat, player_id, balance_before, points, amount, fee, "
+                  "balance_after, foul, special")
+LINE_COLUMNS = ("round_id, line_no, account, kind, amount, balance_before, balance_after, "
+                "operator_id, table_id, created_at")
+
+
+def load(url: str, rounds: int, tables: int, seats: int, seed: int) -> Loaded:
+    """Bulk-load the ledger with COPY, one stream per table, in batches."""
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    pool = build_pool(48, rng)
+    print(f"pool: {len(pool)} played rounds in {time.perf_counter() - started:.1f} s",
+          flush=True)
+    lines = 0
+    batch = 50_000
+    rows = generate(rounds, tables, seats, pool, rng)
+    with psycopg.connect(libpq_url(url), autocommit=False) as connection:
+        # Rows are consistent by construction: skip the per-row foreign-key triggers
+        # (superuser only; without it the load is just slower).
+        try:
+            connection.execute("SET session_replication_role = replica")
+        except psycopg.Error:
+            connection.rollback()
+        connection.execute("SET synchronous_commit = off")
+        done = 0
+        while done < rounds:
+            chunk = [next(rows) for _ in range(min(batch, rounds - done))]
+            with connection.cursor() as cursor:
+                for table, columns, index in (("rounds", ROUND_COLUMNS, 0),
+                                              ("round_players", PLAYER_COLUMNS, 1),
+                                              ("ledger_lines", LINE_COLUMNS, 2)):
+                    with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        buffer: list[str] = []
+                        for item in chunk:
+                            buffer.append(item[index])
+                            if len(buffer) >= 2_000:
+                                copy.write("".join(buffer))
+                                buffer.clear()
+                        if buffer:
+                            copy.write("".join(buffer))
+                lines += sum(item[2].count("\n") for item in chunk)
+            connection.commit()
+            done += len(chunk)
+            elapsed = time.perf_counter() - started
+            print(f"  loaded {done:,} rounds, {lines:,} lines ({elapsed:.0f} s)", flush=True)
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        connection.execute("VACUUM (ANALYZE) rounds, round_players, ledger_lines")
+    print(f"load: {rounds:,} rounds, {lines:,} lines in {time.perf_counter() - started:.1f} s "
+          "(COPY, then VACUUM ANALYZE)", flush=True)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    return Loaded(rounds, lines, [f"table-{t:05d}" for t in range(tables)],
+                  [f"player-{i:05d}-{s}" for i in range(tables) for s in range(seats)],
+                  start, start + timedelta(days=31))
+
+
+# --- timing ------------------------------------------------------------------------------
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
+
+
+def timed(fn: Callable[[], object], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1000)
+    return samples
+
+
+class Statements:
+    """Capture the SQL a block sends, to EXPLAIN exactly those statements afterwards."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.seen: list[tuple[str, Any]] = []
+        self._engine = engine
+
+    def __enter__(self) -> Statements:
+        event.listen(self._engine, "before_cursor_execute", self._record)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._record)
+
+    def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            self.seen.append((statement, parameters))
+
+
+def explain(engine: Engine, captured: list[tuple[str, Any]], title: str) -> None:
+    print(f"\n== EXPLAIN (ANALYZE, BUFFERS): {title} ==")
+    with engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        for statement, parameters in captured:
+            print(f"-- {' '.join(statement.split())[:300]}")
+            plan = raw.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters).fetchall()
+            for (row,) in plan:
+                print(f"   {row}")
+        raw.rollback()
+
+
+def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> None:
+    engine = create_engine(url, poolclass=NullPool)
+    pooled = create_engine(url, pool_size=2)
+    sessions = make_sessionmaker(pooled)
+    players = rng.sample(loaded.players, min(samples, len(loaded.players)))
+    tables = [rng.choice(loaded.tables) for _ in range(samples)]
+
+    ledger_page = _ledger_page(sessions)
+    it = iter(players * 2)
+    ledger_page(next(it))  # warm the pool
+    ledger_ms = timed(lambda: ledger_page(next(it)), len(players))
+    print(f"\nplayer ledger page (50 lines): p50 {statistics.median(ledger_ms):.2f} ms, "
+          f"p95 {p95(ledger_ms):.2f} ms over {len(ledger_ms)} players "
+          f"[{ledger_page.__doc__}]")
+
+    def rounds_page(table: str) -> None:
+        with UnitOfWork(sessions) as uow:
+            uow.rounds.list(OPERATOR, table_id=table, limit=50)
+
+    tt = iter(tables * 2)
+    rounds_ms = timed(lambda: rounds_page(next(tt)), len(tables))
+    print(f"table rounds page (50 rounds with players and lines, RoundRepository.list): "
+          f"p50 {statistics.median(rounds_ms):.2f} ms, p95 {p95(rounds_ms):.2f} ms "
+          f"over {len(rounds_ms)} tables")
+
+    t = time.perf_counter()
+    report = reconcile(sessions, created_from=loaded.first, created_to=loaded.end)
+    seconds = time.perf_counter() - t
+    print(f"reconciliation of the whole period: {seconds:.2f} s, {len(report.tables)} tables, "
+          f"{sum(r.rounds for r in report.tables):,} rounds, "
+          f"{sum(r.lines for r in report.tables):,} lines, "
+          f"{report.discrepancies} discrepancies")
+    t = time.perf_counter()
+    reconcile(sessions, created_from=loaded.first, created_to=loaded.end,
+              operator_id=OPERATOR, table_id=tables[0])
+    print(f"reconciliation of one table: {(time.perf_counter() - t) * 1000:.1f} ms")
+
+    verify = _verify(sessions)
+    if verify is None:
+        print("verify of one table's chain: app.services.audit has no verify function yet")
+    else:
+        t = time.perf_counter()
+        outcome = verify(tables[0], loaded)
+        print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
+              f"{outcome}")
+
+    sample_player, sample_table = players[0], tables[0]
+    with Statements(pooled) as captured:
+        ledger_page(sample_player)
+    explain(engine, captured.seen, f"player ledger page of {sample_player}")
+    with Statements(pooled) as captured:
+        rounds_page(sample_table)
+    explain(engine, captured.seen, f"rounds page of {sample_table}")
+    pooled.dispose()
+    engine.dispose()
+
+
+def _ledger_page(sessions: Any) -> Callable[[str], object]:
+    """Use the ledger service's query when it exists, else the repository's."""
+    try:
+        from app.services import ledger as ledger_service
+
+        query = ledger_service.player_ledger
+    except (ImportError, AttributeError):
+        def by_repository(player: str) -> object:
+            """LedgerRepository.for_account"""
+            with UnitOfWork(sessions) as uow:
+                return uow.ledger.for_account(OPERATOR, player, limit=50)
+
+        return by_repository
+
+    def by_service(player: str) -> object:
+        """app.services.ledger.player_ledger"""
+        return query(operator_id=OPERATOR, player_id=player, sessions=sessions, limit=50)
+
+    by_service.__doc__ = "app.services.ledger.player_ledger"
+    return by_service
+
+
+def _verify(sessions: Any) -> Callable[[str, Loaded], object] | None:
+    try:
+        from app.services import audit
+    except ImportError:
+        return None
+    verify = getattr(audit, "verify", None)
+    if verify is None:
+        return None
+
+    def run(table: str, loaded: Loaded) -> object:
+        report = verify(sessions=sessions, operator_id=OPERATOR, table_id=table,
+                        created_from=loaded.first, created_to=loaded.end)
+        return _summary(report)
+
+    return run
+
+
+def _summary(report: object) -> str:
+    differences = getattr(report, "differences", None)
+    if differences is None:
+        return repr(report)[:300]
+    checked = getattr(report, "rounds", "?")
+    first = f"; first: {differences[0]}" if differences else ""
+    return f"{checked} rounds re-scored and re-hashed, {len(differences)} differences{first}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=1_000_000)
+    parser.add_argument("--tables", type=int, default=2_000)
+    parser.add_argument("--seats", type=int, default=10, help="regular players per table")
+    parser.add_argument("--samples", type=int, default=200, help="pages timed per query")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--keep", action="store_true", help="keep the database at the end")
+    args = parser.parse_args(argv)
+
+    server = libpq_url(normalize_database_url(os.environ.get("DATABASE_URL") or SERVER))
+    name = f"bench_ledger_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    url = make_url(normalize_database_url(server)).set(database=name).render_as_string(
+        hide_password=False)
+    print(f"database {name}: {args.rounds:,} rounds at {args.tables:,} tables, "
+          f"{args.tables * args.seats:,} players", flush=True)
+    try:
+        upgrade(url)
+        loaded = load(url, args.rounds, args.tables, args.seats, args.seed)
+        run_timings(url, loaded, args.samples, random.Random(args.seed + 1))
+    finally:
+        if args.keep:
+            print(f"kept database {name}")
+        else:
+            with psycopg.connect(server, autocommit=True) as connection:
+                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
