@@ -1,0 +1,84 @@
+"""The load benchmark's own parts: the rounds it posts, its verdicts, its CPU reading."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load_bench() -> ModuleType:
+    # bench/ is not a package the project installs; load the script by its path.
+    spec = importlib.util.spec_from_file_location("bench_load", REPO / "bench" / "load.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+load = _load_bench()
+
+
+def test_bodies_are_valid_four_player_rounds_of_one_deck() -> None:
+    bodies = load.make_bodies(40, seed=3, tables=5)
+    assert len(bodies) == 40
+    assert {b["ruleset"] for b in bodies} == set(load.RULESETS)
+    assert {b["table_id"] for b in bodies} <= {f"bench-t{n}" for n in range(5)}
+    for body in bodies:
+        assert len(body["players"]) == 4
+        cards = [c for p in body["players"] for row in ("front", "middle", "back")
+                 for c in p[row]]
+        assert len(cards) == len(set(cards)) == 52
+    load.check_bodies(bodies)  # raises unless the schema and the domain accept each one
+
+
+def test_bodies_follow_the_seed() -> None:
+    assert load.make_bodies(5, seed=7, tables=3) == load.make_bodies(5, seed=7, tables=3)
+    assert load.make_bodies(5, seed=7, tables=3) != load.make_bodies(5, seed=8, tables=3)
+
+
+def test_check_bodies_refuses_a_card_dealt_twice() -> None:
+    body = load.make_bodies(1, seed=1, tables=1)[0]
+    body["players"][1]["back"][0] = body["players"][0]["back"][0]
+    with pytest.raises(load.BenchError, match="round 0 is not valid"):
+        load.check_bodies([body])
+
+
+def _figures(name: str, requests: int, p99_ms: float) -> object:
+    return load.Figures(name=name, requests=requests, duration_s=10.0, p50_ms=p99_ms / 3,
+                        p90_ms=p99_ms / 2, p99_ms=p99_ms, max_ms=p99_ms * 2,
+                        statuses={"201": requests}, socket_errors={})
+
+
+@pytest.mark.parametrize(
+    ("settled", "p99_ms", "throughput", "latency"),
+    [(600, 40.0, "met", "met"), (499, 50.0, "MISSED", "met"), (500, 50.1, "met", "MISSED")],
+)
+def test_report_gives_the_issue_verdicts(settled: int, p99_ms: float, throughput: str,
+                                         latency: str) -> None:
+    settle = _figures("settle", settled, p99_ms)
+    bare = _figures("bare", 1000, 5.0)
+    lines = load.report([settle, bare], settle, bare, connections=16)
+    throughput_line = next(line for line in lines if "throughput" in line)
+    latency_line = next(line for line in lines if "p99 <=" in line)
+    assert throughput_line.endswith(f"-> {throughput}")
+    assert latency_line.endswith(f"-> {latency}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux /proc")
+def test_tree_cpu_grows_with_work() -> None:
+    before = load.tree_cpu_s(os.getpid())
+    deadline = time.thread_time() + 0.1
+    while time.thread_time() < deadline:
+        pass
+    after = load.tree_cpu_s(os.getpid())
+    assert before is not None and after is not None
+    assert after - before >= 0.05
