@@ -734,8 +734,9 @@ def _from_dict(data: Mapping[str, Any], path: str, complete: bool = False) -> Ru
             _int(exchange.get("max_cards", 3), f"{path}.exchange.max_cards"),
             values["decks"])
     except RulesetError as err:
-        raise RulesetError(p if p.path.startswith(path) else p.under(f"{path}.exchange")
-                           for p in err.problems) from None
+        # The exchange is handed the ruleset's own decks: a bad one is named where it was given.
+        raise RulesetError(p if p.path.startswith(path) else p.under(path) if p.path == "decks"
+                           else p.under(f"{path}.exchange") for p in err.problems) from None
     try:
         values["money"] = _money_rules(money, path)
         return Ruleset(**values)
