@@ -386,7 +386,7 @@ class Load:
 def run_wrk(load: Load, name: str, server: Server, method: str, path: str,
             bodies_file: Path | None = None, key_prefix: str | None = None,
             api_key: str | None = None, duration_s: int | None = None) -> Figures:
-    """Drive ``method path`` on ``base`` with wrk and return what it measured."""
+    """Drive ``method path`` on ``server`` with wrk and return what it measured."""
     seconds = load.duration_s if duration_s is None else duration_s
     command = [load.wrk, f"--threads={load.threads}", f"--connections={load.connections}",
                f"--duration={seconds}s", "--timeout=5s", f"--script={WRK_SCRIPT}",
