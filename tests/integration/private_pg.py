@@ -1,0 +1,254 @@
+"""A private PostgreSQL for fault tests: ours alone to stop, restart and break.
+
+Fault tests terminate connections and stop the server, which must never touch the server
+other tests share. So this module runs its own server from the binaries the ``pgserver``
+wheel ships (no system PostgreSQL needed, so it works on a fresh machine and in CI): a
+temporary data folder, TCP only on 127.0.0.1 and a free port, trust authentication.
+
+PostgreSQL refuses to run as root; as pgserver does (and so app/db/engine.py, which uses
+it), a root caller runs the server as the system user ``pgserver``, created if missing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import psycopg
+
+from app.config import normalize_database_url
+
+SYSTEM_USER = "pgserver"
+
+# Fault injection inside the database: a BEFORE INSERT trigger on ``rounds`` consults
+# ``fault_plan`` by table id. It counts every attempt in a sequence (sequences ignore
+# rollbacks, so failed attempts count too), may sleep (a stuck statement), and raises the
+# planned SQLSTATE for the first ``failures`` attempts: real errors from the real server,
+# through the real driver, without patching the service.
+FAULTS_SQL = """
+CREATE TABLE IF NOT EXISTS fault_plan (
+    table_id text PRIMARY KEY,
+    sqlstate text NOT NULL DEFAULT '40001',
+    failures integer NOT NULL DEFAULT 0,
+    sleep_s double precision NOT NULL DEFAULT 0,
+    counter regclass NOT NULL
+);
+CREATE OR REPLACE FUNCTION fault_inject() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    plan fault_plan;
+    attempt bigint;
+BEGIN
+    SELECT * INTO plan FROM fault_plan WHERE table_id = NEW.table_id;
+    IF NOT FOUND THEN
+        RETURN NEW;
+    END IF;
+    attempt := nextval(plan.counter);
+    IF plan.sleep_s > 0 THEN
+        PERFORM pg_sleep(plan.sleep_s);
+    END IF;
+    IF attempt <= plan.failures THEN
+        RAISE EXCEPTION 'injected fault (attempt % of % planned failures)', attempt,
+            plan.failures USING ERRCODE = plan.sqlstate;
+    END IF;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS fault_inject ON rounds;
+CREATE TRIGGER fault_inject BEFORE INSERT ON rounds
+    FOR EACH ROW EXECUTE FUNCTION fault_inject();
+"""
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _bin_dir() -> Path:
+    # Imported late, and quietly: pgserver's import reads platform folders and warns when
+    # XDG_RUNTIME_DIR is unset (containers, CI), which does not matter here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _prepare_system_user(root: Path) -> None:
+    """Let the ``pgserver`` user run the binaries and own ``root`` (as pgserver does)."""
+    import pwd
+
+    bin_dir = _bin_dir()  # imports pgserver quietly first
+    from pgserver.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+    ensure_user_exists(SYSTEM_USER)
+    readable = stat.S_IRGRP | stat.S_IROTH
+    runnable = stat.S_IXGRP | stat.S_IXOTH
+    ensure_prefix_permissions(bin_dir)
+    ensure_folder_permissions(bin_dir, readable | runnable)
+    ensure_folder_permissions(bin_dir.parent / "lib", readable)
+    ensure_prefix_permissions(root)
+    entry = pwd.getpwnam(SYSTEM_USER)
+    os.chown(root, entry.pw_uid, entry.pw_gid)
+
+
+class PrivatePostgres:
+    """One PostgreSQL server in a temporary folder, on 127.0.0.1:``port``.
+
+    ``PrivatePostgres.create()`` runs initdb and starts it; ``stop()`` and ``start()`` take
+    it down and bring it back on the same port and data; ``destroy()`` removes everything.
+    """
+
+    def __init__(self, root: Path, port: int) -> None:
+        self.root = root
+        self.port = port
+        self.data = root / "data"
+        self.log = root / "server.log"
+        self._user = SYSTEM_USER if _as_root() else None
+
+    @classmethod
+    def create(cls) -> PrivatePostgres:
+        """Initialise a fresh cluster in a new temporary folder and start it."""
+        root = Path(tempfile.mkdtemp(prefix="thirteen-private-pg-"))
+        server = cls(root, free_port())
+        atexit.register(server.destroy)  # a crashed test run must not leave a server behind
+        if server._user is not None:
+            _prepare_system_user(root)
+        server._run("initdb", "-D", str(server.data), "--auth=trust", "-U", "postgres",
+                    "--encoding=UTF8", "--no-sync", "--no-instructions")
+        server.start()
+        return server
+
+    def url(self, database: str = "postgres") -> str:
+        """Return the libpq URL of ``database`` as the superuser ``postgres``."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def sqlalchemy_url(self, database: str) -> str:
+        """Return the SQLAlchemy (psycopg 3) URL of ``database``."""
+        return normalize_database_url(self.url(database))
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        # TCP only (no Unix socket, so no socket folder to share); fsync off because this
+        # cluster is thrown away, and fast shutdown still writes a checkpoint.
+        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
+                   "-c unix_socket_directories='' -c fsync=off -c full_page_writes=off "
+                   "-c max_connections=60")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,
+                  "-w", "-t", "30", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: roll back open transactions and disconnect them)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "30", "stop")
+
+    def is_running(self) -> bool:
+        """Tell whether the postmaster is up (pg_ctl status)."""
+        done = subprocess.run(
+            [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "status"],
+            user=self._user, capture_output=True, text=True, check=False,
+        )
+        return done.returncode == 0
+
+    def create_database(self, name: str) -> str:
+        """Create database ``name``; return its SQLAlchemy URL."""
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return self.sqlalchemy_url(name)
+
+    def terminate(self, database: str, application_prefix: str) -> int:
+        """Terminate the backends of ``database`` whose application name starts with the prefix.
+
+        Returns how many were terminated. This is what an operator's kill or a failover does
+        to a service's pooled connections.
+        """
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            killed = connection.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND application_name LIKE %s AND pid <> pg_backend_pid()",
+                (database, _like_prefix(application_prefix)),
+            ).fetchone()
+        return int(killed[0]) if killed else 0
+
+    def destroy(self) -> None:
+        """Stop the server if it runs and delete its folder."""
+        if self.root.exists():
+            if (self.data / "postmaster.pid").exists():
+                subprocess.run(
+                    [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                     "-w", "-t", "30", "stop"],
+                    user=self._user, capture_output=True, check=False,
+                )
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        done = subprocess.run(
+            [str(_bin_dir() / program), *args], user=self._user, cwd=self.root,
+            capture_output=True, text=True, check=False, timeout=60,
+        )
+        if done.returncode != 0:
+            log = self.log.read_text() if self.log.exists() else ""
+            raise RuntimeError(f"{program} {' '.join(args)} failed ({done.returncode}):\n"
+                               f"{done.stdout}\n{done.stderr}\n{log[-4000:]}")
+
+
+def install_faults(url: str) -> None:
+    """Install the fault-injection trigger (``FAULTS_SQL``) in the database at ``url``."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(FAULTS_SQL)
+
+
+def plan_fault(url: str, table_id: str, *, sqlstate: str = "40001", failures: int = 0,
+               sleep_s: float = 0.0) -> str:
+    """Make inserts of rounds at ``table_id`` fail or stall; return the attempt counter's name.
+
+    The first ``failures`` attempts raise ``sqlstate``; every attempt first sleeps
+    ``sleep_s`` seconds. Read the count of attempts with ``attempts(url, counter)``.
+    """
+    counter = f"fault_attempts_{abs(hash(table_id)) % 10**12}_{time.monotonic_ns() % 10**6}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE SEQUENCE {counter}")
+        connection.execute(
+            "INSERT INTO fault_plan (table_id, sqlstate, failures, sleep_s, counter) "
+            "VALUES (%s, %s, %s, %s, %s::regclass)",
+            (table_id, sqlstate, failures, sleep_s, counter),
+        )
+    return counter
+
+
+def clear_fault(url: str, table_id: str) -> None:
+    """Let inserts at ``table_id`` through again."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("DELETE FROM fault_plan WHERE table_id = %s", (table_id,))
+
+
+def attempts(url: str, counter: str) -> int:
+    """Return how many inserts the planned fault saw (0 when none reached it)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute(
+            f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {counter}"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _like_prefix(prefix: str) -> str:
+    """Return a LIKE pattern matching strings that start with ``prefix`` literally."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
