@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
+from app.config import Settings
+from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Round
 from app.domain.cards import DECK
 from app.services import audit, rounds
@@ -92,14 +96,29 @@ def _named(verification: audit.Verification) -> dict[str, set[str]]:
 # --- the chain ------------------------------------------------------------------------------
 
 
-def test_ten_concurrent_rounds_on_one_table_form_one_unbroken_chain(sessions):
+@pytest.fixture(scope="module")
+def patient_sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    """Sessions that wait for a chain's lock as long as a loaded CI machine may need.
+
+    These tests pile rounds onto one chain on purpose; the service's 2 s lock timeout is
+    for production traffic, where one table plays one round at a time.
+    """
+    engine = make_engine(replace(settings, db_lock_timeout_ms=60_000,
+                                 db_statement_timeout_ms=60_000, db_pool_size=12,
+                                 db_pool_timeout_s=60))
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def test_ten_concurrent_rounds_on_one_table_form_one_unbroken_chain(patient_sessions):
+    sessions = patient_sessions
     operator, table = fresh_id("op"), fresh_id("t")
     start = threading.Barrier(10)
     errors: list[BaseException] = []
 
     def post() -> None:
         try:
-            start.wait(timeout=10)
+            start.wait(timeout=60)
             _settle(sessions, operator, table)
         except BaseException as error:  # noqa: BLE001 - reported by the main thread
             errors.append(error)
@@ -108,7 +127,7 @@ def test_ten_concurrent_rounds_on_one_table_form_one_unbroken_chain(sessions):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=120)
     assert errors == []
 
     chain = _chain(sessions, operator, table)
@@ -122,7 +141,8 @@ def test_ten_concurrent_rounds_on_one_table_form_one_unbroken_chain(sessions):
     assert (verification.rounds, verification.chains) == (10, 1)
 
 
-def test_a_locked_chain_holds_back_its_own_table_but_not_another(sessions):
+def test_a_locked_chain_holds_back_its_own_table_but_not_another(patient_sessions):
+    sessions = patient_sessions
     operator, busy, free = fresh_id("op"), fresh_id("busy"), fresh_id("free")
     _settle(sessions, operator, busy)
     waiting = threading.Event()
@@ -139,10 +159,10 @@ def test_a_locked_chain_holds_back_its_own_table_but_not_another(sessions):
         assert other["chain"]["seq"] == 1
         blocked = threading.Thread(target=settle_busy)
         blocked.start()
-        waiting.wait(timeout=5)
+        waiting.wait(timeout=60)
         blocked.join(timeout=0.5)
         assert blocked.is_alive() and done == [], "the busy table's append did not wait"
-    blocked.join(timeout=10)
+    blocked.join(timeout=120)
     assert [body["chain"]["seq"] for body in done] == [2]
 
 
