@@ -259,11 +259,24 @@ ROUTED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def limited_api(make_api: Callable[..., Any]) -> Callable[[int], Any]:
+    """Return a contract client on an app with the given body limit, one app per limit."""
+    made: dict[int, Any] = {}
+
+    def client(limit: int) -> Any:
+        if limit not in made:
+            made[limit] = make_api(max_body_bytes=limit)
+        return made[limit]
+
+    return client
+
+
 @pytest.mark.parametrize(("case", "method", "path"), ROUTED)
 def test_bad_input_is_a_problem_naming_the_path_and_writes_nothing(
-        api: Any, make_api: Callable[..., Any], count_rows: Callable[[], dict[str, int]],
+        api: Any, limited_api: Callable[[int], Any], count_rows: Callable[[], dict[str, int]],
         case: Case, method: str, path: str) -> None:
-    client = api if case.max_body_bytes is None else make_api(max_body_bytes=case.max_body_bytes)
+    client = api if case.max_body_bytes is None else limited_api(case.max_body_bytes)
     sent = {"Idempotency-Key": uuid.uuid4().hex, **case.headers}
     headers = {name: value for name, value in sent.items() if value is not None}
     body = case.raw if case.raw is not None else json.dumps(case.body()).encode()
