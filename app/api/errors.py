@@ -116,6 +116,10 @@ def json_body() -> dict[str, Any]:
         ) from None
     except ValueError as error:
         raise _malformed(f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(value, dict):
         raise ProblemError(
             400,
@@ -125,6 +129,30 @@ def json_body() -> dict[str, Any]:
             type_=TYPE_MALFORMED,
         )
     return value
+
+
+# No request of ours nests deeper than a handful of levels; a bound keeps hostile bodies
+# from reaching recursive code (hashing, validation) at depths that exhaust the stack.
+MAX_JSON_DEPTH = 32
+
+
+def _depth(value: object) -> int:
+    """Return how deeply ``value`` nests lists and objects, without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _is_json(mimetype: str) -> bool:

@@ -210,7 +210,8 @@ def _check_shape(deal: Mapping[str, Any], order: list[str]
             continue
         problems.extend(Problem(f"{path}.{key}", f"unknown field {key!r}", "unknown_field")
                         for key in entry if key not in _EXCHANGE_KEYS)
-        if entry.get("player") not in players:
+        player = entry.get("player")
+        if not isinstance(player, str) or player not in players:
             problems.append(Problem(f"{path}.player", f"unknown player {entry.get('player')!r}",
                                     "unknown_player"))
         for side in ("give", "take"):

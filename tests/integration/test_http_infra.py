@@ -188,12 +188,22 @@ def test_a_body_over_the_limit_is_a_413_problem(probed):
 
 @pytest.mark.parametrize(
     "raw",
-    ['{"stake": ', "[1, 2]", '"text"', "NaN", '{"x": Infinity}', b"\xff\xfe{}"],
-    ids=["truncated", "array", "string", "nan", "infinity", "not-utf8"],
+    ['{"stake": ', "[1, 2]", '"text"', "NaN", '{"x": Infinity}', b"\xff\xfe{}",
+     '{"x": ' + "[" * 33 + "]" * 33 + "}"],
+    ids=["truncated", "array", "string", "nan", "infinity", "not-utf8", "too-deep"],
 )
 def test_malformed_json_is_a_400_problem(probed, raw):
     body = _problem(probed.post("/_probe/echo", data=raw, content_type="application/json"), 400)
     assert body["type"] == "/problems/malformed-request"
+
+
+def test_json_nested_deep_enough_to_exhaust_the_parser_stack_is_a_400_problem(make_app):
+    app = make_app(max_body_bytes=200_000)
+    _register_probe(app)
+    raw = '{"x": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    response = app.test_client().post("/_probe/echo", data=raw, content_type="application/json")
+    body = _problem(response, 400)
+    assert "deeper than" in body["detail"]
 
 
 def test_json_numbers_stay_exact_decimals(probed):

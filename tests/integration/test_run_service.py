@@ -57,7 +57,7 @@ def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_pat
             try:
                 status, body = _get(f"{base}/healthz")
                 break
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if service.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"service did not come up:\n{log.read_text()}")
                 time.sleep(0.2)

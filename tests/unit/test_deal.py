@@ -336,6 +336,8 @@ def test_between_players_nobody_takes_back_its_own_card() -> None:
                  ("deal.exchanges[0].give[2]", "too_many_cards"), id="over a lower limit"),
     pytest.param(lambda d: d["exchanges"][0].update(player="Z"), CENTRE,
                  ("deal.exchanges[0].player", "unknown_player"), id="unknown player"),
+    pytest.param(lambda d: d["exchanges"][0].update(player=["A"]), CENTRE,
+                 ("deal.exchanges[0].player", "unknown_player"), id="a list as the player"),
     pytest.param(lambda d: d["exchanges"][0].update(to="B"), CENTRE,
                  ("deal.exchanges[0].to", "unknown_field"), id="unknown exchange field"),
     pytest.param(lambda d: d.update(dealer="A"), CENTRE,
