@@ -289,12 +289,16 @@ def _on_domain(error: DomainError) -> Response:
 
 
 def _on_database_down(error: Exception) -> Response:
-    log.warning("database unavailable: %s", error.__class__.__name__, exc_info=error)
+    # One line per refused request; the traceback only at DEBUG, or an outage floods the log.
+    log.warning("database unavailable: %s: %s", error.__class__.__name__,
+                (str(getattr(error, "orig", error)).splitlines() or [""])[0][:200])
+    log.debug("database unavailable", exc_info=error)
     retry_after = str(current_app.config["SETTINGS"].retry_after_s)
     return problem(
         503,
         "Service Unavailable",
-        "the database is unavailable; nothing was written, retry later",
+        "the database is unavailable or busy; retry later with the same Idempotency-Key "
+        "(a round is never settled twice)",
         headers={"Retry-After": retry_after},
         type_=TYPE_UNAVAILABLE,
     )
