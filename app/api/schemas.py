@@ -20,7 +20,7 @@ _IDENTIFIER = validate.Regexp(
 )
 
 
-class Money(fields.Field):
+class Money(fields.Field[Decimal]):
     """A decimal amount written as a JSON string, such as ``"200"`` or ``"-85.71"``."""
 
     def __init__(self, *, positive: bool = False, **kwargs: Any) -> None:
@@ -54,7 +54,7 @@ class StrictBoolean(fields.Boolean):
         return value
 
 
-class RulesetField(fields.Field):
+class RulesetField(fields.Field[Any]):
     """A preset name, or ``{"preset": NAME, "overrides": {...}}``."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
@@ -75,7 +75,7 @@ class RulesetField(fields.Field):
         raise ValidationError("must be a preset name or an object with 'preset' and 'overrides'")
 
 
-def _card_list(**kwargs: Any) -> fields.List:
+def _card_list(**kwargs: Any) -> fields.List[str]:
     return fields.List(fields.String(validate=validate.Length(1, 8)),
                        validate=validate.Length(max=26), **kwargs)
 
