@@ -22,7 +22,7 @@ COPY app ./app
 RUN pip install . \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin thirteen
 
-COPY alembic.ini gunicorn.conf.py ./
+COPY alembic.ini gunicorn.conf.py openapi.yaml ./
 COPY migrations ./migrations
 
 # Code and migrations stay owned by root: the service cannot rewrite itself.
