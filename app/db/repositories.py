@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import and_, delete, exists, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, load_only, selectinload, with_expression
 
 from app.db.models import IdempotencyKey, LedgerLine, Round, RoundPlayer
 
@@ -263,10 +263,18 @@ class RoundRepository:
                     and_(Round.created_at == after.created_at, Round.id < after_id),
                 )
             )
+        # A page shows summaries: leave the large JSON columns (request, result, ruleset)
+        # and the lines in the database, and read only the ruleset's money precision.
         stmt = (
             stmt.order_by(Round.created_at.desc(), Round.id.desc())
             .limit(limit + 1)
-            .options(selectinload(Round.players), selectinload(Round.lines))
+            .options(
+                load_only(Round.id, Round.operator_id, Round.table_id, Round.kind,
+                          Round.ruleset_name, Round.stake, Round.created_at, Round.chain_seq,
+                          Round.reverses_round_id, raiseload=True),
+                with_expression(Round.precision, Round.ruleset["precision"].as_integer()),
+                selectinload(Round.players),
+            )
         )
         rows = list(self._session.scalars(stmt))
         if len(rows) <= limit:

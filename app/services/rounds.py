@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import ClaimState, Cursor, Page
+from app.domain.settlement import money_text
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
 from app.services.uow import UnitOfWork, run_with_retry
@@ -369,13 +370,15 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
 
 
 def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:
-    result = round_.result
+    if round_.precision is None:
+        raise RuntimeError(f"round {round_.id} was listed without its ruleset's precision")
+    precision = round_.precision
     return {
         "round_id": str(round_.id), "kind": round_.kind, "operator_id": round_.operator_id,
         "table_id": round_.table_id, "created_at": utc_text(round_.created_at),
-        "ruleset": round_.ruleset_name, "stake": result["stake"],
-        "players": [{"player_id": p["player_id"], "points": p["points"], "amount": p["amount"]}
-                    for p in result["players"]],
+        "ruleset": round_.ruleset_name, "stake": money_text(round_.stake, precision),
+        "players": [{"player_id": p.player_id, "points": p.points,
+                     "amount": money_text(p.amount, precision)} for p in round_.players],
         "chain_seq": round_.chain_seq,
         "reverses_round_id": None if round_.reverses_round_id is None
         else str(round_.reverses_round_id),
