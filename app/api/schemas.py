@@ -7,10 +7,16 @@ integers are strict, and money is a JSON string holding a decimal, never a numbe
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from app.api.errors import ProblemError
+from app.db.repositories import InvalidCursor
+
+C = TypeVar("C")
 
 MAX_INTEGER_DIGITS = 15
 _MONEY = re.compile(rf"^-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?$")
@@ -35,7 +41,8 @@ class Money(fields.Field[Decimal]):
                 f"{value!r} is not a decimal amount (digits, optional '.', at most 8 decimals "
                 f"and {MAX_INTEGER_DIGITS} integer digits)")
         amount = Decimal(value)
-        if amount < 0:
+        # "-0" is no amount anyone means, and would be echoed back as a signed zero.
+        if amount < 0 or value.startswith("-"):
             raise ValidationError(f"{value!r} is negative; money here must be 0 or more")
         if self.positive and amount == 0:
             raise ValidationError("must be greater than 0")
@@ -51,6 +58,21 @@ class StrictBoolean(fields.Boolean):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
         if not isinstance(value, bool):
             raise ValidationError("must be true or false")
+        return value
+
+
+class WholeNumber(fields.Integer):
+    """A JSON integer; ``33.0`` counts as one, as in JSON Schema. Strings and booleans do not."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        # json_body parses every number with a fraction or exponent as a Decimal.
+        if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+            # 1e999999999 is integral too; int() of it would take gigabytes.
+            if value.adjusted() >= MAX_INTEGER_DIGITS:
+                raise ValidationError(f"must have at most {MAX_INTEGER_DIGITS} digits")
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.make_error("invalid")
         return value
 
 
@@ -97,7 +119,7 @@ class ArrangeRequestSchema(Schema):
     cards = _card_list(required=True)
     mode = fields.String(load_default="keep_back",
                          validate=validate.OneOf(["keep_back", "suggest"]))
-    n = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 50))
+    n = WholeNumber(load_default=5, validate=validate.Range(1, 50))
     ruleset = RulesetField(load_default="classic4")
 
 
@@ -196,3 +218,42 @@ class EligibilityRequestSchema(Schema):
     ruleset = RulesetField(required=True)
     stake = Money(required=True, positive=True)
     balance = Money(required=True)
+
+
+class PeriodQuerySchema(Schema):
+    """Query filters of a half-open period ``[from, to)`` and an optional table."""
+
+    from_ = fields.AwareDateTime(data_key="from", format="iso")
+    to = fields.AwareDateTime(format="iso")
+    table_id = fields.String(validate=validate.Length(1, 64))
+
+    @validates_schema
+    def ordered(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if "from_" in data and "to" in data and data["from_"] >= data["to"]:
+            raise ValidationError("'to' must be later than 'from'", "to")
+
+
+class RequiredPeriodQuerySchema(PeriodQuerySchema):
+    """A period both of whose ends must be given (reports over a whole period)."""
+
+    from_ = fields.AwareDateTime(data_key="from", format="iso", required=True)
+    to = fields.AwareDateTime(format="iso", required=True)
+
+
+class PageQuerySchema(PeriodQuerySchema):
+    """A period filter with a page size and the cursor of the previous page."""
+
+    limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
+    cursor = fields.String(validate=validate.Length(1, 512))
+
+
+def page_cursor(query: Mapping[str, Any], decode: Callable[[str], C]) -> C | None:
+    """Decode the query's ``cursor``; one this list did not hand out is a 400 problem."""
+    if "cursor" not in query:
+        return None
+    try:
+        return decode(query["cursor"])
+    except InvalidCursor as error:
+        raise ProblemError(400, "Invalid cursor", str(error),
+                           [{"path": "cursor", "message": "not a cursor from this list",
+                             "code": "invalid_cursor"}]) from None
