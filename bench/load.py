@@ -44,7 +44,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,18 +169,18 @@ def scratch_database(server: str) -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def api_key(url: str) -> str:
-    """Create an API key allowed to settle (scope rounds:write) in the database at ``url``."""
+def api_key(url: str, scopes: Sequence[str] = ("rounds:write",),
+            name: str = "bench.load") -> str:
+    """Create an API key of OPERATOR with ``scopes`` (settling only, by default) at ``url``."""
     from sqlalchemy import create_engine
     from sqlalchemy.orm import sessionmaker
     from sqlalchemy.pool import NullPool
 
-    from app.services.keys import Scope, create_key
+    from app.services.keys import create_key
 
     engine = create_engine(url, poolclass=NullPool)
     try:
-        return create_key(sessionmaker(engine), OPERATOR, [Scope.ROUNDS_WRITE.value],
-                          name="bench.load").token
+        return create_key(sessionmaker(engine), OPERATOR, scopes, name=name).token
     finally:
         engine.dispose()
 
@@ -250,19 +250,12 @@ class Server:
     pid: int
 
 
-def tree_cpu_s(root: int) -> float | None:
-    """Return the CPU seconds (user + system) used so far by ``root`` and its descendants.
-
-    Read from /proc; None where there is no /proc. Workers that exited are not counted, so
-    this is meant for a run during which gunicorn recycles none.
-    """
-    proc = Path("/proc")
-    if not (proc / str(root) / "stat").is_file():
-        return None
+def processes() -> tuple[dict[int, int], dict[int, float]]:
+    """Return every process's parent id and CPU seconds (user + system) so far, from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
-    for entry in proc.iterdir():
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -274,6 +267,18 @@ def tree_cpu_s(root: int) -> float | None:
         pid = int(entry.name)
         parents[pid] = int(fields_[1])
         cpu[pid] = (int(fields_[11]) + int(fields_[12])) / tick
+    return parents, cpu
+
+
+def tree_cpu_s(root: int) -> float | None:
+    """Return the CPU seconds (user + system) used so far by ``root`` and its descendants.
+
+    Read from /proc; None where there is no /proc. Workers that exited are not counted, so
+    this is meant for a run during which gunicorn recycles none.
+    """
+    if not (Path("/proc") / str(root) / "stat").is_file():
+        return None
+    parents, cpu = processes()
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
@@ -290,7 +295,8 @@ def free_port() -> int:
         return port
 
 
-def _server_env(database_url: str, port: int) -> dict[str, str]:
+def _server_env(database_url: str, port: int,
+                extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     # Each server gets its own metrics folder from gunicorn.conf.py, and no access log:
     # writing a line per request would be measured too.
@@ -298,6 +304,7 @@ def _server_env(database_url: str, port: int) -> dict[str, str]:
         env.pop(name, None)
     env.update(DATABASE_URL=database_url, HOST="127.0.0.1", PORT=str(port),
                LOG_LEVEL=env.get("BENCH_LOG_LEVEL", "WARNING"))
+    env.update(extra or {})
     return env
 
 
@@ -311,14 +318,22 @@ def _get(url: str, timeout: float) -> int:
 
 
 @contextmanager
-def gunicorn(app_spec: str, database_url: str, label: str) -> Iterator[Server]:
-    """Serve ``app_spec`` with gunicorn.conf.py on a free port; yield where it listens."""
+def gunicorn(app_spec: str, database_url: str, label: str,
+             env: Mapping[str, str] | None = None,
+             args: Sequence[str] = ()) -> Iterator[Server]:
+    """Serve ``app_spec`` with gunicorn.conf.py on a free port; yield where it listens.
+
+    ``env`` adds to the server's environment (WEB_CONCURRENCY, ...); ``args`` are gunicorn
+    options, which win over the config file's (``--max-requests 500``).
+    """
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), app_spec]
+    command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), *args,
+               app_spec]
     with tempfile.TemporaryFile() as log:
         # Its own session, so stopping it reaches the master and every worker it forked.
-        process = subprocess.Popen(command, cwd=REPO, env=_server_env(database_url, port),
+        process = subprocess.Popen(command, cwd=REPO,
+                                   env=_server_env(database_url, port, env),
                                    stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
