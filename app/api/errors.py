@@ -88,7 +88,10 @@ def problem(
     }
     if errors is not None:
         body["errors"] = [dict(e) for e in errors]
-    response = Response(json.dumps(body, ensure_ascii=False), status=status, mimetype=PROBLEM_JSON)
+    # A lone surrogate a client sent (an unknown field "\ud800") cannot be UTF-8: write it
+    # back as the JSON escape it came in as, inside its string, rather than fail with a 500.
+    text = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    response = Response(text, status=status, mimetype=PROBLEM_JSON)
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -87,16 +88,29 @@ def _normalise(text: str) -> str | None:
     return t[0].upper() + t[1].lower()
 
 
+# Messages quote what was sent, cut short: a client may send megabytes, or a list nested
+# thousands deep whose full repr would exhaust the stack.
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel = 2
+_QUOTE.maxstring = _QUOTE.maxlong = _QUOTE.maxother = 24
+_QUOTED_MAX = 60
+
+
+def _quoted(value: object) -> str:
+    text = _QUOTE.repr(value)
+    return text if len(text) <= _QUOTED_MAX else f"{text[:_QUOTED_MAX - 3]}..."
+
+
 def parse_card(text: object, path: str = "") -> Card:
     """Parse one card from its canonical form or an accepted variant."""
     if isinstance(text, Card):
         return text
     if not isinstance(text, str):
-        raise CardError(Problem(path, f"a card must be a string such as 'As', not {text!r}",
-                                "not_a_card"))
+        raise CardError(Problem(path, f"a card must be a string such as 'As', not "
+                                f"{_quoted(text)}", "not_a_card"))
     card = _BY_TEXT.get(_normalise(text) or "")
     if card is None:
-        raise CardError(Problem(path, f"unknown card {text!r}", "unknown_card"))
+        raise CardError(Problem(path, f"unknown card {_quoted(text)}", "unknown_card"))
     return card
 
 
