@@ -357,3 +357,23 @@ def test_score_answers_raw_bytes_with_a_4xx_problem_or_200(client: FlaskClient, 
 ], ids=["unknown-field", "ruleset", "card", "preset"])
 def test_lone_surrogates_are_refused_cleanly(client: FlaskClient, value: Any) -> None:
     _assert_clean(client.post(SCORE, data=_json_text(value), content_type="application/json"))
+
+
+@pytest.mark.parametrize("money", ["-0", "-0.00"])
+def test_signed_zero_money_is_refused(money: str) -> None:
+    """Found by schemathesis: '-0' passed as money and would be echoed as a signed zero."""
+    with pytest.raises(ValidationError) as refused:
+        RoundRequestSchema().load({**VALID_ROUND, "players": [
+            {**VALID_ROUND["players"][0], "balance": money}, *VALID_ROUND["players"][1:]]})
+    assert refused.value.messages == {"players": {0: {"balance": [
+        f"{money!r} is negative; money here must be 0 or more"]}}}
+
+
+@pytest.mark.parametrize(("n", "loaded"), [(Decimal("33.0"), 33), (Decimal("3.3E+1"), 33), (7, 7)])
+def test_an_integral_json_number_is_an_integer(n: Any, loaded: int) -> None:
+    """Found by schemathesis: JSON Schema counts 33.0 as an integer, so the API must too."""
+    from app.api.schemas import ArrangeRequestSchema
+
+    assert ArrangeRequestSchema().load({"cards": [], "n": n})["n"] == loaded
+    with pytest.raises(ValidationError):
+        ArrangeRequestSchema().load({"cards": [], "n": Decimal("1e999999999")})
