@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.ledger                  # 1,000,000 rounds
     .venv/bin/python -m bench.ledger --rounds 50000   # a quick run
     .venv/bin/python -m bench.ledger --keep           # keep the database to explore it
+    .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789  # time it again
 
 The server is DATABASE_URL, else the machine's ``postgresql://postgres@127.0.0.1:5432``;
 the role needs CREATEDB. A database ``bench_ledger_<random>`` is created, migrated to head
@@ -17,8 +18,11 @@ scales an amount, so a pool round's money does not depend on the balances it is 
 
 Then it times, on that ledger: a player's ledger page (p95 over random players), a table's
 rounds page (p95 over random tables), reconciliation of the whole period, and verification
-of one table's chain when ``app.services.audit`` offers it; and prints the EXPLAIN (ANALYZE,
-BUFFERS) plans of the two page queries, captured as the repositories send them.
+of one table's chain when ``app.services.audit`` offers it, each beside the machine's load
+average; then each statement of the reconciliation on its own, and the EXPLAIN (ANALYZE,
+BUFFERS) plans of the two page queries and of the reconciliation's statements, captured as
+the services send them. ``--reuse`` migrates a kept database to head (new indexes build
+there), vacuums it and times it again without loading.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ from app.services.rounds import canonical_json, stored_input
 from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+# What app.services.reconcile sets for its transaction, so its parts time alike here.
+RECONCILE_WORK_MEM = "256MB"
 OPERATOR = "bench-op"
 PRESETS = ("classic4", "dagiang4", "swap3")
 STAKE = "10"
@@ -313,6 +319,21 @@ def load(url: str, rounds: int, tables: int, seats: int, seed: int) -> Loaded:
                   start, start + timedelta(days=31))
 
 
+def reused(url: str, tables: int, seats: int) -> Loaded:
+    """Describe a ledger an earlier run loaded, and refresh its statistics."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        # A new index built after the load is not all-visible until VACUUM says so.
+        connection.execute("VACUUM (ANALYZE) rounds, round_players, ledger_lines")
+        rounds = connection.execute("SELECT count(*) FROM rounds").fetchone()
+        lines = connection.execute("SELECT count(*) FROM ledger_lines").fetchone()
+    assert rounds is not None and lines is not None
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    print(f"reusing {rounds[0]:,} rounds, {lines[0]:,} lines", flush=True)
+    return Loaded(rounds[0], lines[0], [f"table-{t:05d}" for t in range(tables)],
+                  [f"player-{i:05d}-{s}" for i in range(tables) for s in range(seats)],
+                  start, start + timedelta(days=31))
+
+
 # --- timing ------------------------------------------------------------------------------
 
 
@@ -344,20 +365,44 @@ class Statements:
         event.remove(self._engine, "before_cursor_execute", self._record)
 
     def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
+        if statement.lstrip().upper().startswith(("SELECT", "WITH")):
             self.seen.append((statement, parameters))
 
 
-def explain(engine: Engine, captured: list[tuple[str, Any]], title: str) -> None:
+def explain(engine: Engine, captured: list[tuple[str, Any]], title: str,
+            settings: tuple[str, ...] = ()) -> None:
+    """Print the plan of each captured statement, run with ``settings`` (SET LOCAL ...)."""
     print(f"\n== EXPLAIN (ANALYZE, BUFFERS): {title} ==")
     with engine.connect() as connection:
         raw = connection.connection.driver_connection
         assert raw is not None
+        for setting in settings:
+            raw.execute(setting)
         for statement, parameters in captured:
             print(f"-- {' '.join(statement.split())[:300]}")
             plan = raw.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters).fetchall()
             for (row,) in plan:
                 print(f"   {row}")
+        raw.rollback()
+
+
+def load_average() -> str:
+    """Return the machine's 1-minute load average beside its cores, for the figures."""
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
+def reconcile_parts(engine: Engine, statements: list[tuple[str, Any]]) -> None:
+    """Time each statement of a reconciliation on its own, as the report's snapshot runs it."""
+    print("reconciliation by part (each statement alone, same session settings):")
+    with engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        raw.execute(f"SET work_mem = '{RECONCILE_WORK_MEM}'")
+        for statement, parameters in statements:
+            t = time.perf_counter()
+            rows = raw.execute(statement, parameters).fetchall()
+            ms = (time.perf_counter() - t) * 1000
+            print(f"  {ms:8.1f} ms  {len(rows):6,} rows  {' '.join(statement.split())[:90]}")
         raw.rollback()
 
 
@@ -372,7 +417,8 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
     it = iter(players * 2)
     ledger_page(next(it))  # warm the pool
     ledger_ms = timed(lambda: ledger_page(next(it)), len(players))
-    print(f"\nplayer ledger page (50 lines): p50 {statistics.median(ledger_ms):.2f} ms, "
+    print(f"\n({load_average()})")
+    print(f"player ledger page (50 lines): p50 {statistics.median(ledger_ms):.2f} ms, "
           f"p95 {p95(ledger_ms):.2f} ms over {len(ledger_ms)} players "
           f"[{ledger_page.__doc__}]")
 
@@ -386,13 +432,17 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
           f"p50 {statistics.median(rounds_ms):.2f} ms, p95 {p95(rounds_ms):.2f} ms "
           f"over {len(rounds_ms)} tables")
 
-    t = time.perf_counter()
-    report = reconcile(sessions, created_from=loaded.first, created_to=loaded.end)
-    seconds = time.perf_counter() - t
-    print(f"reconciliation of the whole period: {seconds:.2f} s, {len(report.tables)} tables, "
-          f"{sum(r.rounds for r in report.tables):,} rounds, "
-          f"{sum(r.lines for r in report.tables):,} lines, "
-          f"{report.discrepancies} discrepancies")
+    print(f"  ({load_average()})")
+    for attempt in (1, 2):
+        with Statements(pooled) as reconciled:
+            t = time.perf_counter()
+            report = reconcile(sessions, created_from=loaded.first, created_to=loaded.end)
+            seconds = time.perf_counter() - t
+        print(f"reconciliation of the whole period (run {attempt}): {seconds:.2f} s, "
+              f"{len(report.tables)} tables, {sum(r.rounds for r in report.tables):,} rounds, "
+              f"{sum(r.lines for r in report.tables):,} lines, "
+              f"{report.discrepancies} discrepancies ({load_average()})")
+    reconcile_parts(engine, reconciled.seen)
     t = time.perf_counter()
     reconcile(sessions, created_from=loaded.first, created_to=loaded.end,
               operator_id=OPERATOR, table_id=tables[0])
@@ -405,7 +455,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
         t = time.perf_counter()
         outcome = verify(tables[0], loaded)
         print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
-              f"{outcome}")
+              f"{outcome} ({load_average()})")
 
     sample_player, sample_table = players[0], tables[0]
     with Statements(pooled) as captured:
@@ -414,6 +464,8 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
     with Statements(pooled) as captured:
         rounds_page(sample_table)
     explain(engine, captured.seen, f"rounds page of {sample_table}")
+    explain(engine, reconciled.seen, "reconciliation of the whole period",
+            (f"SET work_mem = '{RECONCILE_WORK_MEM}'",))
     pooled.dispose()
     engine.dispose()
 
@@ -474,22 +526,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=200, help="pages timed per query")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
+    parser.add_argument("--reuse", metavar="DATABASE",
+                        help="time a database kept by an earlier --keep run with the same "
+                             "--tables and --seats: migrate it to head, skip the load, keep it")
     args = parser.parse_args(argv)
 
     server = libpq_url(normalize_database_url(os.environ.get("DATABASE_URL") or SERVER))
-    name = f"bench_ledger_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+    name = args.reuse or f"bench_ledger_{uuid.uuid4().hex[:10]}"
+    if args.reuse is None:
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
     url = make_url(normalize_database_url(server)).set(database=name).render_as_string(
         hide_password=False)
     print(f"database {name}: {args.rounds:,} rounds at {args.tables:,} tables, "
           f"{args.tables * args.seats:,} players", flush=True)
     try:
+        started = time.perf_counter()
         upgrade(url)
-        loaded = load(url, args.rounds, args.tables, args.seats, args.seed)
+        print(f"migrated to head in {time.perf_counter() - started:.1f} s", flush=True)
+        if args.reuse is None:
+            loaded = load(url, args.rounds, args.tables, args.seats, args.seed)
+        else:
+            loaded = reused(url, args.tables, args.seats)
         run_timings(url, loaded, args.samples, random.Random(args.seed + 1))
     finally:
-        if args.keep:
+        if args.keep or args.reuse:
             print(f"kept database {name}")
         else:
             with psycopg.connect(server, autocommit=True) as connection:

@@ -28,6 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, query_expression, relationship
@@ -119,6 +120,12 @@ class Round(Base):
         UniqueConstraint("operator_id", "idempotency_key"),
         Index(None, "operator_id", "table_id", "created_at", "id"),
         Index(None, "created_at"),
+        # Reconciliation reads the hash-chain links and round counts from this index alone.
+        Index(None, "operator_id", "table_id", "chain_seq",
+              postgresql_include=["created_at", "kind", "content_hash", "prev_hash", "id"]),
+        # Counting rounds without a deal reads this index, not every request's JSON.
+        Index("ix_rounds_without_deal", "operator_id", "table_id", "created_at",
+              postgresql_where=text("kind = 'settlement' AND NOT (request ? 'deal')")),
     )
 
 
@@ -175,7 +182,13 @@ class LedgerLine(Base):
         CheckConstraint("line_no >= 1", name="line_no_positive"),
         UniqueConstraint("round_id", "line_no"),
         Index(None, "account", "created_at", "id"),
-        Index(None, "operator_id", "table_id", "account"),
+        # In chain order with what reconciliation reads: the balance chain and the totals
+        # are an index-only scan with no sort, a player's total at a table an index-only sum.
+        Index(None, "operator_id", "table_id", "account", "id",
+              postgresql_include=["kind", "amount", "balance_before", "balance_after",
+                                  "round_id", "created_at"]),
+        # A player's ledger page, in page order.
+        Index(None, "operator_id", "account", "id"),
     )
 
 

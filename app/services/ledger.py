@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, RoundPlayer
-from app.db.repositories import LedgerEntry, LineCursor, Page
+from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor
 from app.domain.settlement import LineKind, money_text
 from app.services.uow import UnitOfWork
 
@@ -103,6 +104,40 @@ def money(value: Decimal) -> str:
     return format(value, "f")
 
 
+# A page of a player's lines by index first (ix_ledger_lines_operator_id_account_id, in id
+# order), then each table's running total: one index-only sum of the player's lines at that
+# table before the page's first line there (ix_ledger_lines_operator_id_table_id_account_id),
+# plus a running sum over the page's id span at that table. The span also holds any line a
+# time filter left off the page, so totals count every line up to each one. The work is
+# the page plus one sum per table on it, not a window over the player's whole history.
+PLAYER_PAGE = """
+WITH page AS MATERIALIZED (
+    SELECT l.id, l.round_id, l.line_no, l.table_id, l.kind, l.amount, l.balance_before,
+        l.balance_after, l.created_at
+    FROM ledger_lines l
+    WHERE l.operator_id = :operator AND l.account = :player{filters}
+    ORDER BY l.id
+    LIMIT :limit
+), tables AS (
+    SELECT p.table_id, min(p.id) AS first_id, max(p.id) AS last_id,
+        (SELECT coalesce(sum(e.amount), 0) FROM ledger_lines e
+         WHERE e.operator_id = :operator AND e.table_id = p.table_id AND e.account = :player
+             AND e.id < min(p.id)) AS before
+    FROM page p
+    GROUP BY p.table_id
+), span AS (
+    SELECT s.id, t.before + sum(s.amount) OVER (PARTITION BY s.table_id ORDER BY s.id)
+        AS running_total
+    FROM tables t
+    JOIN ledger_lines s ON s.operator_id = :operator AND s.table_id = t.table_id
+        AND s.account = :player AND s.id BETWEEN t.first_id AND t.last_id
+)
+SELECT page.*, span.running_total
+FROM page JOIN span USING (id)
+ORDER BY page.id
+"""
+
+
 def player_ledger(
     *,
     operator_id: str,
@@ -117,16 +152,28 @@ def player_ledger(
     """Return one page of a player's lines, oldest first, with running totals per table.
 
     ``running_total`` is the sum of the player's amounts at that table up to and including
-    the line, counting lines before ``created_from`` and on earlier pages.
+    the line, counting lines before ``created_from`` and on earlier pages. Lines page by
+    id, which a chain's lock hands out in commit order per table.
     """
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    params: dict[str, Any] = {"operator": operator_id, "player": player_id, "limit": limit + 1}
+    filters = ""
+    for column, op, name, value in (("table_id", "=", "table", table_id),
+                                    ("id", ">", "after", None if after is None else after.id),
+                                    ("created_at", ">=", "from", created_from),
+                                    ("created_at", "<", "to", created_to)):
+        if value is not None:
+            filters += f" AND l.{column} {op} :{name}"
+            params[name] = value
     with UnitOfWork(sessions) as uow:
-        page: Page[LedgerEntry] = uow.ledger.player_page(
-            operator_id, player_id, table_id=table_id, created_from=created_from,
-            created_to=created_to, limit=limit, after=after)
+        rows = [LedgerEntry(*row) for row in uow.session.execute(
+            text(PLAYER_PAGE.format(filters=filters)), params)]
+    next_cursor = LineCursor(rows[limit - 1].id) if len(rows) > limit else None
     return {
         "player_id": player_id,
-        "items": [_entry_json(entry) for entry in page.items],
-        "next_cursor": None if page.next_cursor is None else page.next_cursor.encode(),
+        "items": [_entry_json(entry) for entry in rows[:limit]],
+        "next_cursor": None if next_cursor is None else next_cursor.encode(),
     }
 
 

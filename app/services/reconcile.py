@@ -1,7 +1,10 @@
 """Reconciliation (settlement.md §6-7): period totals per operator and table, and discrepancies.
 
-Every figure is one set-based SQL aggregate over the ledger, read in one REPEATABLE READ
-snapshot so the figures of a report agree with each other:
+Every figure comes from set-based SQL over the ledger, read in one REPEATABLE READ snapshot
+so the figures of a report agree with each other. Each table is read once in index order:
+the period's ledger lines in (operator, table, account, id) order, and its rounds in
+(operator, table, chain_seq) order, both from covering indexes (migration 0004), so
+neither pass sorts nor visits the heap; a third pass groups the lines by round.
 
 - money totals come from the ledger lines of the rounds created in ``[from, to)`` (a line
   carries its round's ``created_at``, operator and table), so they equal direct sums of
@@ -12,10 +15,11 @@ snapshot so the figures of a report agree with each other:
 - the zero-sum check lists each round whose lines do not sum to zero;
 - the balance chain follows each player at a table in chain order (line id order, which is
   the order rounds were appended under the table's chain lock) and lists every break: a
-  round whose balance before differs from the previous round's balance after. A reversal
+  line whose balance before differs from the previous line's balance after. A reversal
   is not a played round and has no wallet snapshot of its own; it participates through its
-  amounts: the balance expected before the next round is the previous balance after plus
-  the player's reversal lines posted in between (the wallet refunded upstream);
+  amounts: the balance expected before the next line is the previous played line's
+  balance after plus the player's reversal lines posted in between (the wallet refunded
+  upstream);
 - the hash chain check follows each table's rounds in ``chain_seq`` order and checks that
   the sequence has no gap and that each ``prev_hash`` is the content hash of the round
   before (looked up outside the period when needed). It checks links only: recomputing
@@ -175,63 +179,72 @@ class Report:
 
 
 # --- the queries ---------------------------------------------------------------------------
-# Each takes :from, :to and optional :operator / :table (NULL means every one). Written as
-# SQL text because they are window and FILTER aggregates the ORM would only obscure.
+# Written as SQL text because they are window and FILTER aggregates the ORM would only
+# obscure. Each reads :from and :to, and :operator / :table when the report is limited to
+# them; the filters are left out otherwise, so the planner sees the real query.
 
-_SCOPE = """created_at >= :from AND created_at < :to
-    AND (CAST(:operator AS text) IS NULL OR operator_id = :operator)
-    AND (CAST(:table AS text) IS NULL OR table_id = :table)"""
 
-# One pass over the period's lines: per round first (the zero-sum check), then per table.
-LINE_TOTALS = f"""
-WITH per_round AS (
-    SELECT operator_id, table_id, round_id, count(*) AS lines, sum(amount) AS net,
-        sum(amount) FILTER (WHERE kind = 'win' AND account <> :house) AS won,
-        sum(amount) FILTER (WHERE kind = 'loss' AND account <> :house) AS lost,
-        sum(amount) FILTER (WHERE kind = 'fee' AND account = :house) AS fees,
-        sum(amount) FILTER (WHERE kind = 'rounding' AND account = :house) AS rounding,
-        sum(amount) FILTER (WHERE kind = 'reversal' AND account <> :house) AS reversal_total
-    FROM ledger_lines
-    WHERE {_SCOPE}
-    GROUP BY operator_id, table_id, round_id
+def _scope(alias: str, operator_id: str | None, table_id: str | None) -> str:
+    """Return the period (and operator, table) filter on the table aliased ``alias``."""
+    parts = [f"{alias}.created_at >= :from", f"{alias}.created_at < :to"]
+    if operator_id is not None:
+        parts.append(f"{alias}.operator_id = :operator")
+    if table_id is not None:
+        parts.append(f"{alias}.table_id = :table")
+    return " AND ".join(parts)
+
+
+# One pass over the period's lines in (operator, table, account, id) order, which the
+# covering index ix_ledger_lines_operator_id_table_id_account_id gives without a sort or a
+# heap visit: the totals of each account at a table, and whether its balance chain needs a
+# closer look. An account's chain holds when each line's balance before equals the previous
+# line's balance after, i.e. when its balances before (from the second line) equal its
+# balances after (up to the last but one) as arrays in line order; one array comparison
+# per account instead of a window over every line. Accounts whose arrays differ, or with
+# a reversal line in the period, are suspects: BREAKS_IN finds their breaks exactly.
+LINE_PASS = """
+WITH accounts AS (
+    SELECT l.operator_id, l.table_id, l.account, count(*) AS lines, sum(l.amount) AS net,
+        sum(l.amount) FILTER (WHERE l.kind = 'win') AS won,
+        sum(l.amount) FILTER (WHERE l.kind = 'loss') AS lost,
+        sum(l.amount) FILTER (WHERE l.kind = 'fee') AS fees,
+        sum(l.amount) FILTER (WHERE l.kind = 'rounding') AS rounding,
+        sum(l.amount) FILTER (WHERE l.kind = 'reversal') AS reversal_total,
+        (array_agg(l.balance_before ORDER BY l.id) FILTER (WHERE l.account <> :house))[2:]
+            IS DISTINCT FROM (array_agg(l.balance_after ORDER BY l.id)
+                              FILTER (WHERE l.account <> :house))[1:(count(*) - 1)]
+            OR bool_or(l.kind = 'reversal') AS suspect
+    FROM ledger_lines l
+    WHERE {scope}
+    GROUP BY l.operator_id, l.table_id, l.account
 )
-SELECT operator_id, table_id, sum(lines) AS lines,
-    coalesce(sum(won), 0) AS won, coalesce(sum(lost), 0) AS lost,
-    coalesce(sum(fees), 0) AS fees, coalesce(sum(rounding), 0) AS rounding,
-    coalesce(sum(reversal_total), 0) AS reversal_total, coalesce(sum(net), 0) AS net,
-    array_agg(round_id::text ORDER BY round_id) FILTER (WHERE net <> 0) AS unbalanced
-FROM per_round
+SELECT operator_id, table_id, sum(lines) AS lines, sum(net) AS net,
+    coalesce(sum(won) FILTER (WHERE account <> :house), 0) AS won,
+    coalesce(sum(lost) FILTER (WHERE account <> :house), 0) AS lost,
+    coalesce(sum(fees) FILTER (WHERE account = :house), 0) AS fees,
+    coalesce(sum(rounding) FILTER (WHERE account = :house), 0) AS rounding,
+    coalesce(sum(reversal_total) FILTER (WHERE account <> :house), 0) AS reversal_total,
+    array_agg(account) FILTER (WHERE account <> :house AND suspect) AS suspects
+FROM accounts
 GROUP BY operator_id, table_id
 """
 
-ROUND_COUNTS = f"""
-SELECT operator_id, table_id, count(*) AS rounds,
-    count(*) FILTER (WHERE kind = 'reversal') AS reversals
-FROM rounds
-WHERE {_SCOPE}
-GROUP BY operator_id, table_id
-"""
-
-# Issue 8: a settled round whose stored request has no ``deal``. Kept apart from
-# ROUND_COUNTS so it can be answered from the partial index of those rounds.
-WITHOUT_DEAL = f"""
-SELECT operator_id, table_id, count(*) AS rounds_without_deal
-FROM rounds
-WHERE kind = 'settlement' AND NOT (request ? 'deal') AND {_SCOPE}
-GROUP BY operator_id, table_id
-"""
-
-# Each player's lines at a table in append order. ``rev`` is the running sum of the
-# player's reversal lines, so the balance expected before a line is the balance after the
-# previous non-reversal line plus the reversals posted between them. Consecutive lines of
-# one round (a result line, then its fee line) chain too, so a break inside a round shows.
-BALANCE_BREAKS = f"""
+# The breaks of the suspect accounts, line by line in append order. ``rev`` is the running
+# sum of the account's reversal lines, so the balance expected before a line is the
+# balance after the previous non-reversal line plus the reversals posted between them.
+# Consecutive lines of one round (a result line, then its fee line) chain too, so a break
+# inside a round shows.
+BREAKS_IN = """
 WITH player_lines AS (
-    SELECT id, operator_id, table_id, account, round_id, kind, balance_before, balance_after,
-        sum(CASE WHEN kind = 'reversal' THEN amount ELSE 0 END)
-            OVER (PARTITION BY operator_id, table_id, account ORDER BY id) AS rev
-    FROM ledger_lines
-    WHERE account <> :house AND {_SCOPE}
+    SELECT l.id, l.operator_id, l.table_id, l.account, l.round_id, l.kind, l.balance_before,
+        l.balance_after,
+        sum(CASE WHEN l.kind = 'reversal' THEN l.amount ELSE 0 END)
+            OVER (PARTITION BY l.operator_id, l.table_id, l.account ORDER BY l.id) AS rev
+    FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[]),
+                CAST(:accounts AS text[])) AS s(operator_id, table_id, account)
+    JOIN ledger_lines l ON l.operator_id = s.operator_id AND l.table_id = s.table_id
+        AND l.account = s.account
+    WHERE {scope}
 ), chained AS (
     SELECT id, operator_id, table_id, account, round_id, balance_before, rev,
         lag(balance_after) OVER w AS prev_after, lag(rev) OVER w AS prev_rev,
@@ -247,27 +260,57 @@ WHERE prev_round IS NOT NULL AND balance_before <> prev_after + (rev - prev_rev)
 ORDER BY operator_id, table_id, account, id
 """
 
-# Rounds whose link to the round before is not proven inside the period: the first of
-# each table in the period, and any after a gap or a prev_hash that does not match.
-CHAIN_SUSPECTS = f"""
-WITH chained AS (
-    SELECT operator_id, table_id, id, chain_seq, prev_hash,
-        lag(chain_seq) OVER w AS prev_seq, lag(content_hash) OVER w AS prev_content
-    FROM rounds
-    WHERE {_SCOPE}
-    WINDOW w AS (PARTITION BY operator_id, table_id ORDER BY chain_seq)
-)
-SELECT operator_id, table_id, id::text AS round_id, chain_seq, prev_hash, prev_seq, prev_content
-FROM chained
-WHERE chain_seq > 1 AND (prev_seq IS DISTINCT FROM chain_seq - 1
-                         OR prev_hash IS DISTINCT FROM prev_content)
-ORDER BY operator_id, table_id, chain_seq
+# The zero-sum check: each round of the period whose lines do not sum to zero.
+UNBALANCED = """
+SELECT l.operator_id, l.table_id, l.round_id::text AS round_id
+FROM ledger_lines l
+WHERE {scope}
+GROUP BY l.operator_id, l.table_id, l.round_id
+HAVING sum(l.amount) <> 0
+ORDER BY l.operator_id, l.table_id, l.round_id
 """
 
-# The real predecessor of a suspect round, wherever it lies in time.
-PREDECESSOR = """
-SELECT content_hash FROM rounds
-WHERE operator_id = :operator AND table_id = :table AND chain_seq = :seq
+# One pass over the period's rounds in chain order (index-only on
+# ix_rounds_operator_id_table_id_chain_seq): the counts per table, and the chain positions
+# whose link to the round before is not proven inside the period: the first of each table
+# in the period, and any after a gap or with a prev_hash that does not match.
+ROUND_PASS = """
+WITH chained AS (
+    SELECT r.operator_id, r.table_id, r.kind, r.chain_seq, r.prev_hash,
+        lag(r.chain_seq) OVER w AS prev_seq, lag(r.content_hash) OVER w AS prev_content
+    FROM rounds r
+    WHERE {scope}
+    WINDOW w AS (PARTITION BY r.operator_id, r.table_id ORDER BY r.chain_seq)
+)
+SELECT operator_id, table_id, count(*) AS rounds,
+    count(*) FILTER (WHERE kind = 'reversal') AS reversals,
+    array_agg(chain_seq) FILTER (WHERE chain_seq > 1 AND (
+        prev_seq IS DISTINCT FROM chain_seq - 1 OR prev_hash IS DISTINCT FROM prev_content))
+        AS suspects
+FROM chained
+GROUP BY operator_id, table_id
+"""
+
+# Each suspect link against the real predecessor, wherever it lies in time; chain order.
+LINKS_AT = """
+SELECT s.operator_id, s.table_id, s.chain_seq, c.id::text AS round_id, c.prev_hash,
+    p.content_hash AS prev_content
+FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[]), CAST(:seqs AS bigint[]))
+    AS s(operator_id, table_id, chain_seq)
+JOIN rounds c ON c.operator_id = s.operator_id AND c.table_id = s.table_id
+    AND c.chain_seq = s.chain_seq
+LEFT JOIN rounds p ON p.operator_id = s.operator_id AND p.table_id = s.table_id
+    AND p.chain_seq = s.chain_seq - 1
+ORDER BY s.operator_id, s.table_id, s.chain_seq
+"""
+
+# Issue 8: settled rounds whose stored request has no ``deal``, counted from the partial
+# index ix_rounds_without_deal (its predicate is this WHERE), never opening a request.
+WITHOUT_DEAL = """
+SELECT r.operator_id, r.table_id, count(*) AS rounds_without_deal
+FROM rounds r
+WHERE r.kind = 'settlement' AND NOT (r.request ? 'deal') AND {scope}
+GROUP BY r.operator_id, r.table_id
 """
 
 
@@ -288,24 +331,34 @@ def reconcile(
     """
     if created_from >= created_to:
         raise ValueError("the period is empty: 'to' must be later than 'from'")
-    params = {"from": created_from, "to": created_to, "operator": operator_id,
-              "table": table_id, "house": HOUSE}
+    params: dict[str, Any] = {"from": created_from, "to": created_to, "operator": operator_id,
+                              "table": table_id, "house": HOUSE}
+
+    def scoped(sql: str, alias: str = "l") -> Any:
+        return text(sql.format(scope=_scope(alias, operator_id, table_id)))
+
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
         session = uow.session
         session.execute(text("SET TRANSACTION READ ONLY"))
         if statement_timeout_ms is not None:
             session.execute(text(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}"))
-        # The per-round aggregate holds one group per round; give it room to stay in memory.
+        # The zero-sum check holds one hash group per round; give it room to stay in memory.
         session.execute(text("SET LOCAL work_mem = '256MB'"))
-        totals = _by_table(session.execute(text(LINE_TOTALS), params).mappings())
-        counts = _by_table(session.execute(text(ROUND_COUNTS), params).mappings())
-        no_deal = _by_table(session.execute(text(WITHOUT_DEAL), params).mappings())
-        breaks = _breaks(session.execute(text(BALANCE_BREAKS), params).mappings())
-        chains = _chains(session, session.execute(text(CHAIN_SUSPECTS), params).mappings())
+        totals = _by_table(session.execute(scoped(LINE_PASS), params).mappings())
+        suspects = [(*key, account) for key, row in totals.items()
+                    for account in row["suspects"] or ()]
+        breaks = _breaks(session.execute(scoped(BREAKS_IN), {
+            **params, "operators": [s[0] for s in suspects], "tables": [s[1] for s in suspects],
+            "accounts": [s[2] for s in suspects]}).mappings() if suspects else ())
+        unbalanced = _unbalanced(session.execute(scoped(UNBALANCED), params).mappings())
+        counts = _by_table(session.execute(scoped(ROUND_PASS, "r"), params).mappings())
+        no_deal = _by_table(session.execute(scoped(WITHOUT_DEAL, "r"), params).mappings())
+        chains = _chains(session, counts)
     keys = sorted(set(totals) | set(counts))
     tables = tuple(
         _table_report(key, totals.get(key, {}), counts.get(key, {}), no_deal.get(key, {}),
-                      breaks.get(key, ()), chains.get(key, ChainStatus()))
+                      unbalanced.get(key, ()), breaks.get(key, ()),
+                      chains.get(key, ChainStatus()))
         for key in keys
     )
     return Report(created_from, created_to, operator_id, table_id, tables)
@@ -316,6 +369,13 @@ Key = tuple[str, str]
 
 def _by_table(rows: Iterable[RowMapping]) -> dict[Key, dict[str, Any]]:
     return {(row["operator_id"], row["table_id"]): dict(row) for row in rows}
+
+
+def _unbalanced(rows: Iterable[RowMapping]) -> dict[Key, tuple[str, ...]]:
+    found: dict[Key, list[str]] = {}
+    for row in rows:
+        found.setdefault((row["operator_id"], row["table_id"]), []).append(row["round_id"])
+    return {key: tuple(items) for key, items in found.items()}
 
 
 def _breaks(rows: Iterable[RowMapping]) -> dict[Key, tuple[BalanceBreak, ...]]:
@@ -330,36 +390,31 @@ def _breaks(rows: Iterable[RowMapping]) -> dict[Key, tuple[BalanceBreak, ...]]:
     return {key: tuple(items) for key, items in found.items()}
 
 
-def _chains(session: Session, suspects: Iterable[RowMapping]) -> dict[Key, ChainStatus]:
+def _chains(session: Session, counts: Mapping[Key, Mapping[str, Any]]) -> dict[Key, ChainStatus]:
     """Return the status of each table with a bad link, keyed by table; the rest are ok."""
+    suspects = [(key, seq) for key, row in counts.items() for seq in row["suspects"] or ()]
+    if not suspects:
+        return {}
+    rows = session.execute(text(LINKS_AT), {
+        "operators": [key[0] for key, _ in suspects], "tables": [key[1] for key, _ in suspects],
+        "seqs": [seq for _, seq in suspects]}).mappings()
     status: dict[Key, ChainStatus] = {}
-    for row in suspects:
+    for row in rows:
         key = (row["operator_id"], row["table_id"])
-        if key in status:  # suspects come in chain order: the first bad one is kept
+        if key in status:  # links come in chain order: the first bad one is kept
             continue
-        reason = _bad_link(session, row)
-        if reason is not None:
-            status[key] = ChainStatus(row["round_id"], reason)
+        seq = row["chain_seq"]
+        if row["prev_content"] is None:
+            status[key] = ChainStatus(row["round_id"], f"seq {seq - 1} is missing before seq {seq}")
+        elif row["prev_content"] != row["prev_hash"]:
+            status[key] = ChainStatus(
+                row["round_id"], f"prev_hash of seq {seq} is not the content hash of seq {seq - 1}")
     return status
 
 
-def _bad_link(session: Session, row: RowMapping) -> str | None:
-    seq = row["chain_seq"]
-    if row["prev_seq"] == seq - 1:  # the predecessor is in the period: its hash differs
-        return f"prev_hash of seq {seq} is not the content hash of seq {seq - 1}"
-    content = session.execute(text(PREDECESSOR), {"operator": row["operator_id"],
-                                                  "table": row["table_id"],
-                                                  "seq": seq - 1}).scalar_one_or_none()
-    if content is None:
-        return f"seq {seq - 1} is missing before seq {seq}"
-    if content != row["prev_hash"]:
-        return f"prev_hash of seq {seq} is not the content hash of seq {seq - 1}"
-    return None
-
-
 def _table_report(key: Key, totals: Mapping[str, Any], counts: Mapping[str, Any],
-                  no_deal: Mapping[str, Any], breaks: Sequence[BalanceBreak],
-                  chain: ChainStatus) -> TableReport:
+                  no_deal: Mapping[str, Any], unbalanced: Sequence[str],
+                  breaks: Sequence[BalanceBreak], chain: ChainStatus) -> TableReport:
     return TableReport(
         operator_id=key[0], table_id=key[1],
         rounds=int(counts.get("rounds", 0)), reversals=int(counts.get("reversals", 0)),
@@ -368,6 +423,5 @@ def _table_report(key: Key, totals: Mapping[str, Any], counts: Mapping[str, Any]
         won=totals.get("won", ZERO), lost=totals.get("lost", ZERO),
         fees=totals.get("fees", ZERO), rounding=totals.get("rounding", ZERO),
         reversal_total=totals.get("reversal_total", ZERO), net=totals.get("net", ZERO),
-        zero_sum_failures=tuple(totals.get("unbalanced") or ()),
-        balance_breaks=tuple(breaks), hash_chain=chain,
+        zero_sum_failures=tuple(unbalanced), balance_breaks=tuple(breaks), hash_chain=chain,
     )

@@ -57,8 +57,7 @@ def _request(table_id: str, names: dict[str, str] | None = None,
 
 def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any]) -> dict[str, Any]:
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                            idempotency_key=uuid.uuid4().hex, sessions=sessions,
-                            stale_after=timedelta(seconds=30))
+                            idempotency_key=uuid.uuid4().hex, sessions=sessions)
     assert settled.status == 201
     return settled.body
 
@@ -66,8 +65,7 @@ def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any])
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> None:
     raw = {"reason": "dealt from a short deck"}
     reversed_ = rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                               idempotency_key=uuid.uuid4().hex, sessions=sessions,
-                               stale_after=timedelta(seconds=30))
+                               idempotency_key=uuid.uuid4().hex, sessions=sessions)
     assert reversed_.status == 201
 
 
@@ -199,6 +197,41 @@ def test_csv_has_one_line_per_table_with_breaks_counted(sessions: sessionmaker[S
         f"{ledger['operator']},{ledger['table']},4,1,3,32,900.00,-899.97,18.00,-0.03,5.99,"
         "0.00,true,0,1,ok,")
     assert len(lines) == 3
+
+
+def test_a_break_right_after_a_reversal_expects_the_balance_the_reversal_gave_back(
+        sessions: sessionmaker[Session], engine: Engine) -> None:
+    # A's lines at the table: loss (1000.00 -> 914.29), its reversal (+85.71), then a round
+    # whose wallet says 900.00. The line before the break is a reversal, so the expected
+    # balance is the last played line's balance after plus the reversal: 1000.00.
+    operator, table = fresh_id("op"), fresh_id("t")
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    first = _settle(sessions, operator, _request(table))
+    _reverse(sessions, operator, first["round_id"])
+    short = _settle(sessions, operator, _request(table, balances={"A": "900.00"}))
+    report = reconcile(sessions, created_from=start,
+                       created_to=_created_at(engine, short["round_id"]) + timedelta(seconds=1),
+                       operator_id=operator)
+    assert [b.to_json() for b in _row(report, table).balance_breaks] == [{
+        "player_id": "A", "table_id": table, "previous_round_id": first["round_id"],
+        "round_id": short["round_id"], "expected": "1000.00", "found": "900.00"}]
+
+
+def test_a_break_at_a_table_without_reversals_is_found(sessions: sessionmaker[Session],
+                                                         engine: Engine) -> None:
+    # No reversal at this table: only the comparison of A's balances finds the break, and
+    # the other three players, whose wallets follow on, show none.
+    operator, table = fresh_id("op"), fresh_id("t")
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    first = _settle(sessions, operator, _request(table))
+    chained = {"D": "598.00", "B": "285.72", "C": "396.00"}
+    second = _settle(sessions, operator, _request(table, balances={"A": "950.00", **chained}))
+    report = reconcile(sessions, created_from=start,
+                       created_to=_created_at(engine, second["round_id"]) + timedelta(seconds=1),
+                       operator_id=operator, table_id=table)
+    assert [b.to_json() for b in _row(report, table).balance_breaks] == [{
+        "player_id": "A", "table_id": table, "previous_round_id": first["round_id"],
+        "round_id": second["round_id"], "expected": "914.29", "found": "950.00"}]
 
 
 def _append_raw(sessions: sessionmaker[Session], table: str, operator: str, seq: int,
