@@ -6,9 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, validates_schema
 
 from app.api.context import operator_id
+from app.api.schemas import RequiredPeriodQuerySchema
 from app.db import get_database
 from app.services import audit
 
@@ -18,18 +19,10 @@ bp = Blueprint("audit", __name__, url_prefix="/v1/audit")
 MAX_PERIOD = timedelta(days=366)
 
 
-class VerifyQuerySchema(Schema):
-    from_ = fields.AwareDateTime(data_key="from", format="iso", required=True)
-    to = fields.AwareDateTime(format="iso", required=True)
-    table_id = fields.String(validate=validate.Length(1, 64))
-
+class VerifyQuerySchema(RequiredPeriodQuerySchema):
     @validates_schema
     def bounded(self, data: dict[str, Any], **kwargs: Any) -> None:
-        if "from_" not in data or "to" not in data:
-            return
-        if data["from_"] >= data["to"]:
-            raise ValidationError("'to' must be later than 'from'", "to")
-        if data["to"] - data["from_"] > MAX_PERIOD:
+        if "from_" in data and "to" in data and data["to"] - data["from_"] > MAX_PERIOD:
             raise ValidationError(f"the period may span at most {MAX_PERIOD.days} days", "to")
 
 
