@@ -63,7 +63,7 @@ from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 # What app.services.reconcile sets for its transaction, so its parts time alike here.
-RECONCILE_WORK_MEM = "256MB"
+RECONCILE_SETTINGS = ("SET work_mem = '256MB'", "SET random_page_cost = 1.1")
 OPERATOR = "bench-op"
 PRESETS = ("classic4", "dagiang4", "swap3")
 STAKE = "10"
@@ -397,7 +397,8 @@ def reconcile_parts(engine: Engine, statements: list[tuple[str, Any]]) -> None:
     with engine.connect() as connection:
         raw = connection.connection.driver_connection
         assert raw is not None
-        raw.execute(f"SET work_mem = '{RECONCILE_WORK_MEM}'")
+        for setting in RECONCILE_SETTINGS:
+            raw.execute(setting)
         for statement, parameters in statements:
             t = time.perf_counter()
             rows = raw.execute(statement, parameters).fetchall()
@@ -464,8 +465,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
     with Statements(pooled) as captured:
         rounds_page(sample_table)
     explain(engine, captured.seen, f"rounds page of {sample_table}")
-    explain(engine, reconciled.seen, "reconciliation of the whole period",
-            (f"SET work_mem = '{RECONCILE_WORK_MEM}'",))
+    explain(engine, reconciled.seen, "reconciliation of the whole period", RECONCILE_SETTINGS)
     pooled.dispose()
     engine.dispose()
 
@@ -538,8 +538,8 @@ def main(argv: list[str] | None = None) -> int:
             connection.execute(f'CREATE DATABASE "{name}"')
     url = make_url(normalize_database_url(server)).set(database=name).render_as_string(
         hide_password=False)
-    print(f"database {name}: {args.rounds:,} rounds at {args.tables:,} tables, "
-          f"{args.tables * args.seats:,} players", flush=True)
+    print(f"database {name}: {'kept' if args.reuse else f'{args.rounds:,} rounds'} at "
+          f"{args.tables:,} tables, {args.tables * args.seats:,} players", flush=True)
     try:
         started = time.perf_counter()
         upgrade(url)
