@@ -39,7 +39,6 @@ class Settings:
     log_level: str = "INFO"
     default_operator: str = "default"
     retry_after_s: int = 5
-    idempotency_stale_after_s: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -64,7 +63,6 @@ class Settings:
             log_level=_log_level(env),
             default_operator=_nonempty(env, "DEFAULT_OPERATOR", "default"),
             retry_after_s=_int(env, "RETRY_AFTER_S", 5, minimum=1),
-            idempotency_stale_after_s=_int(env, "IDEMPOTENCY_STALE_AFTER_S", 60, minimum=1),
         )
 
     def redacted(self) -> dict[str, object]:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_settled_round
 from app.api.schemas import RoundRequestSchema
-from app.config import Settings
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.db.repositories import Cursor, InvalidCursor
@@ -22,11 +21,6 @@ from app.services import rounds
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
 
 MAX_KEY_LENGTH = 128
-
-
-def _settings() -> Settings:
-    settings: Settings = current_app.config["SETTINGS"]
-    return settings
 
 
 @bp.post("/score")
@@ -40,12 +34,10 @@ def settle_round() -> Response:
     key = _idempotency_key()
     raw = json_body()
     data = RoundRequestSchema().load(raw)
-    settings = _settings()
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions,
-            stale_after=timedelta(seconds=settings.idempotency_stale_after_s))
+            sessions=get_database().sessions)
     except rounds.IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except rounds.RoundIdTaken:
@@ -91,8 +83,7 @@ def reverse_round(round_id: uuid.UUID) -> Response:
     try:
         settled = rounds.reverse(
             round_id, data["reason"], raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions,
-            stale_after=timedelta(seconds=_settings().idempotency_stale_after_s))
+            sessions=get_database().sessions)
     except rounds.IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except rounds.RoundNotFound:

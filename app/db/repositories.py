@@ -12,18 +12,29 @@ import base64
 import binascii
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import and_, delete, exists, func, or_, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Text,
+    Uuid,
+    and_,
+    bindparam,
+    exists,
+    func,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, load_only, selectinload, with_expression
 
-from app.db.models import IdempotencyKey, LedgerLine, Round, RoundPlayer
+from app.db.models import Base, IdempotencyKey, LedgerLine, Round, RoundPlayer
 
 T = TypeVar("T")
 
@@ -133,6 +144,44 @@ def _page_limit(limit: int) -> int:
     return limit
 
 
+def chain_lock_name(operator_id: str, table_id: str) -> str:
+    """Return the advisory lock name of a chain (operator + table)."""
+    return f"{operator_id}\x1f{table_id}"
+
+
+def key_lock_name(operator_id: str, key: str) -> str:
+    """Return the advisory lock name of an Idempotency-Key.
+
+    Operator and table ids cannot hold the separator and keys are printable, so a key's
+    name (two separators) never equals a chain's (one).
+    """
+    return f"{operator_id}\x1fkey\x1f{key}"
+
+
+# Not waiting for the key: a second request with it is told 409 at once. Once the key is
+# ours, wait for the chain; CASE evaluates the THEN branch only when the key was taken, so
+# a refused request never queues behind the chain's appends.
+_LOCK_KEY_THEN_CHAIN = text(
+    "SELECT CASE WHEN pg_try_advisory_xact_lock(hashtextextended(:key, 0)) "
+    "THEN pg_advisory_xact_lock(hashtextextended(:chain, 0)) IS NOT NULL "
+    "ELSE false END"
+)
+_TRY_LOCK_KEY = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))")
+_LOCK_CHAIN = text("SELECT pg_advisory_xact_lock(hashtextextended(:chain, 0))")
+# Runs as the statement after the locks, so under READ COMMITTED its snapshot is taken
+# after they were granted and it sees every round (and key) committed while we waited.
+_HEAD_CLOCK_AND_KEY = text(
+    "SELECT clock_timestamp() AS now, h.chain_seq, h.content_hash, "
+    "k.body_hash, k.state, k.round_id "
+    "FROM (SELECT 1) AS one "
+    "LEFT JOIN (SELECT chain_seq, content_hash FROM rounds "
+    "WHERE operator_id = :operator_id AND table_id = :table_id "
+    "ORDER BY chain_seq DESC LIMIT 1) AS h ON true "
+    "LEFT JOIN idempotency_keys AS k ON k.operator_id = :operator_id AND k.key = :key"
+).columns(now=DateTime(timezone=True), chain_seq=BigInteger, content_hash=Text,
+          body_hash=Text, state=Text, round_id=Uuid)
+
+
 class RoundRepository:
     """Rounds with their players and lines."""
 
@@ -154,6 +203,10 @@ class RoundRepository:
         )
         return self._session.scalars(stmt).one_or_none()
 
+    def get_plain(self, round_id: uuid.UUID) -> Round | None:
+        """Return one round without its players and lines (its result holds them), or None."""
+        return self._session.get(Round, round_id)
+
     def find_by_idempotency_key(self, operator_id: str, key: str) -> Round | None:
         """Return the round settled under ``key``, or None."""
         stmt = select(Round).where(Round.operator_id == operator_id, Round.idempotency_key == key)
@@ -172,11 +225,6 @@ class RoundRepository:
             Round.reverses_round_id.in_(round_ids))
         return {target: reversal for target, reversal in self._session.execute(stmt)
                 if target is not None}
-
-    def clock(self) -> datetime:
-        """Return the database server's current time (one clock for every instance)."""
-        moment: datetime = self._session.execute(select(func.clock_timestamp())).scalar_one()
-        return moment
 
     def chain_spans(
         self,
@@ -288,10 +336,8 @@ class RoundRepository:
         Two rounds at one table must not both read the same chain head; an advisory lock
         on the chain's name orders them without locking any other table.
         """
-        self._session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:chain, 0))"),
-            {"chain": f"{operator_id}\x1f{table_id}"},
-        )
+        self._session.connection().execute(
+            _LOCK_CHAIN, {"chain": chain_lock_name(operator_id, table_id)})
 
     def chain_head(self, operator_id: str, table_id: str) -> ChainLink | None:
         """Return the last round of the chain (take ``lock_chain`` first), or None."""
@@ -399,94 +445,127 @@ class LedgerRepository:
         return Page(rows[:limit], LineCursor(rows[limit - 1].id))
 
 
-class ClaimState(StrEnum):
-    """What claiming an idempotency key found."""
+@dataclass(frozen=True, slots=True)
+class KeyUse:
+    """What a stored ``Idempotency-Key`` was used for: the body's hash and its round."""
 
-    NEW = "new"  # the caller owns the key now and must complete or release it
-    IN_FLIGHT = "in_flight"  # another request holds it: answer 409
-    DONE = "done"  # answered before: replay the stored response
-    MISMATCH = "mismatch"  # used before with another body: answer 422
+    body_hash: str
+    state: str
+    round_id: uuid.UUID | None
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
-    state: ClaimState
-    response_status: int | None = None
-    response_body: dict[str, Any] | None = None
-    round_id: uuid.UUID | None = None
+class AppendStart:
+    """An append's locks are held: where the round goes, when, and the key's earlier use."""
+
+    seq: int
+    prev_hash: str | None
+    created_at: datetime
+    earlier: KeyUse | None
 
 
-class IdempotencyRepository:
-    """Idempotency keys: claim in flight, complete with the response, or release."""
+class AppendRepository:
+    """The write path of settles and reversals: locks, chain head and multi-row inserts.
+
+    Every statement goes straight to the session's connection as Core SQL: an append is
+    the hot path, and the ORM's unit of work would only add bookkeeping to rows written once.
+    """
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def claim(self, operator_id: str, key: str, body_hash: str, *, stale_after: timedelta) -> Claim:
-        """Claim ``key`` for a request whose body hashes to ``body_hash``.
+    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
+        """Lock ``key`` (without waiting) and then the chain; None if another holds the key.
 
-        Commit right after a NEW claim, so concurrent requests with the key see it in
-        flight. A claim left in flight longer than ``stale_after`` (its process died) is
-        taken over.
+        Two round trips: the locks, then the chain's head, the clock and the key's earlier
+        use read in one statement under them.
         """
-        inserted = self._session.execute(
-            insert(IdempotencyKey)
-            .values(operator_id=operator_id, key=key, body_hash=body_hash, state="in_flight")
-            .on_conflict_do_nothing(index_elements=["operator_id", "key"])
-            .returning(IdempotencyKey.key)
-        ).scalar_one_or_none()
-        if inserted is not None:
-            return Claim(ClaimState.NEW)
+        taken = self._session.connection().execute(_LOCK_KEY_THEN_CHAIN, {
+            "key": key_lock_name(operator_id, key),
+            "chain": chain_lock_name(operator_id, table_id)}).scalar_one()
+        return self.head(operator_id, table_id, key) if taken else None
+
+    def try_lock_key(self, operator_id: str, key: str) -> bool:
+        """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
+        taken: bool = self._session.connection().execute(
+            _TRY_LOCK_KEY, {"key": key_lock_name(operator_id, key)}).scalar_one()
+        return taken
+
+    def head(self, operator_id: str, table_id: str, key: str) -> AppendStart:
+        """Read the chain's next position, the clock and ``key``'s earlier use, in one statement.
+
+        Call it as the statement after the chain's lock was granted (see _HEAD_CLOCK_AND_KEY).
+        """
+        row = self._session.connection().execute(_HEAD_CLOCK_AND_KEY, {
+            "operator_id": operator_id, "table_id": table_id, "key": key}).one()
+        return AppendStart(
+            seq=1 if row.chain_seq is None else row.chain_seq + 1,
+            prev_hash=row.content_hash, created_at=row.now,
+            earlier=None if row.body_hash is None
+            else KeyUse(row.body_hash, row.state, row.round_id))
+
+    def insert(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
+               lines: Sequence[Mapping[str, Any]]) -> None:
+        """Insert a round, its players and its lines: one INSERT each (rows are refused here)."""
+        connection = self._session.connection()
+        connection.execute(_INSERT_ROUND, round_)
+        # executemany: psycopg pipelines the rows, one network round trip for them all. The
+        # statements are built once, so SQLAlchemy compiles each once (a multi-row VALUES
+        # would be compiled anew for every round).
+        connection.execute(_INSERT_PLAYER, players)
+        connection.execute(_INSERT_LINE, lines)
+
+
+_INSERT_ROUND = Base.metadata.tables[Round.__tablename__].insert()
+_INSERT_PLAYER = Base.metadata.tables[RoundPlayer.__tablename__].insert()
+_INSERT_LINE = Base.metadata.tables[LedgerLine.__tablename__].insert()
+
+
+def _record_key() -> Any:
+    stmt = insert(IdempotencyKey).values(
+        operator_id=bindparam("operator_id"), key=bindparam("key"),
+        body_hash=bindparam("body_hash"), state="done",
+        response_status=bindparam("response_status"), round_id=bindparam("round_id"))
+    return stmt.on_conflict_do_update(
+        index_elements=["operator_id", "key"],
+        set_={"body_hash": stmt.excluded.body_hash, "state": "done",
+              "response_status": stmt.excluded.response_status, "response_body": None,
+              "round_id": stmt.excluded.round_id},
+        # A row done already stays as it is, and RETURNING yields nothing.
+        where=IdempotencyKey.state == "in_flight",
+    ).returning(IdempotencyKey.key)
+
+
+# Built once, so it is compiled once.
+_RECORD_KEY = _record_key()
+
+
+class IdempotencyRepository:
+    """Idempotency keys: held by an advisory lock while in use, stored with their round.
+
+    A key is in use while a transaction holds its lock (``AppendRepository``), so a key is
+    never left claimed by a process that died: PostgreSQL ends the dead transaction and
+    releases its locks. A row is written only with the round the key made, in its
+    transaction. Rows in state ``in_flight`` come from versions that claimed keys in a
+    separate transaction; whoever next holds the lock finishes them.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def get(self, operator_id: str, key: str) -> KeyUse | None:
+        """Return the stored use of ``key``, or None (hold the key's lock first)."""
         row = self._session.execute(
-            select(IdempotencyKey).where(
-                IdempotencyKey.operator_id == operator_id, IdempotencyKey.key == key
-            )
-        ).scalar_one()
-        if row.body_hash != body_hash:
-            return Claim(ClaimState.MISMATCH)
-        if row.state == "done":
-            return Claim(ClaimState.DONE, row.response_status, row.response_body, row.round_id)
-        taken = self._session.execute(
-            update(IdempotencyKey)
-            .where(
-                IdempotencyKey.operator_id == operator_id,
-                IdempotencyKey.key == key,
-                IdempotencyKey.state == "in_flight",
-                IdempotencyKey.created_at < func.now() - stale_after,
-            )
-            .values(created_at=func.now())
-            .returning(IdempotencyKey.key)
-        ).scalar_one_or_none()
-        return Claim(ClaimState.NEW if taken is not None else ClaimState.IN_FLIGHT)
+            select(IdempotencyKey.body_hash, IdempotencyKey.state, IdempotencyKey.round_id)
+            .where(IdempotencyKey.operator_id == operator_id, IdempotencyKey.key == key)
+        ).one_or_none()
+        return None if row is None else KeyUse(*row)
 
-    def complete(
-        self,
-        operator_id: str,
-        key: str,
-        *,
-        status: int,
-        body: dict[str, Any],
-        round_id: uuid.UUID | None,
-    ) -> None:
-        """Store the response of the request that holds ``key``."""
-        done = self._session.execute(
-            update(IdempotencyKey)
-            .where(
-                IdempotencyKey.operator_id == operator_id,
-                IdempotencyKey.key == key,
-                IdempotencyKey.state == "in_flight",
-            )
-            .values(state="done", response_status=status, response_body=body, round_id=round_id)
-        )
-        if done.rowcount != 1:  # type: ignore[attr-defined]
-            raise LookupError(f"idempotency key {key!r} is not in flight")
-
-    def release(self, operator_id: str, key: str) -> None:
-        """Forget an in-flight claim whose request failed, so the client may retry."""
-        self._session.execute(
-            delete(IdempotencyKey).where(
-                IdempotencyKey.operator_id == operator_id,
-                IdempotencyKey.key == key,
-                IdempotencyKey.state == "in_flight",
-            )
-        )
+    def record(self, operator_id: str, key: str, *, body_hash: str, round_id: uuid.UUID,
+               status: int = 201) -> None:
+        """Store that ``key`` made ``round_id`` with a body hashing to ``body_hash``."""
+        done = self._session.connection().execute(_RECORD_KEY, {
+            "operator_id": operator_id, "key": key, "body_hash": body_hash,
+            "response_status": status, "round_id": round_id})
+        if done.scalar_one_or_none() is None:
+            raise LookupError(f"idempotency key {key!r} was already done")

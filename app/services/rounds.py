@@ -1,10 +1,12 @@
 """Round use cases: the dry run, settling into the ledger exactly once, and reads.
 
 Settling follows one path (style.md): the request is validated and played in memory first,
-so bad input writes nothing; then the Idempotency-Key is claimed and committed, so a
-concurrent request with the key sees it in flight (409); then one transaction appends the
-round, its players and its ledger lines at the head of the table's hash chain and stores
-the response under the key. A failure releases the key and leaves no trace.
+so bad input writes nothing; then one transaction takes the Idempotency-Key's advisory lock
+without waiting (held: 409 in flight), then the chain's lock, reads the chain's head and the
+key's earlier use (same body: replay 200 rebuilt from the stored round; another body: 422),
+and appends the round, its players, its ledger lines and the key's row. Nothing is committed
+before the round is whole, so a failure, or a worker killed mid-request, leaves no trace:
+PostgreSQL rolls the transaction back and releases its locks, and a retry can settle at once.
 
 A round's ``content_hash`` covers every column of the round itself (``round_content``);
 its players' and ledger lines' rows are checked against the hashed result by
@@ -18,16 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, Round, RoundPlayer
-from app.db.repositories import ClaimState, Cursor, Page
+from app.db.repositories import Cursor, KeyUse, Page
 from app.domain.settlement import money_text
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
@@ -127,7 +129,6 @@ def settle(
     operator_id: str,
     idempotency_key: str,
     sessions: sessionmaker[Session],
-    stale_after: timedelta,
 ) -> Settled:
     """Settle a round once per key: 201 with the round, or the first answer again (200).
 
@@ -136,9 +137,8 @@ def settle(
     """
     body_hash = sha256(raw)
     played = play(parse_round(data))
-    return _once(sessions, operator_id, idempotency_key, body_hash, stale_after,
-                 lambda: _append(played, data, operator_id, idempotency_key, body_hash,
-                                 sessions))
+    return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key, body_hash,
+                                          sessions))
 
 
 def reverse(
@@ -149,7 +149,6 @@ def reverse(
     operator_id: str,
     idempotency_key: str,
     sessions: sessionmaker[Session],
-    stale_after: timedelta,
 ) -> Settled:
     """Void a round by appending its mirror to its chain, once per key (201, or 200 replayed).
 
@@ -158,93 +157,85 @@ def reverse(
     two rounds.
     """
     body_hash = sha256({"reverses_round_id": str(round_id), "body": raw})
-    return _once(sessions, operator_id, idempotency_key, body_hash, stale_after,
-                 lambda: _append_reversal(round_id, reason, operator_id, idempotency_key,
-                                          body_hash, sessions))
+    return run_with_retry(lambda: _append_reversal(round_id, reason, operator_id,
+                                                   idempotency_key, body_hash, sessions))
 
 
-def _once(sessions: sessionmaker[Session], operator_id: str, key: str, body_hash: str,
-          stale_after: timedelta, append: Callable[[], dict[str, Any]]) -> Settled:
-    """Claim ``key`` (committed, so concurrent requests see it), run ``append``, or replay."""
-    with UnitOfWork(sessions) as uow:
-        claim = uow.idempotency.claim(operator_id, key, body_hash, stale_after=stale_after)
-        if claim.state is ClaimState.MISMATCH:
-            raise IdempotencyConflict("mismatch")
-        if claim.state is ClaimState.IN_FLIGHT:
-            raise IdempotencyConflict("in_flight")
-        if claim.state is ClaimState.DONE:
-            if claim.response_body is None:
-                raise RuntimeError(f"idempotency key {key!r} is done without a response")
-            return Settled(200, claim.response_body, replayed=True)
-        uow.commit()
-    try:
-        body = run_with_retry(append)
-    except BaseException:
-        with UnitOfWork(sessions) as uow:
-            uow.idempotency.release(operator_id, key)
-        raise
-    return Settled(201, body, replayed=False)
+def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
+            earlier: KeyUse) -> Settled | None:
+    """Return the first answer for ``key`` again, or None if the key never made a round.
 
-
-@dataclass(frozen=True, slots=True)
-class _Head:
-    """Where the next round of a chain goes, read under the chain's lock."""
-
-    seq: int
-    prev_hash: str | None
-    created_at: datetime
-
-
-def _next_link(uow: UnitOfWork, operator_id: str, table_id: str) -> _Head:
-    """Lock the chain until commit and return its next position and the time to stamp."""
-    uow.rounds.lock_chain(operator_id, table_id)
-    head = uow.rounds.chain_head(operator_id, table_id)
-    return _Head(seq=1 if head is None else head.seq + 1,
-                 prev_hash=None if head is None else head.content_hash,
-                 created_at=uow.rounds.clock())
+    The answer is rebuilt from the stored round: the round never changes, so it is the
+    first answer byte for byte. A key left ``in_flight`` by an earlier version of the
+    service made no round and is finished by whoever holds its lock now.
+    """
+    if earlier.body_hash != body_hash:
+        raise IdempotencyConflict("mismatch")
+    if earlier.state != "done":
+        return None
+    round_ = None if earlier.round_id is None else uow.rounds.get_plain(earlier.round_id)
+    if round_ is None or round_.operator_id != operator_id:
+        raise RuntimeError(f"idempotency key {key!r} is done without its round")
+    return Settled(200, round_json(round_, reversed_by=None), replayed=True)
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
-            body_hash: str, sessions: sessionmaker[Session]) -> dict[str, Any]:
-    """Append the round at the head of its chain and complete the key, in one transaction."""
+            body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+    """Hold the key, append the round at the head of its chain and store the key, or replay.
+
+    One transaction: a request that dies anywhere leaves no trace, and PostgreSQL releases
+    its locks, so the key is free for a retry at once.
+    """
     rules = played.input.ruleset
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
-    result = as_json(round_body(played))
+    result = round_body(played)
     with UnitOfWork(sessions) as uow:
-        head = _next_link(uow, operator_id, table_id)
+        start = uow.appends.start(operator_id, table_id, key)
+        if start is None:
+            raise IdempotencyConflict("in_flight")
+        if start.earlier is not None:
+            replayed = _replay(uow, operator_id, key, body_hash, start.earlier)
+            if replayed is not None:
+                return replayed
         round_ = Round(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
             ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
             request=stored_input(data), result=result, idempotency_key=key,
-            body_hash=body_hash, created_at=head.created_at, prev_hash=head.prev_hash,
-            chain_seq=head.seq, reverses_round_id=None,
-            players=_player_rows(played),
-            lines=_line_rows(played, operator_id, table_id, head.created_at),
+            body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
+            chain_seq=start.seq, reverses_round_id=None,
         )
         round_.content_hash = content_hash(round_)
         try:
-            uow.rounds.add(round_)
+            uow.appends.insert(_round_row(round_), _player_rows(played, round_id),
+                               _line_rows(played, round_id, operator_id, table_id,
+                                          start.created_at))
         except IntegrityError as error:
             if "pk_rounds" in str(error.orig):
                 raise RoundIdTaken(str(round_id)) from None
             raise
-        body = round_json(round_, reversed_by=None)
-        uow.idempotency.complete(operator_id, key, status=201, body=body, round_id=round_id)
-    return body
+        uow.idempotency.record(operator_id, key, body_hash=body_hash, round_id=round_id)
+        return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 
 def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: str,
-                     body_hash: str, sessions: sessionmaker[Session]) -> dict[str, Any]:
-    """Append the mirror of ``round_id`` to its chain and complete the key, in one transaction."""
+                     body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+    """Hold the key, append the mirror of ``round_id`` to its chain and store the key."""
     with UnitOfWork(sessions) as uow:
-        original = uow.rounds.get(round_id, operator_id)
-        if original is None:
+        if not uow.appends.try_lock_key(operator_id, key):
+            raise IdempotencyConflict("in_flight")
+        original = uow.rounds.get_plain(round_id)
+        if original is None or original.operator_id != operator_id:
             raise RoundNotFound(str(round_id))
         if original.kind == REVERSAL_KIND:
             raise NotReversible(str(round_id))
-        head = _next_link(uow, operator_id, original.table_id)
+        uow.rounds.lock_chain(operator_id, original.table_id)
+        start = uow.appends.head(operator_id, original.table_id, key)
+        if start.earlier is not None:
+            replayed = _replay(uow, operator_id, key, body_hash, start.earlier)
+            if replayed is not None:
+                return replayed
         # Read under the chain's lock: a reversal committed before it is seen here, and
         # the unique constraint on reverses_round_id stops any other writer.
         earlier = uow.rounds.reversal_of(original.id)
@@ -257,22 +248,22 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             kind=REVERSAL_KIND, ruleset_name=original.ruleset_name, ruleset=original.ruleset,
             ruleset_hash=original.ruleset_hash, stake=original.stake,
             request={"reason": reason, "reverses_round_id": str(original.id)}, result=result,
-            idempotency_key=key, body_hash=body_hash, created_at=head.created_at,
-            prev_hash=head.prev_hash, chain_seq=head.seq, reverses_round_id=original.id,
-            players=player_rows(result),
-            lines=line_rows(result, operator_id, original.table_id, head.created_at),
+            idempotency_key=key, body_hash=body_hash, created_at=start.created_at,
+            prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=original.id,
         )
         reversal.content_hash = content_hash(reversal)
+        players = [_row(p, round_id=reversal.id) for p in player_rows(result)]
+        lines = [_row(line, round_id=reversal.id)
+                 for line in line_rows(result, operator_id, original.table_id,
+                                       start.created_at)]
         try:
-            uow.rounds.add(reversal)
+            uow.appends.insert(_round_row(reversal), players, lines)
         except IntegrityError as error:
             if "uq_rounds_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None
             raise
-        body = round_json(reversal, reversed_by=None)
-        uow.idempotency.complete(operator_id, key, status=201, body=body,
-                                 round_id=reversal.id)
-    return body
+        uow.idempotency.record(operator_id, key, body_hash=body_hash, round_id=reversal.id)
+        return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
 
 
 def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -281,27 +272,44 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _player_rows(played: PlayedRound) -> list[RoundPlayer]:
+_ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns)
+
+
+def _round_row(round_: Round) -> dict[str, Any]:
+    return {name: getattr(round_, name) for name in _ROUND_COLUMNS}
+
+
+def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
+    """Return the column values of a transient row object, with ``values`` added."""
+    row = {c.key: getattr(obj, c.key) for c in obj.__table__.columns}
+    row.update(values)
+    # The line id is the database's identity; created_at has a default when unset.
+    return {k: v for k, v in row.items() if v is not None or k not in ("id", "created_at")}
+
+
+def _player_rows(played: PlayedRound, round_id: uuid.UUID) -> list[dict[str, Any]]:
     score_ = played.result.score
     settlement = played.result.settlement
     rows = []
     for seat, player in enumerate(score_.players):
         money = settlement.player(player.player_id)
-        rows.append(RoundPlayer(
-            seat=seat, player_id=player.player_id, balance_before=money.balance_before,
-            points=player.points, amount=money.amount, fee=money.fee,
-            balance_after=money.balance_after, foul=player.foul,
-            special=None if player.special is None else player.special.value,
-        ))
+        rows.append({
+            "round_id": round_id, "seat": seat, "player_id": player.player_id,
+            "balance_before": money.balance_before, "points": player.points,
+            "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
+            "foul": player.foul,
+            "special": None if player.special is None else player.special.value,
+        })
     return rows
 
 
-def _line_rows(played: PlayedRound, operator_id: str, table_id: str,
-               created_at: datetime) -> list[LedgerLine]:
+def _line_rows(played: PlayedRound, round_id: uuid.UUID, operator_id: str, table_id: str,
+               created_at: datetime) -> list[dict[str, Any]]:
     return [
-        LedgerLine(line_no=n, account=line.account, kind=line.kind.value, amount=line.amount,
-                   balance_before=line.balance_before, balance_after=line.balance_after,
-                   operator_id=operator_id, table_id=table_id, created_at=created_at)
+        {"round_id": round_id, "line_no": n, "account": line.account, "kind": line.kind.value,
+         "amount": line.amount, "balance_before": line.balance_before,
+         "balance_after": line.balance_after, "operator_id": operator_id,
+         "table_id": table_id, "created_at": created_at}
         for n, line in enumerate(played.result.settlement.lines, start=1)
     ]
 

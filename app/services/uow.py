@@ -12,7 +12,12 @@ from typing import Literal, Self, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.repositories import IdempotencyRepository, LedgerRepository, RoundRepository
+from app.db.repositories import (
+    AppendRepository,
+    IdempotencyRepository,
+    LedgerRepository,
+    RoundRepository,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +34,12 @@ class UnitOfWork:
 
     Use as ``with UnitOfWork(sessions) as uow: uow.rounds.add(...)``. The repositories
     share the one session, so everything done inside the block is one transaction.
-    ``commit()`` inside the block ends a transaction early (an idempotency claim must be
-    visible to other requests before the round is settled); work after it starts a new one.
+    ``commit()`` inside the block ends a transaction early; work after it starts a new one.
     """
 
     session: Session
     rounds: RoundRepository
+    appends: AppendRepository
     ledger: LedgerRepository
     idempotency: IdempotencyRepository
 
@@ -49,6 +54,7 @@ class UnitOfWork:
         if self._isolation_level is not None:
             self.session.connection(execution_options={"isolation_level": self._isolation_level})
         self.rounds = RoundRepository(self.session)
+        self.appends = AppendRepository(self.session)
         self.ledger = LedgerRepository(self.session)
         self.idempotency = IdempotencyRepository(self.session)
         return self

@@ -115,6 +115,8 @@ def test_same_key_and_body_replays_the_first_answer_without_a_second_round(
     again = api.post("/v1/rounds", json=request, headers=_headers(key))
     assert again.status_code == 200
     assert again.headers["Idempotent-Replayed"] == "true"
+    # Rebuilt from the stored round, the replay is the first answer's JSON value (its
+    # objects' keys come back in jsonb's order, as every read of a round does).
     assert again.get_json() == first.get_json()
     assert count_rows() == after_first
 
@@ -131,21 +133,46 @@ def test_same_key_with_another_body_is_refused(api: Any, count_rows: Any) -> Non
     assert count_rows() == before
 
 
-def test_a_key_still_in_flight_answers_409(api: Any, sessions: Any, count_rows: Any) -> None:
-    from datetime import timedelta
-
-    from app.services.uow import UnitOfWork
+def test_a_key_still_in_flight_answers_409(api: Any, engine: Any, count_rows: Any) -> None:
+    from app.db.repositories import key_lock_name
 
     request = _request(CASES[0], _new_table())
     key = uuid.uuid4().hex
-    body_hash = _body_hash(request)
-    with UnitOfWork(sessions) as uow:
-        uow.idempotency.claim(api.operator_id, key, body_hash,
-                              stale_after=timedelta(minutes=5))
-    before = count_rows()
-    response = api.post("/v1/rounds", json=request, headers=_headers(key))
-    assert response.status_code == 409
-    assert count_rows() == before
+    # A request in flight holds the key's advisory lock until its transaction ends.
+    with engine.connect() as holder:
+        holder.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"),
+                       {"name": key_lock_name(api.operator_id, key)})
+        before = count_rows()
+        response = api.post("/v1/rounds", json=request, headers=_headers(key))
+        assert response.status_code == 409
+        assert response.get_json()["type"] == "/problems/in-flight"
+        assert response.headers["Retry-After"] == "1"
+        assert count_rows() == before
+        holder.rollback()
+    # Once the holder's transaction ended, the key is free: the retry settles once.
+    assert api.post("/v1/rounds", json=request, headers=_headers(key)).status_code == 201
+
+
+def test_a_key_left_in_flight_by_an_earlier_version_is_finished(
+        api: Any, engine: Any) -> None:
+    """Earlier versions committed an ``in_flight`` row first; its request may have died."""
+    request = _request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
+            "VALUES (:op, :key, :hash, 'in_flight')"),
+            {"op": api.operator_id, "key": key, "hash": _body_hash(request)})
+    first = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert first.status_code == 201
+    again = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert again.status_code == 200
+    assert again.get_json() == first.get_json()
+    with engine.connect() as connection:
+        row = connection.execute(text(
+            "SELECT state, response_status, round_id::text FROM idempotency_keys "
+            "WHERE operator_id = :op AND key = :key"), {"op": api.operator_id, "key": key}).one()
+    assert tuple(row) == ("done", 201, first.get_json()["round_id"])
 
 
 def _body_hash(request: dict[str, Any]) -> str:

@@ -34,7 +34,6 @@ CASES = {case["id"]: case for case in json.loads(
 )["cases"]}
 EX_000 = CASES["000_bonus3_proportional"]
 EX_004 = CASES["004_swap3_capped"]
-STALE = timedelta(seconds=60)
 
 
 def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
@@ -52,15 +51,13 @@ def _settle(sessions: sessionmaker[Session], operator: str, table: str,
             case: dict[str, Any] = EX_004) -> dict[str, Any]:
     raw = _request(case, table)
     return rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                         idempotency_key=uuid.uuid4().hex, sessions=sessions,
-                         stale_after=STALE).body
+                         idempotency_key=uuid.uuid4().hex, sessions=sessions).body
 
 
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> dict[str, Any]:
     raw = {"reason": "wrong table"}
     return rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                          idempotency_key=uuid.uuid4().hex, sessions=sessions,
-                          stale_after=STALE).body
+                          idempotency_key=uuid.uuid4().hex, sessions=sessions).body
 
 
 def _verify(sessions: sessionmaker[Session], operator: str, **kwargs: Any) -> audit.Verification:

@@ -11,7 +11,7 @@ from ledger_rows import fresh_id, make_round
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db.repositories import ClaimState, Cursor, InvalidCursor
+from app.db.repositories import Cursor, InvalidCursor, KeyUse
 from app.services.uow import UnitOfWork, is_retryable
 
 
@@ -43,8 +43,8 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
 def test_an_error_inside_the_block_leaves_nothing(sessions, count_rows):
     before = count_rows()
     with pytest.raises(Boom), UnitOfWork(sessions) as uow:
-        uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
-        uow.idempotency.claim("default", fresh_id("key"), "h", stale_after=timedelta(60))
+        round_ = uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
+        uow.idempotency.record("default", fresh_id("key"), body_hash="h", round_id=round_.id)
         raise Boom("the service failed after writing")
     assert count_rows() == before
 
@@ -187,53 +187,64 @@ def test_account_lines_read_oldest_first_by_pages(sessions):
         assert first.items[0].id < second.items[0].id
 
 
-def test_idempotency_keys_move_from_in_flight_to_done(sessions):
+def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):
     key = fresh_id("key")
-    stale = timedelta(minutes=1)
+    holder = UnitOfWork(sessions).__enter__()
+    try:
+        assert holder.appends.try_lock_key("default", key)
+        with UnitOfWork(sessions) as other:
+            assert not other.appends.try_lock_key("default", key)
+            assert other.appends.try_lock_key("another-operator", key)
+            # A table named like the key is another lock: chains and keys never share one.
+            assert other.appends.start("default", f"key:{key}", fresh_id("k")) is not None
+        assert holder.appends.start("default", fresh_id("table"), key) is not None  # re-entrant
+    finally:
+        holder.__exit__(None, None, None)
     with UnitOfWork(sessions) as uow:
-        assert (
-            uow.idempotency.claim("default", key, "h1", stale_after=stale).state is ClaimState.NEW
-        )
-    with UnitOfWork(sessions) as uow:
-        assert (
-            uow.idempotency.claim("default", key, "h1", stale_after=stale).state
-            is ClaimState.IN_FLIGHT
-        )
-        assert (
-            uow.idempotency.claim("default", key, "h2", stale_after=stale).state
-            is ClaimState.MISMATCH
-        )
-        uow.idempotency.complete("default", key, status=201, body={"round_id": "x"}, round_id=None)
-    with UnitOfWork(sessions) as uow:
-        done = uow.idempotency.claim("default", key, "h1", stale_after=stale)
-        assert (done.state, done.response_status, done.response_body) == (
-            ClaimState.DONE,
-            201,
-            {"round_id": "x"},
-        )
-        uow.idempotency.release("default", key)  # a done key is kept
-        assert (
-            uow.idempotency.claim("default", key, "h1", stale_after=stale).state is ClaimState.DONE
-        )
+        assert uow.appends.try_lock_key("default", key)
 
 
-def test_a_released_or_stale_claim_can_be_taken_again(sessions):
-    key = fresh_id("key")
+def test_start_refuses_a_held_key_without_waiting_for_the_chain(sessions):
+    key, table = fresh_id("key"), fresh_id("table")
+    holder = UnitOfWork(sessions).__enter__()
+    try:
+        assert holder.appends.start("default", table, key) is not None  # holds key and chain
+        with UnitOfWork(sessions) as other:
+            # Would block on the chain's lock if CASE evaluated it; it answers at once.
+            assert other.appends.start("default", table, key) is None
+    finally:
+        holder.__exit__(None, None, None)
+
+
+def test_a_recorded_key_reads_back_with_its_round_and_is_recorded_once(sessions):
+    key, table = fresh_id("key"), fresh_id("table")
     with UnitOfWork(sessions) as uow:
-        uow.idempotency.claim("default", key, "h", stale_after=timedelta(minutes=1))
+        start = uow.appends.start("default", table, key)
+        assert start is not None and start.earlier is None and start.seq == 1
+        round_id = uow.rounds.add(make_round(table, idempotency_key=key)).id
+        uow.idempotency.record("default", key, body_hash="h1", round_id=round_id)
     with UnitOfWork(sessions) as uow:
-        uow.idempotency.release("default", key)
+        start = uow.appends.start("default", table, key)
+        assert start is not None and start.seq == 2
+        assert start.earlier == KeyUse("h1", "done", round_id)
+        assert uow.idempotency.get("default", key) == start.earlier
+        assert uow.idempotency.get("another-operator", key) is None
+        with pytest.raises(LookupError):
+            uow.idempotency.record("default", key, body_hash="h1", round_id=round_id)
+
+
+def test_a_key_left_in_flight_by_an_earlier_version_is_recorded_over(sessions):
+    key, table = fresh_id("key"), fresh_id("table")
     with UnitOfWork(sessions) as uow:
-        assert (
-            uow.idempotency.claim("default", key, "h", stale_after=timedelta(minutes=1)).state
-            is ClaimState.NEW
-        )
+        uow.session.execute(text(
+            "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
+            "VALUES ('default', :key, 'h', 'in_flight')"), {"key": key})
     with UnitOfWork(sessions) as uow:
-        # Claimed in an earlier transaction, so older than now() - 0: stale.
-        assert (
-            uow.idempotency.claim("default", key, "h", stale_after=timedelta(0)).state
-            is ClaimState.NEW
-        )
+        assert uow.idempotency.get("default", key) == KeyUse("h", "in_flight", None)
+        round_id = uow.rounds.add(make_round(table)).id
+        uow.idempotency.record("default", key, body_hash="h", round_id=round_id)
+    with UnitOfWork(sessions) as uow:
+        assert uow.idempotency.get("default", key) == KeyUse("h", "done", round_id)
 
 
 def test_a_real_serialization_failure_is_retryable(sessions):

@@ -41,6 +41,7 @@ from app import create_app
 from app.__main__ import gunicorn_command
 from app.config import Settings
 from app.db import get_database
+from app.db.repositories import key_lock_name
 from app.db.schema import upgrade
 from app.services.keys import create_key
 from app.services.uow import run_with_retry
@@ -140,6 +141,15 @@ def _rounds_for_key(db: FaultDb, key: str) -> list[str]:
 def _key_state(db: FaultDb, key: str) -> str | None:
     rows = _query(db, "SELECT state FROM idempotency_keys WHERE operator_id = %s AND key = %s",
                   OPERATOR, key)
+    return rows[0][0] if rows else None
+
+
+def _key_holder(db: FaultDb, key: str) -> int | None:
+    """Return the backend pid holding ``key``'s advisory lock (repositories.key_lock_name)."""
+    rows = _query(db, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                      "AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = "
+                      "hashtextextended(%s, 0)",
+                  key_lock_name(OPERATOR, key))
     return rows[0][0] if rows else None
 
 
@@ -294,11 +304,10 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
     """Terminate the service's connections, stop the server, post on, restart it."""
     db = fault_db
     retry_after = "7"
-    stale_s = 2
-    # The slowest honest answer: a connect attempt (auth), then the settle's, then the
-    # release's, each bounded by DB_CONNECT_TIMEOUT_S, or a statement bounded by its timeout.
+    # The slowest honest answer: a connect attempt (auth), then the settle's, each bounded
+    # by DB_CONNECT_TIMEOUT_S, or a statement bounded by its timeout.
     connect_s, statement_ms = 2, 3000
-    bound_s = 3 * connect_s + statement_ms / 1000 + 2
+    bound_s = 2 * connect_s + statement_ms / 1000 + 2
     tables = [_table(), _table()]
     posted: list[Posted] = []
     lock = threading.Lock()
@@ -326,8 +335,7 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
             time.sleep(0.05)
 
     with _gunicorn(db, tmp_path, WEB_CONCURRENCY="2", GUNICORN_THREADS="2",
-                   RETRY_AFTER_S=retry_after, IDEMPOTENCY_STALE_AFTER_S=str(stale_s),
-                   DB_CONNECT_TIMEOUT_S=str(connect_s),
+                   RETRY_AFTER_S=retry_after, DB_CONNECT_TIMEOUT_S=str(connect_s),
                    DB_STATEMENT_TIMEOUT_MS=str(statement_ms)) as service:
         threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(3)]
         for thread in threads:
@@ -375,13 +383,15 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
             _assert_whole(db, body["round_id"], len(CASE["players"]))
         _assert_no_half_written(db, tables)
 
-        # A failed request's key is released, or in flight until it goes stale; a retry with
-        # the same key and body ends in exactly one round (201, or 200 if it had committed
-        # before the connection died).
+        # A failed request left its key free (its transaction rolled back and released the
+        # key's lock) or done (it had committed before the connection died); a retry with
+        # the same key and body ends in exactly one round (201, or 200 replayed). No key is
+        # left in flight: a 409 could only come from a backend still ending, briefly.
         failed = [p for p in posted if p.answer.status != 201]
         left = {p.key: _key_state(db, p.key) for p in failed}
+        assert set(left.values()) <= {None, "done"}, left
         outcomes: dict[str, list[int | None]] = {}
-        deadline = time.monotonic() + stale_s + 15
+        deadline = time.monotonic() + 15
         for p in failed:
             seen: list[int | None] = []
             while True:
@@ -400,14 +410,12 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
             assert _key_state(db, p.key) == "done"
         _assert_no_half_written(db, tables)
 
-    in_flight = sum(1 for state in left.values() if state == "in_flight")
     committed = sum(1 for seen in outcomes.values() if seen[-1] == 200)
     print(f"\noutage: {len(posted)} posts, {len(ok)} x 201, {len(failed)} x 503 "
           f"({len(down)} while down), {terminated} connections terminated, "
           f"max latency {max(p.answer.elapsed for p in posted):.3f} s, "
           f"first 201 {first_after - up_at:.2f} s after restart; failed keys: "
-          f"{in_flight} left in flight, {len(failed) - in_flight} released, "
-          f"{committed} had committed (replayed 200)")
+          f"{committed} had committed (replayed 200), {len(failed) - committed} were free")
 
 
 # --- 2. a worker killed mid-settle ---------------------------------------------------------
@@ -452,14 +460,13 @@ def test_worker_killed_mid_settle_then_the_same_key_settles_exactly_one_round(
         fault_db: FaultDb, tmp_path: Path) -> None:
     """kill -9 the worker while its settle waits on the chain lock, then retry the key."""
     db = fault_db
-    stale_s = 5
     table = _table()
     request = _round(table)
     key = f"killed-{uuid.uuid4().hex}"
     with _gunicorn(db, tmp_path, WEB_CONCURRENCY="1", GUNICORN_THREADS="2",
-                   IDEMPOTENCY_STALE_AFTER_S=str(stale_s),
                    DB_LOCK_TIMEOUT_MS="30000", DB_STATEMENT_TIMEOUT_MS="30000") as service:
         answers: list[Answer] = []
+        seen: list[int | None] = []
         with _holding_chain(db, table):
             poster = threading.Thread(
                 target=lambda: answers.append(_settle(service.base, db, request, key)))
@@ -467,47 +474,39 @@ def test_worker_killed_mid_settle_then_the_same_key_settles_exactly_one_round(
             backend_pid, application = _blocked_backend(db, 10)
             worker = int(application.removeprefix(SERVICE_PREFIX))
             assert _parent_of(worker) == service.process.pid, "not a worker of this gunicorn"
-            # The claim was committed before the round's transaction began.
-            assert _key_state(db, key) == "in_flight"
+            # The key is held by the settle's transaction (its advisory lock), not by a row.
+            assert _key_holder(db, key) == backend_pid
+            assert _key_state(db, key) is None
             os.kill(worker, signal.SIGKILL)
             poster.join(timeout=10)
-        assert answers and answers[0].status is None, answers  # the connection just dropped
-        # The orphaned transaction never commits: its backend ends when it finds no client.
+            assert answers and answers[0].status is None, answers  # the connection dropped
+
+            _wait_healthy(service, 20)  # the master has replaced the worker
+            _new_worker(service, worker)
+            # Documented behaviour (openapi 409): while the dead request's transaction
+            # lives on in its backend (here: still waiting for the chain), it holds the key,
+            # and a retry is told 409 in flight with Retry-After, at once.
+            assert _key_holder(db, key) == backend_pid
+            answer = _settle(service.base, db, request, key)
+            seen.append(answer.status)
+            assert answer.status == 409, answer
+            assert answer.json()["type"] == "/problems/in-flight"
+            assert answer.headers["retry-after"] == "1"
+            assert answer.elapsed < 5, answer
+        # The orphaned transaction never commits: once the chain is free its backend finds
+        # no client and ends, and PostgreSQL releases its locks with it.
         deadline = time.monotonic() + 10
         while _query(db, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", backend_pid):
             assert time.monotonic() < deadline, "the killed worker's backend lingers"
             time.sleep(0.05)
         assert _rounds_for_key(db, key) == []
         assert _query(db, "SELECT count(*) FROM rounds WHERE table_id = %s", table) == [(0,)]
-        assert _key_state(db, key) == "in_flight"
+        assert _key_state(db, key) is None and _key_holder(db, key) is None
 
-        _wait_healthy(service, 20)  # the master has replaced the worker
-        _new_worker(service, worker)
-
-        # Documented behaviour (README IDEMPOTENCY_STALE_AFTER_S, openapi 409): while the
-        # dead request's claim is younger than the stale age, a retry is told 409 in flight
-        # with Retry-After; after that the retry takes the claim over and settles once.
-        seen: list[tuple[float, int | None]] = []
-        deadline = time.monotonic() + stale_s + 10
-        while True:
-            age = _query(db, "SELECT extract(epoch FROM now() - created_at)::float8 "
-                             "FROM idempotency_keys WHERE operator_id = %s AND key = %s",
-                         OPERATOR, key)
-            answer = _settle(service.base, db, request, key)
-            seen.append((age[0][0] if age else -1.0, answer.status))
-            if answer.status == 201:
-                assert age and age[0][0] >= stale_s - 0.5, f"a live claim was taken: {seen}"
-                break
-            assert answer.status == 409, answer
-            assert answer.json()["type"] == "/problems/in-flight"
-            assert answer.headers["retry-after"] == "1"
-            assert age and age[0][0] < stale_s + 0.5, f"stale claim not taken over: {seen}"
-            assert time.monotonic() < deadline, seen
-            time.sleep(0.5)
-        # The master replaces the worker within a second or two, well inside the stale age,
-        # so the first retry normally finds the claim alive (the checks above hold anyway).
-        if seen[0][0] < stale_s - 0.5:
-            assert seen[0][1] == 409, seen
+        # The key is free at once: no takeover timer, the retry settles exactly one round.
+        answer = _settle(service.base, db, request, key)
+        seen.append(answer.status)
+        assert answer.status == 201, answer
         body = answer.json()
         assert _rounds_for_key(db, key) == [body["round_id"]]
         _assert_whole(db, body["round_id"], len(CASE["players"]))

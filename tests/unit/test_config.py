@@ -36,7 +36,6 @@ def test_every_variable_is_read():
             "LOG_LEVEL": "debug",
             "DEFAULT_OPERATOR": "casino-1",
             "RETRY_AFTER_S": "9",
-            "IDEMPOTENCY_STALE_AFTER_S": "30",
         }
     )
     assert settings == Settings(
@@ -55,7 +54,6 @@ def test_every_variable_is_read():
         log_level="DEBUG",
         default_operator="casino-1",
         retry_after_s=9,
-        idempotency_stale_after_s=30,
     )
 
 
