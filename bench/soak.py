@@ -1,6 +1,6 @@
 """Soak: a steady open-loop mix of settles, dry runs, arranges and reads, on loopback.
 
-    .venv/bin/python -m bench.soak [--minutes 3] [--rate 40] [--workers N] [--max-requests N]
+    .venv/bin/python -m bench.soak [--minutes 3] [--rate 30] [--workers N] [--max-requests N]
 
 (``.venv/bin/python bench/soak.py`` works too.) What it does, bounded in time (never more
 than ten minutes of traffic):
@@ -34,9 +34,12 @@ requests a minute, so 1 MB/min is some 2 KB kept per request: a leak of anything
 of a round body per request lands far above it. Below it, a run of minutes cannot tell a
 leak from the allocator, which grows in steps (pymalloc takes 1 MiB arenas): one step in the
 middle of a 90 s window alone reads as 1 MB/min. So memory fails the run only when it
-clearly grows: slope at or above the threshold and the fitted growth over the window at
-least CLEAR_GROWTH_MB (4 MB, several arena steps). Between the two it is "unclear": run
-longer to decide.
+clearly grows: slope at or above the threshold, the fitted growth over the window at
+least CLEAR_GROWTH_MB (4 MB, several arena steps), and the later half of the window still
+rising at the threshold (a recycled worker booting on a busy machine can take longer than
+the warm-up to level off; a leak does not level off). A lifetime is judged only on at
+least MIN_JUDGED_S (60 s) of samples after its warm-up. Between flat and growing it is
+"unclear": run longer to decide.
 
 Exit status: 0 when all is well; 1 on any unexpected status (5xx or 4xx), a connection
 error, a 201 round missing from the database, verify not ok, or a worker whose memory
@@ -89,6 +92,7 @@ MAX_MINUTES = 10.0
 FLAT_MB_PER_MIN = 1.0
 CLEAR_GROWTH_MB = 4.0
 MIN_JUDGED_SAMPLES = 6
+MIN_JUDGED_S = 60.0  # a slope over less is mostly allocator noise
 REQUEST_TIMEOUT_S = 15.0  # above the 5 s statement timeout, below gunicorn's 30 s
 KEEPALIVE_IDLE_S = 4.0  # gunicorn.conf.py closes idle connections after 5 s
 MAX_BODIES = 3000  # settles beyond this reuse a body under a new key: a new round all the same
@@ -185,13 +189,15 @@ class Memory:
     """One worker lifetime's RSS and what it says."""
 
     pid: int
+    start_s: float  # first and last sample, seconds from the start of the traffic
+    end_s: float
     first_mb: float
     last_mb: float
     max_mb: float
     samples: int
-    judged_samples: int
     judged_s: float  # the span of the samples after the warm-up
-    slope: float | None  # MB/min after the warm-up; None when too few samples
+    slope: float | None  # MB/min after the warm-up; None when too short to judge
+    tail_slope: float | None  # MB/min over the later half of those samples
     verdict: str  # flat, growing, unclear, too short
 
     @property
@@ -203,8 +209,11 @@ def judge(pid: int, points: Sequence[tuple[float, float]], warmup_s: float,
           flat: float = FLAT_MB_PER_MIN, clear: float = CLEAR_GROWTH_MB) -> Memory:
     """Judge one worker lifetime from its (seconds, MB) samples, oldest first.
 
-    The warm-up runs from the lifetime's first sample: a recycled worker fills its caches
-    again. Samples after it give the slope; see the module's docstring for the thresholds.
+    The warm-up runs from the lifetime's first sample: a recycled worker boots and fills
+    its caches again. The samples after it must span MIN_JUDGED_S to be judged. Growing
+    needs, besides the slope and the fitted growth (see the module's docstring), the later
+    half of the window to rise at least as fast as ``flat`` too: a leak is steady, while a
+    warm-up that a busy machine stretched past ``warmup_s`` levels off.
     """
     if not points:
         raise ValueError("no samples")
@@ -212,19 +221,22 @@ def judge(pid: int, points: Sequence[tuple[float, float]], warmup_s: float,
     judged = [p for p in points if p[0] >= start]
     span = judged[-1][0] - judged[0][0] if judged else 0.0
     slope: float | None = None
-    if len(judged) < MIN_JUDGED_SAMPLES or span <= 0:
+    tail: float | None = None
+    if len(judged) < MIN_JUDGED_SAMPLES or span < MIN_JUDGED_S:
         verdict = "too short"
     else:
         slope = slope_per_minute(judged)
+        middle = judged[0][0] + span / 2
+        tail = slope_per_minute([p for p in judged if p[0] >= middle])
         if slope < flat:
             verdict = "flat"
-        elif slope * span / 60 >= clear:
+        elif slope * span / 60 >= clear and tail >= flat:
             verdict = "growing"
         else:
             verdict = "unclear"
     sizes = [mb for _, mb in points]
-    return Memory(pid, sizes[0], sizes[-1], max(sizes), len(points), len(judged), span, slope,
-                  verdict)
+    return Memory(pid, points[0][0], points[-1][0], sizes[0], sizes[-1], max(sizes),
+                  len(points), span, slope, tail, verdict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -601,14 +613,17 @@ def route_table(tallies: Mapping[str, Tally], seconds: float) -> list[str]:
 
 
 def memory_table(memories: Sequence[Memory]) -> list[str]:
-    """Return RSS per worker lifetime: first, last, max, slope and verdict."""
-    lines = [f"{'worker pid':>10} {'first MB':>9} {'last MB':>8} {'max MB':>7} {'samples':>8} "
-             f"{'judged s':>9} {'MB/min':>7} {'growth MB':>10}  verdict"]
+    """Return RSS per worker lifetime: when, first, last, max, slopes and verdict."""
+    lines = [f"{'worker pid':>10} {'from s':>7} {'to s':>6} {'first MB':>9} {'last MB':>8} "
+             f"{'max MB':>7} {'judged s':>9} {'MB/min':>7} {'2nd half':>9} {'growth MB':>10}"
+             "  verdict"]
     for m in memories:
         slope = "n/a" if m.slope is None else f"{m.slope:.2f}"
+        tail = "n/a" if m.tail_slope is None else f"{m.tail_slope:.2f}"
         growth = "n/a" if m.growth_mb is None else f"{m.growth_mb:.1f}"
-        lines.append(f"{m.pid:>10} {m.first_mb:>9.1f} {m.last_mb:>8.1f} {m.max_mb:>7.1f} "
-                     f"{m.samples:>8} {m.judged_s:>9.0f} {slope:>7} {growth:>10}  {m.verdict}")
+        lines.append(f"{m.pid:>10} {m.start_s:>7.0f} {m.end_s:>6.0f} {m.first_mb:>9.1f} "
+                     f"{m.last_mb:>8.1f} {m.max_mb:>7.1f} {m.judged_s:>9.0f} {slope:>7} "
+                     f"{tail:>9} {growth:>10}  {m.verdict}")
     return lines
 
 
@@ -703,8 +718,9 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
     gone, born = restarts(sampler.samples)
     print()
     print(f"memory per worker lifetime (RSS every {args.sample:g} s; slope after a "
-          f"{args.warmup:g} s warm-up; flat < {FLAT_MB_PER_MIN:g} MB/min, growing >= that "
-          f"with >= {CLEAR_GROWTH_MB:g} MB fitted growth)")
+          f"{args.warmup:g} s warm-up, over at least {MIN_JUDGED_S:g} s; flat < "
+          f"{FLAT_MB_PER_MIN:g} MB/min; growing >= that with >= {CLEAR_GROWTH_MB:g} MB "
+          "fitted growth and the 2nd half still rising)")
     print("\n".join(memory_table(memories)))
     print(f"worker restarts: {len(born)} new ({born or 'none'}), {len(gone)} gone "
           f"({gone or 'none'})")

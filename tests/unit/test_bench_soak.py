@@ -119,7 +119,11 @@ def _series(seconds: int, every: int, mb: object) -> list[tuple[float, float]]:
      _series(180, 5, lambda t: 80 + t / 30), "growing"),
     ("one allocator step of a megabyte and a half",
      _series(120, 5, lambda t: 85 + (1.5 if t >= 75 else 0)), "unclear"),
-    ("a lifetime of twenty seconds", _series(50, 5, lambda t: 80), "too short"),
+    ("fifty seconds after the warm-up", _series(80, 5, lambda t: 80 + t), "too short"),
+    ("a boot that levels off only after the warm-up",
+     _series(180, 5, lambda t: 85 - 35 * 0.5 ** (t / 20)), "unclear"),
+    ("a leak after a boot", _series(240, 5, lambda t: 85 - 35 * 0.5 ** (t / 20) + t / 30),
+     "growing"),
 ])
 def test_judge_gives_each_lifetime_a_verdict(name: str, points: list[tuple[float, float]],
                                              verdict: str) -> None:
@@ -136,9 +140,14 @@ def test_judge_starts_the_warm_up_at_the_lifetimes_first_sample() -> None:
     points = [(float(t), 60 + min(t - 100, 30)) for t in range(100, 221, 5)]
     memory = soak.judge(7, points, warmup_s=30)
     assert memory.verdict == "flat"
-    assert memory.judged_s == 90
+    assert (memory.start_s, memory.end_s, memory.judged_s) == (100, 220, 90)
     assert memory.slope == pytest.approx(0)
-    assert soak.judge(7, points, warmup_s=0).verdict == "growing"
+    assert memory.tail_slope == pytest.approx(0)
+    # Counting the climb, the whole window rises but its later half does not.
+    counting_boot = soak.judge(7, points, warmup_s=0)
+    assert counting_boot.slope is not None and counting_boot.slope > soak.FLAT_MB_PER_MIN
+    assert counting_boot.growth_mb is not None and counting_boot.growth_mb > 4
+    assert counting_boot.verdict == "unclear"
 
 
 def test_judge_thresholds_come_from_the_arguments() -> None:
@@ -165,7 +174,8 @@ def test_lifetimes_and_restarts_follow_worker_pids() -> None:
     (["too short"], "too short"), ([], "too short")])
 def test_the_runs_memory_verdict_is_its_worst_lifetime(verdicts: list[str],
                                                        overall: str) -> None:
-    memories = [soak.Memory(n, 80, 80, 80, 10, 8, 60, 0.0, v) for n, v in enumerate(verdicts)]
+    memories = [soak.Memory(n, 0, 90, 80, 80, 80, 19, 60, 0.0, 0.0, v)
+                for n, v in enumerate(verdicts)]
     assert soak.memory_verdict(memories) == overall
 
 
