@@ -3,12 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from app.db.models import ApiKey
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCheck:
+    """What authenticating a request reads of a key, with the database's clock."""
+
+    id: str
+    operator_id: str
+    scopes: list[str]
+    secret_hash: str
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    now: datetime
+
+
+# Built once, so SQLAlchemy compiles it once.
+_KEY_CHECK = select(ApiKey.id, ApiKey.operator_id, ApiKey.scopes, ApiKey.secret_hash,
+                    ApiKey.expires_at, ApiKey.revoked_at, func.now()).where(
+    ApiKey.id == bindparam("key_id"))
+
+
+def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
+    """Read what authenticates key ``key_id`` (and the database's clock), or None.
+
+    Every request does this, so it is one statement in autocommit: no BEGIN and COMMIT
+    around a single read, and plain columns rather than an ORM object.
+    """
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        row = connection.execute(_KEY_CHECK, {"key_id": key_id}).one_or_none()
+    return None if row is None else KeyCheck(*row)
 
 
 class ApiKeyRepository:

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.keys import ApiKeyRepository
+from app.db.keys import ApiKeyRepository, check_key
 from app.db.models import ApiKey
 
 log = logging.getLogger(__name__)
@@ -201,22 +201,18 @@ def has_usable_key(sessions: sessionmaker[Session], operator_id: str) -> bool:
 def authenticate(sessions: sessionmaker[Session], token: str) -> Caller:
     """Return who ``token`` belongs to, read from the database now; raise InvalidToken."""
     key_id, secret = parse_token(token)
-    with sessions.begin() as session:
-        found = ApiKeyRepository(session).get(key_id)
-        if found is None:
-            raise InvalidToken("invalid", "the API key is not valid")
-        row, now = found
-        # Constant-time, so response timing does not reveal how much of a guess was right.
-        if not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
-            raise InvalidToken("invalid", "the API key is not valid")
-        info = _info(row)
-    state = info.state(now)
-    if state == "revoked":
+    engine = sessions.kw["bind"]
+    found = check_key(engine, key_id)
+    if found is None:
+        raise InvalidToken("invalid", "the API key is not valid")
+    # Constant-time, so response timing does not reveal how much of a guess was right.
+    if not hmac.compare_digest(found.secret_hash, hash_secret(secret)):
+        raise InvalidToken("invalid", "the API key is not valid")
+    if found.revoked_at is not None:
         raise InvalidToken("revoked", "the API key was revoked")
-    if state == "expired":
-        expired = info.expires_at.isoformat() if info.expires_at else "an earlier time"
-        raise InvalidToken("expired", f"the API key expired at {expired}")
-    return Caller(info.id, info.operator_id, info.scopes)
+    if found.expires_at is not None and found.expires_at <= found.now:
+        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
+    return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes))
 
 
 def _bare_id(given: str) -> str:
