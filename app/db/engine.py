@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from app.config import Settings, normalize_database_url
 
@@ -86,19 +89,56 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
             f"-c idle_in_transaction_session_timeout={settings.db_idle_in_transaction_timeout_ms}",
         )
     )
-    return create_engine(
+    engine = create_engine(
         url or database_url(settings),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_pool_timeout_s,
         # A connection the server dropped (restart, failover) is replaced, not handed out.
-        pool_pre_ping=True,
+        # No ping on every checkout (a round trip each, two a settle): see ping_when_idle.
+        pool_pre_ping=False,
         connect_args={
             "connect_timeout": settings.db_connect_timeout_s,
             "options": options,
             "application_name": f"thirteen-service:{os.getpid()}",
         },
     )
+    ping_when_idle(engine)
+    return engine
+
+
+# A connection back in the pool for longer than this is pinged before it is handed out.
+IDLE_PING_AFTER_S = 1.0
+
+
+def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
+    """Ping a pooled connection before use only if it sat idle for ``idle_s`` or more.
+
+    A connection the server dropped (restart, failover, idle timeout) is then replaced,
+    not handed out, after any quiet spell. Under load connections are reused within
+    milliseconds, and a ping per checkout would cost a round trip each; if the server
+    drops one in use, its next statement fails as a disconnect, SQLAlchemy discards every
+    pooled connection as old as it, and the work is retried once on a fresh connection
+    where that is safe (``uow.run_with_retry``, ``keys.check_key``) or answered 503 with
+    Retry-After.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: ConnectionPoolEntry,
+                     proxy: PoolProxiedConnection) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < idle_s:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as error:
+            # The pool replaces this connection (and those checked in before it) and
+            # checks out again.
+            raise InvalidatePoolError(f"pooled connection failed its ping: {error}") from error
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, bindparam, func, select, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.db.models import ApiKey
@@ -37,6 +38,16 @@ def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
     Every request does this, so it is one statement in autocommit: no BEGIN and COMMIT
     around a single read, and plain columns rather than an ORM object.
     """
+    try:
+        return _read_key(engine, key_id)
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        # A pooled connection the server had dropped; the pool is renewed, read again.
+        return _read_key(engine, key_id)
+
+
+def _read_key(engine: Engine, key_id: str) -> KeyCheck | None:
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         row = connection.execute(_KEY_CHECK, {"key_id": key_id}).one_or_none()
     return None if row is None else KeyCheck(*row)

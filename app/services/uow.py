@@ -101,15 +101,24 @@ def run_with_retry(
     """Run ``block`` (which opens its own unit of work) again after a retryable failure.
 
     Waits grow exponentially with jitter so two transactions that collided do not collide
-    again in step. After ``attempts`` tries the last error propagates.
+    again in step. After ``attempts`` tries the last error propagates. A pooled connection
+    the server had dropped (``connection_invalidated``: SQLAlchemy has then discarded the
+    pool's connections of its age) earns one more immediate try on a fresh connection, so
+    ``block`` must be safe to run twice: a settle is, by its Idempotency-Key, even if the
+    connection died after its commit (the second run replays it).
     """
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
     attempt = 1
+    reconnected = False
     while True:
         try:
             return block()
         except DBAPIError as error:
+            if error.connection_invalidated and not reconnected:
+                reconnected = True
+                log.info("retrying on a fresh connection after %s", error.orig)
+                continue
             if attempt >= attempts or not is_retryable(error):
                 raise
             delay = base_delay_s * 2 ** (attempt - 1) * (1 + random.random())

@@ -39,11 +39,13 @@ from sqlalchemy.pool import NullPool
 
 from app import create_app
 from app.__main__ import gunicorn_command
+from app.api.schemas import RoundRequestSchema
 from app.config import Settings
 from app.db import get_database
 from app.db.repositories import key_lock_name
 from app.db.schema import upgrade
 from app.services.keys import create_key
+from app.services.rounds import settle
 from app.services.uow import run_with_retry
 from tests.integration.private_pg import (
     PrivatePostgres,
@@ -580,6 +582,55 @@ def test_retries_run_out_after_a_bounded_number_with_503_and_nothing_written(
         again = _post(app, db, _round(table), key)
     assert again.status_code == 201
     assert _rounds_for_key(db, key) == [again.get_json()["round_id"]]
+
+
+def _pooled(app: Flask, connections: int) -> None:
+    """Fill ``app``'s pool with ``connections`` connections, all checked in again."""
+    engine = get_database(app).engine
+    held = [engine.connect() for _ in range(connections)]
+    for connection in held:
+        connection.exec_driver_sql("SELECT 1")
+    for connection in held:
+        connection.close()
+
+
+def test_connections_dropped_under_load_are_replaced_and_the_settle_retried(
+        fault_db: FaultDb) -> None:
+    """No ping on a busy pool: the dropped connection fails, and auth and settle try again."""
+    db = fault_db
+    table = _table()
+    with _app(db) as app:
+        _pooled(app, 2)
+        assert db.server.terminate(DATABASE, SERVICE_PREFIX) >= 2
+        key = uuid.uuid4().hex
+        # At once, so no idle ping: the key lookup meets a dropped connection first, reads
+        # again on a fresh one, and the pool it renewed serves the settle.
+        response = _post(app, db, _round(table), key)
+        assert response.status_code == 201, response.get_json()
+        assert _rounds_for_key(db, key) == [response.get_json()["round_id"]]
+        # The settle's own transaction meeting a dropped connection runs again.
+        _pooled(app, 2)
+        assert db.server.terminate(DATABASE, SERVICE_PREFIX) >= 2
+        raw, key = _round(table), uuid.uuid4().hex
+        settled = settle(RoundRequestSchema().load(raw), raw, operator_id=OPERATOR,
+                         idempotency_key=key, sessions=get_database(app).sessions)
+        assert settled.status == 201
+        assert _rounds_for_key(db, key) == [settled.body["round_id"]]
+
+
+def test_connections_dropped_while_idle_are_pinged_and_replaced(fault_db: FaultDb) -> None:
+    """A read, which is not retried, still finds a live connection after a quiet spell."""
+    from app.db.engine import IDLE_PING_AFTER_S
+
+    db = fault_db
+    with _app(db) as app:
+        _pooled(app, 2)
+        assert db.server.terminate(DATABASE, SERVICE_PREFIX) >= 2
+        time.sleep(IDLE_PING_AFTER_S + 0.2)
+        with get_database(app).engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+        response = app.test_client().get("/v1/rounds", headers=db.auth)
+        assert response.status_code == 200, response.get_json()
 
 
 # --- 4. statement and lock timeouts ----------------------------------------------------------

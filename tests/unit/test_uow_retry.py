@@ -1,4 +1,4 @@
-"""Bounded retry after serialization failures and deadlocks, and nothing else."""
+"""Bounded retry after serialization failures and deadlocks; once more on a dropped connection."""
 
 from __future__ import annotations
 
@@ -61,3 +61,22 @@ def test_other_failures_are_not_retried(error):
 def test_at_least_one_attempt():
     with pytest.raises(ValueError, match="at least 1"):
         run_with_retry(lambda: None, attempts=0)
+
+
+def _dropped_connection() -> OperationalError:
+    return OperationalError("SELECT 1", {}, Exception("server closed the connection"),
+                            connection_invalidated=True)
+
+
+def test_a_dropped_connection_is_tried_once_more_at_once():
+    block, calls = _flaky([_dropped_connection()])
+    waits: list[float] = []
+    assert run_with_retry(block, attempts=1, sleep=waits.append) == "settled"
+    assert len(calls) == 2 and waits == []
+
+
+def test_a_connection_dropped_twice_is_not_retried_again():
+    block, calls = _flaky([_dropped_connection(), _dropped_connection()])
+    with pytest.raises(OperationalError):
+        run_with_retry(block, attempts=3, sleep=lambda _: None)
+    assert len(calls) == 2
