@@ -728,7 +728,9 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
     print()
     print(f"ledger: {len(answered)} rounds answered 201 (incl. {len(traffic.tables)} priming), "
           f"{len(stored)} stored, verify checked {checked} over {len(traffic.tables)} tables")
-    print(f"verdict: errors {'NONE' if not problems else len(problems)}; memory {verdict}")
+    judged = sum(1 for m in memories if m.slope is not None)
+    print(f"verdict: errors {'NONE' if not problems else len(problems)}; memory {verdict} "
+          f"({judged} of {len(memories)} worker lifetimes long enough to judge)")
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if verdict == "growing":
