@@ -27,11 +27,12 @@ from sqlalchemy import (
     bindparam,
     exists,
     func,
+    null,
     or_,
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session, load_only, selectinload, with_expression
 
 from app.db.models import Base, IdempotencyKey, LedgerLine, Round, RoundPlayer
@@ -505,20 +506,54 @@ class AppendRepository:
             else KeyUse(row.body_hash, row.state, row.round_id))
 
     def insert(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
-               lines: Sequence[Mapping[str, Any]]) -> None:
-        """Insert a round, its players and its lines: one INSERT each (rows are refused here)."""
-        connection = self._session.connection()
-        connection.execute(_INSERT_ROUND, round_)
-        # executemany: psycopg pipelines the rows, one network round trip for them all. The
-        # statements are built once, so SQLAlchemy compiles each once (a multi-row VALUES
-        # would be compiled anew for every round).
-        connection.execute(_INSERT_PLAYER, players)
-        connection.execute(_INSERT_LINE, lines)
+               lines: Sequence[Mapping[str, Any]], *, key: str, body_hash: str,
+               status: int = 201) -> None:
+        """Insert a round, its players, its lines and its key's row: one statement.
+
+        Refusals (a taken round id, a second reversal) raise IntegrityError here.
+        """
+        params: dict[str, Any] = {f"r_{name}": value for name, value in round_.items()}
+        params.update(_columns_of("p", _PLAYER_COLUMNS, players))
+        params.update(_columns_of("l", _LINE_COLUMNS, lines))
+        params.update(operator_id=round_["operator_id"], key=key, body_hash=body_hash,
+                      response_status=status, round_id=round_["id"])
+        done = self._session.connection().execute(_APPEND, params)
+        if done.scalar_one_or_none() is None:
+            raise LookupError(f"idempotency key {key!r} was already done")
 
 
-_INSERT_ROUND = Base.metadata.tables[Round.__tablename__].insert()
-_INSERT_PLAYER = Base.metadata.tables[RoundPlayer.__tablename__].insert()
-_INSERT_LINE = Base.metadata.tables[LedgerLine.__tablename__].insert()
+def _columns_of(prefix: str, columns: Sequence[str],
+                rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    return {f"{prefix}_{name}": [row[name] for row in rows] for name in columns}
+
+
+def _unnest_insert(table: Any, prefix: str, columns: Sequence[str]) -> Any:
+    """INSERT INTO table SELECT FROM unnest(one array per column): many rows, one statement."""
+    arrays = func.unnest(*[bindparam(f"{prefix}_{name}", type_=ARRAY(table.c[name].type))
+                           for name in columns]).table_valued(*columns).render_derived()
+    return insert(table).from_select(list(columns), select(*[arrays.c[n] for n in columns]))
+
+
+def _append_statement() -> Any:
+    """Build the statement that appends a round: its rows in CTEs, then the key's row.
+
+    Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
+    players and lines are checked at the end of the statement, after the round's row. The
+    statement is built once with bound parameters, so it is compiled once.
+    """
+    rounds = Base.metadata.tables[Round.__tablename__]
+    round_ = insert(rounds).values(
+        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns}).cte("new_round")
+    players = _unnest_insert(Base.metadata.tables[RoundPlayer.__tablename__], "p",
+                             _PLAYER_COLUMNS).cte("new_players")
+    lines = _unnest_insert(Base.metadata.tables[LedgerLine.__tablename__], "l",
+                           _LINE_COLUMNS).cte("new_lines")
+    return _record_key().add_cte(round_, players, lines)
+
+
+_PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
+# The line id is the database's identity.
+_LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key != "id")
 
 
 def _record_key() -> Any:
@@ -529,15 +564,16 @@ def _record_key() -> Any:
     return stmt.on_conflict_do_update(
         index_elements=["operator_id", "key"],
         set_={"body_hash": stmt.excluded.body_hash, "state": "done",
-              "response_status": stmt.excluded.response_status, "response_body": None,
+              "response_status": stmt.excluded.response_status, "response_body": null(),
               "round_id": stmt.excluded.round_id},
         # A row done already stays as it is, and RETURNING yields nothing.
         where=IdempotencyKey.state == "in_flight",
     ).returning(IdempotencyKey.key)
 
 
-# Built once, so it is compiled once.
+# Built once, so they are compiled once.
 _RECORD_KEY = _record_key()
+_APPEND = _append_statement()
 
 
 class IdempotencyRepository:

@@ -210,12 +210,11 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         try:
             uow.appends.insert(_round_row(round_), _player_rows(played, round_id),
                                _line_rows(played, round_id, operator_id, table_id,
-                                          start.created_at))
+                                          start.created_at), key=key, body_hash=body_hash)
         except IntegrityError as error:
             if "pk_rounds" in str(error.orig):
                 raise RoundIdTaken(str(round_id)) from None
             raise
-        uow.idempotency.record(operator_id, key, body_hash=body_hash, round_id=round_id)
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 
@@ -257,12 +256,12 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
                  for line in line_rows(result, operator_id, original.table_id,
                                        start.created_at)]
         try:
-            uow.appends.insert(_round_row(reversal), players, lines)
+            uow.appends.insert(_round_row(reversal), players, lines, key=key,
+                               body_hash=body_hash)
         except IntegrityError as error:
             if "uq_rounds_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None
             raise
-        uow.idempotency.record(operator_id, key, body_hash=body_hash, round_id=reversal.id)
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
 
 
