@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
-from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, fields, validate
 
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_settled_round
-from app.api.schemas import RoundRequestSchema
+from app.api.schemas import PageQuerySchema, RoundRequestSchema, page_cursor
 from app.db import get_database
 from app.db.models import ROUND_KINDS
-from app.db.repositories import Cursor, InvalidCursor
+from app.db.repositories import Cursor
 from app.services import rounds
 
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
@@ -103,12 +103,16 @@ def reverse_round(round_id: uuid.UUID) -> Response:
     return _stored(settled)
 
 
+# Printable ASCII without spaces at either end, as openapi.yaml declares.
+_KEY = re.compile(r"[!-~]([ -~]*[!-~])?")
+
+
 def _idempotency_key() -> str:
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+    key = request.headers.get("Idempotency-Key", "")
+    if len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
         raise ProblemError(400, "Idempotency-Key required",
                            f"send an Idempotency-Key header of 1-{MAX_KEY_LENGTH} printable "
-                           "characters, one per round", [{"path": "Idempotency-Key",
+                           "ASCII characters, one per round", [{"path": "Idempotency-Key",
                                                           "message": "missing or invalid",
                                                           "code": "required"}],
                            type_="/problems/idempotency-key-required")
@@ -130,36 +134,19 @@ def get_round(round_id: uuid.UUID) -> Response:
     return response
 
 
-class RoundQuerySchema(Schema):
-    table_id = fields.String(validate=validate.Length(1, 64))
+class RoundQuerySchema(PageQuerySchema):
     player_id = fields.String(validate=validate.Length(1, 64))
-    from_ = fields.AwareDateTime(data_key="from", format="iso")
-    to = fields.AwareDateTime(format="iso")
     preset = fields.String(validate=validate.Length(1, 64))
     kind = fields.String(validate=validate.OneOf(ROUND_KINDS))
-    limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
-    cursor = fields.String(validate=validate.Length(1, 512))
-
-    @validates_schema
-    def ordered(self, data: dict[str, Any], **kwargs: Any) -> None:
-        if "from_" in data and "to" in data and data["from_"] >= data["to"]:
-            raise ValidationError("'to' must be later than 'from'", "to")
 
 
 @bp.get("")
 def list_rounds() -> Response:
     query = RoundQuerySchema().load(request.args.to_dict())
-    after = None
-    if "cursor" in query:
-        try:
-            after = Cursor.decode(query["cursor"])
-        except InvalidCursor as error:
-            raise ProblemError(400, "Invalid cursor", str(error),
-                               [{"path": "cursor", "message": "not a cursor from this list",
-                                 "code": "invalid_cursor"}]) from None
     created_from: datetime | None = query.get("from_")
     return jsonify(rounds.list_rounds(
         operator_id=operator_id(), sessions=get_database().sessions,
         table_id=query.get("table_id"), player_id=query.get("player_id"),
         created_from=created_from, created_to=query.get("to"), limit=query["limit"],
-        after=after, preset=query.get("preset"), kind=query.get("kind")))
+        after=page_cursor(query, Cursor.decode), preset=query.get("preset"),
+        kind=query.get("kind")))

@@ -249,3 +249,15 @@ def test_rounds_of_one_table_form_a_hash_chain(api: Any) -> None:
     assert chain[0]["prev_hash"] is None
     assert chain[1]["prev_hash"] == chain[0]["content_hash"]
     assert chain[2]["prev_hash"] == chain[1]["content_hash"]
+
+
+@pytest.mark.parametrize("key", ["", "x" * 129, "caf\u00e9", "tab\tinside"],
+                         ids=["empty", "too-long", "not-ascii", "control-character"])
+def test_an_idempotency_key_outside_printable_ascii_is_refused(
+        api: Any, count_rows: Any, key: str) -> None:
+    before = count_rows()
+    response = api.post("/v1/rounds", json=_request(CASES[0], _new_table()),
+                        headers={"Idempotency-Key": key})
+    assert response.status_code == 400
+    assert response.get_json()["errors"][0]["path"] == "Idempotency-Key"
+    assert count_rows() == before
