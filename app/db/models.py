@@ -189,6 +189,8 @@ class LedgerLine(Base):
                                   "round_id", "created_at"]),
         # A player's ledger page, in page order.
         Index(None, "operator_id", "account", "id"),
+        # Each round's lines in round order: the zero-sum check streams, index-only.
+        Index(None, "round_id", postgresql_include=["amount", "created_at"]),
     )
 
 

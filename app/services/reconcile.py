@@ -4,7 +4,9 @@ Every figure comes from set-based SQL over the ledger, read in one REPEATABLE RE
 so the figures of a report agree with each other. Each table is read once in index order:
 the period's ledger lines in (operator, table, account, id) order, and its rounds in
 (operator, table, chain_seq) order, both from covering indexes (migration 0004), so
-neither pass sorts nor visits the heap; a third pass groups the lines by round.
+neither pass sorts nor visits the heap; a third pass streams the lines in round order
+from another (migration 0005). The line pass runs on one connection while the zero-sum
+and round passes run on a second one in the same exported snapshot, one core each.
 
 - money totals come from the ledger lines of the rounds created in ``[from, to)`` (a line
   carries its round's ``created_at``, operator and table), so they equal direct sums of
@@ -33,19 +35,26 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from sqlalchemy import RowMapping, text
+from sqlalchemy import Connection, Engine, Pool, QueuePool, RowMapping, text
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import HOUSE
 from app.services.uow import UnitOfWork
 
 CHAIN_CHECK = "links"
+T = TypeVar("T")
 ZERO = Decimal(0)
 
 CSV_COLUMNS = (
@@ -260,14 +269,22 @@ WHERE prev_round IS NOT NULL AND balance_before <> prev_after + (rev - prev_rev)
 ORDER BY operator_id, table_id, account, id
 """
 
-# The zero-sum check: each round of the period whose lines do not sum to zero.
+# The zero-sum check: each round of the period whose lines do not sum to zero. The lines
+# are grouped by round alone, which ix_ledger_lines_round_id (migration 0005) gives in
+# order and index-only, so each round's sum streams out of a GroupAggregate instead of a
+# hash table of every round of the period; the few unbalanced rounds then take their
+# operator and table from the round itself.
 UNBALANCED = """
-SELECT l.operator_id, l.table_id, l.round_id::text AS round_id
-FROM ledger_lines l
-WHERE {scope}
-GROUP BY l.operator_id, l.table_id, l.round_id
-HAVING sum(l.amount) <> 0
-ORDER BY l.operator_id, l.table_id, l.round_id
+SELECT r.operator_id, r.table_id, r.id::text AS round_id
+FROM (
+    SELECT l.round_id
+    FROM ledger_lines l
+    WHERE {scope}
+    GROUP BY l.round_id
+    HAVING sum(l.amount) <> 0
+) u
+JOIN rounds r ON r.id = u.round_id
+ORDER BY r.operator_id, r.table_id, r.id
 """
 
 # One pass over the period's rounds in chain order (index-only on
@@ -328,35 +345,46 @@ def reconcile(
     ``operator_id`` None covers every operator (the command-line job); ``table_id`` limits
     the report to one table. ``statement_timeout_ms`` replaces the session's timeout for
     this report (0: none), for long periods run off-line.
+
+    A report of more than one table reads the lines and the rounds at once, on two
+    connections that share one snapshot, when the session's engine has a connection to
+    spare; otherwise one after the other on one. The figures are the same either way.
     """
     if created_from >= created_to:
         raise ValueError("the period is empty: 'to' must be later than 'from'")
     params: dict[str, Any] = {"from": created_from, "to": created_to, "operator": operator_id,
                               "table": table_id, "house": HOUSE}
 
-    def scoped(sql: str, alias: str = "l") -> Any:
-        return text(sql.format(scope=_scope(alias, operator_id, table_id)))
+    def scoped(sql: str, alias: str = "l", extra: str = "TRUE") -> Any:
+        return text(sql.format(scope=f"{_scope(alias, operator_id, table_id)} AND {extra}"))
 
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
         session = uow.session
         session.execute(text("SET TRANSACTION READ ONLY"))
-        if statement_timeout_ms is not None:
-            session.execute(text(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}"))
-        # The zero-sum check holds one hash group per round; give it room to stay in memory.
-        session.execute(text("SET LOCAL work_mem = '256MB'"))
-        # The ledger's indexes are read in order and index-only, from cache: price their
-        # pages as such, or the planner sorts a whole period's lines instead of reading
-        # them in the covering index's order.
-        session.execute(text("SET LOCAL random_page_cost = 1.1"))
-        totals = _by_table(session.execute(scoped(LINE_PASS), params).mappings())
-        suspects = [(*key, account) for key, row in totals.items()
-                    for account in row["suspects"] or ()]
-        breaks = _breaks(session.execute(scoped(BREAKS_IN), {
-            **params, "operators": [s[0] for s in suspects], "tables": [s[1] for s in suspects],
-            "accounts": [s[2] for s in suspects]}).mappings() if suspects else ())
-        unbalanced = _unbalanced(session.execute(scoped(UNBALANCED), params).mappings())
-        counts = _by_table(session.execute(scoped(ROUND_PASS, "r"), params).mappings())
-        no_deal = _by_table(session.execute(scoped(WITHOUT_DEAL, "r"), params).mappings())
+        _settings(session, statement_timeout_ms)
+        # One table is read in milliseconds: a second connection would cost more than it
+        # saves, and so would cutting its passes in parts.
+        whole = table_id is not None
+        keys, ids = ([], []) if whole else _sample(session, operator_id)
+        line_chunks, round_chunks = _table_chunks(keys), _id_chunks(ids)
+        parts: list[Callable[[Reader], Any]] = [
+            *(partial(_line_pass, scoped=scoped, params=params, chunk=c) for c in line_chunks),
+            *(partial(_unbalanced_in, scoped=scoped, params=params, chunk=c)
+              for c in round_chunks),
+            lambda db: _by_table(db.execute(scoped(ROUND_PASS, "r"), params).mappings()),
+            lambda db: _by_table(db.execute(scoped(WITHOUT_DEAL, "r"), params).mappings()),
+        ]
+        reader = None if whole else _second_reader(session, statement_timeout_ms)
+        if reader is None:
+            done = _run_parts(parts, session, None)
+        else:
+            with reader as connection:
+                done = _run_parts(parts, session, connection)
+        totals = _merged(done[:len(line_chunks)])
+        unbalanced = _merged(done[len(line_chunks):-2])
+        counts, no_deal = done[-2], done[-1]
+        # Small follow-ups on what the passes flagged, on the first connection.
+        breaks = _breaks_of(session, scoped, params, totals)
         chains = _chains(session, counts)
     keys = sorted(set(totals) | set(counts))
     tables = tuple(
@@ -369,6 +397,235 @@ def reconcile(
 
 
 Key = tuple[str, str]
+Reader = Session | Connection
+Scoped = Callable[..., Any]
+
+
+def _settings(reader: Reader, statement_timeout_ms: int | None) -> None:
+    """Set what a report's transaction needs, on each connection that reads for it."""
+    if statement_timeout_ms is not None:
+        reader.execute(text(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}"))
+    # BREAKS_IN's windows and the round pass sort in memory; keep them off disk.
+    reader.execute(text("SET LOCAL work_mem = '256MB'"))
+    # The ledger's indexes are read in order and index-only, from cache: price their
+    # pages as such, or the planner sorts a whole period's lines instead of reading
+    # them in the covering index's order.
+    reader.execute(text("SET LOCAL random_page_cost = 1.1"))
+
+
+_SNAPSHOT_ID = re.compile(r"[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+")
+
+
+def _second_reader(session: Session, statement_timeout_ms: int | None
+                   ) -> AbstractContextManager[Connection] | None:
+    """Return a second connection in the session's snapshot, or None when none is free.
+
+    A request never waits for a second connection it may not get (every pooled connection
+    held by a report waiting for another): a pool with none to spare means the report
+    runs on the one it has, and so does a checkout that times out after all.
+    """
+    engine = session.get_bind()
+    if not isinstance(engine, Engine) or not _has_spare(engine.pool):
+        return None
+    snapshot = session.execute(text("SELECT pg_export_snapshot()")).scalar_one()
+    if not _SNAPSHOT_ID.fullmatch(snapshot):
+        raise RuntimeError(f"unexpected snapshot id {snapshot!r}")
+    try:
+        connection = engine.connect()
+    except PoolTimeoutError:
+        return None
+    try:
+        connection = connection.execution_options(isolation_level="REPEATABLE READ")
+        connection.execute(text("SET TRANSACTION READ ONLY"))
+        # Not a bind parameter: SET takes a literal, checked above to be a snapshot id.
+        connection.execute(text(f"SET TRANSACTION SNAPSHOT '{snapshot}'"))
+        _settings(connection, statement_timeout_ms)
+    except BaseException:
+        connection.close()
+        raise
+    return _closing(connection)
+
+
+@contextmanager
+def _closing(connection: Connection) -> Iterator[Connection]:
+    """Yield the connection; end its read-only transaction and give it back to the pool."""
+    try:
+        yield connection
+    finally:
+        try:
+            connection.rollback()
+        finally:
+            connection.close()
+
+
+def _has_spare(pool: Pool) -> bool:
+    """Tell whether the pool can hand out one more connection without waiting."""
+    if not isinstance(pool, QueuePool):
+        return True  # NullPool and the like open a new connection each time
+    overflow = pool._max_overflow  # the pool's bound: no public accessor
+    if pool.checkedin() > 0 or overflow < 0:
+        return True
+    return pool.checkedout() < pool.size() + overflow
+
+
+def _run_parts(parts: Sequence[Callable[[Reader], Any]], first: Reader,
+               second: Reader | None) -> list[Any]:
+    """Run each part once on whichever connection is free, in order; return their results.
+
+    psycopg waits for the server without the GIL, so with a second connection the server
+    works on two parts at once, one core each.
+    """
+    results: list[Any] = [None] * len(parts)
+    pending = deque(range(len(parts)))
+
+    def work(db: Reader) -> None:
+        try:
+            while True:
+                try:
+                    index = pending.popleft()
+                except IndexError:
+                    return
+                results[index] = parts[index](db)
+        except BaseException:
+            pending.clear()  # the report has failed: the other connection stops too
+            raise
+
+    if second is None:
+        work(first)
+        return results
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        other = executor.submit(work, second)
+        try:
+            work(first)
+        finally:
+            failure = other.exception()
+    if failure is not None:
+        raise failure
+    return results
+
+
+# Where the passes are cut: the lines by ranges of tables, a prefix of the covering index,
+# so a range is an index range and no table's groups span two parts; the zero-sum check by
+# ranges of round ids, its own index. Enough parts for the two connections to finish
+# together when one of them runs slower. The ranges are plain comparisons of one column:
+# a row comparison ``(operator_id, table_id) < (...)`` costs the index scan four times as
+# much (PostgreSQL 15 compares each entry's key column by column, with the collation).
+LINE_CHUNKS = 6
+ZERO_SUM_CHUNKS = 3
+
+# A sample of the (operator, table) keys and round ids to cut the passes at: a few hundred
+# rounds from about one page in a thousand; the same pages each time, so the cuts repeat.
+TABLE_SAMPLE = """
+SELECT r.operator_id, r.table_id, r.id
+FROM rounds r TABLESAMPLE SYSTEM (0.1) REPEATABLE (13)
+{where}
+"""
+
+# A part's filter on the lines and its parameters.
+Chunk = tuple[str, dict[str, Any]]
+WHOLE: Chunk = ("TRUE", {})
+
+
+def _sample(db: Reader, operator_id: str | None) -> tuple[list[Key], list[Any]]:
+    """Return sampled (operator, table) keys and round ids, each sorted."""
+    where = "" if operator_id is None else "WHERE r.operator_id = :operator"
+    rows = db.execute(text(TABLE_SAMPLE.format(where=where)), {"operator": operator_id}).all()
+    # Round ids need not be random (a client may send its own, time-ordered ones).
+    return sorted((row.operator_id, row.table_id) for row in rows), sorted(r.id for r in rows)
+
+
+def _cuts(keys: Sequence[Any], parts: int) -> list[Any]:
+    """Return up to ``parts - 1`` distinct keys that cut the sorted ``keys`` evenly."""
+    return sorted({keys[len(keys) * i // parts] for i in range(1, parts)})
+
+
+def _between(column: str, low: Any, high: Any, params: dict[str, Any]) -> list[str]:
+    """Return ``low <= column < high`` as conditions, an absent end left open."""
+    conditions = []
+    for name, bound, op in (("cut_low", low, ">="), ("cut_high", high, "<")):
+        if bound is not None:
+            params[name] = bound
+            conditions.append(f"{column} {op} :{name}")
+    return conditions
+
+
+def _table_chunks(keys: Sequence[Key]) -> list[Chunk]:
+    """Return parts that cover every (operator, table) once, each about as big.
+
+    An operator with a part's worth of the sample or more has its tables cut in ranges;
+    the operators between those (the small ones) are read in ranges of operators.
+    """
+    if not keys:
+        return [WHOLE]
+    shares = Counter(operator for operator, _ in keys)
+    large = sorted(op for op, n in shares.items() if n * LINE_CHUNKS >= len(keys))
+    chunks: list[Chunk] = []
+    for operator in large:
+        tables = [table for op, table in keys if op == operator]
+        cuts = _cuts(tables, max(1, round(LINE_CHUNKS * len(tables) / len(keys))))
+        for low, high in zip([None, *cuts], [*cuts, None], strict=True):
+            params: dict[str, Any] = {"cut_operator": operator}
+            chunks.append((" AND ".join(["l.operator_id = :cut_operator",
+                                         *_between("l.table_id", low, high, params)]), params))
+    for low, high in zip([None, *large], [*large, None], strict=True):
+        params = {}
+        conditions = []
+        if low is not None:
+            params["cut_after"] = low
+            conditions.append("l.operator_id > :cut_after")
+        if high is not None:
+            params["cut_before"] = high
+            conditions.append("l.operator_id < :cut_before")
+        chunks.append((" AND ".join(conditions) or "TRUE", params))
+    return chunks
+
+
+def _id_chunks(ids: Sequence[Any]) -> list[Chunk]:
+    """Return round id ranges that cover every id once, each about as big."""
+    cuts = _cuts(ids, ZERO_SUM_CHUNKS) if ids else []
+    chunks: list[Chunk] = []
+    for low, high in zip([None, *cuts], [*cuts, None], strict=True):
+        params: dict[str, Any] = {}
+        chunks.append((" AND ".join(_between("l.round_id", low, high, params)) or "TRUE",
+                       params))
+    return chunks
+
+
+def _line_pass(db: Reader, *, scoped: Scoped, params: Mapping[str, Any],
+               chunk: Chunk) -> dict[Key, dict[str, Any]]:
+    """Return the totals of each table in the chunk, with its suspect accounts."""
+    where, bounds = chunk
+    return _by_table(db.execute(scoped(LINE_PASS, extra=where), {**params, **bounds})
+                     .mappings())
+
+
+def _unbalanced_in(db: Reader, *, scoped: Scoped, params: Mapping[str, Any],
+                   chunk: Chunk) -> dict[Key, tuple[str, ...]]:
+    """Return the unbalanced rounds whose ids lie in the chunk, by table."""
+    where, bounds = chunk
+    return _unbalanced(db.execute(scoped(UNBALANCED, extra=where), {**params, **bounds})
+                       .mappings())
+
+
+def _merged(parts: Sequence[Mapping[Key, T]]) -> dict[Key, T]:
+    """Join the results of parts cut by key: a table's rows come from one part, or in order."""
+    merged: dict[Key, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            merged[key] = merged[key] + value if key in merged else value
+    return merged
+
+
+def _breaks_of(db: Reader, scoped: Scoped, params: Mapping[str, Any],
+               totals: Mapping[Key, Mapping[str, Any]]) -> dict[Key, tuple[BalanceBreak, ...]]:
+    """Return the balance breaks of the accounts the line pass suspects."""
+    suspects = [(*key, account) for key, row in totals.items()
+                for account in row["suspects"] or ()]
+    if not suspects:
+        return {}
+    return _breaks(db.execute(scoped(BREAKS_IN), {
+        **params, "operators": [s[0] for s in suspects], "tables": [s[1] for s in suspects],
+        "accounts": [s[2] for s in suspects]}).mappings())
 
 
 def _by_table(rows: Iterable[RowMapping]) -> dict[Key, dict[str, Any]]:
@@ -394,12 +651,12 @@ def _breaks(rows: Iterable[RowMapping]) -> dict[Key, tuple[BalanceBreak, ...]]:
     return {key: tuple(items) for key, items in found.items()}
 
 
-def _chains(session: Session, counts: Mapping[Key, Mapping[str, Any]]) -> dict[Key, ChainStatus]:
+def _chains(db: Reader, counts: Mapping[Key, Mapping[str, Any]]) -> dict[Key, ChainStatus]:
     """Return the status of each table with a bad link, keyed by table; the rest are ok."""
     suspects = [(key, seq) for key, row in counts.items() for seq in row["suspects"] or ()]
     if not suspects:
         return {}
-    rows = session.execute(text(LINKS_AT), {
+    rows = db.execute(text(LINKS_AT), {
         "operators": [key[0] for key, _ in suspects], "tables": [key[1] for key, _ in suspects],
         "seqs": [seq for _, seq in suspects]}).mappings()
     status: dict[Key, ChainStatus] = {}

@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
+from app.db.engine import make_sessionmaker
+from app.services import reconcile as reconcile_module
 from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
 from app.services.uow import UnitOfWork
@@ -308,3 +310,77 @@ def test_reconcile_command_refuses_a_time_without_a_zone(make_app: Callable[...,
         "--out", str(tmp_path)])
     assert result.exit_code == 2 and "time zone" in result.output
     assert not (tmp_path / "reconciliation.json").exists()
+
+
+def test_a_report_is_the_same_on_one_connection_as_on_two(
+        sessions: sessionmaker[Session], engine: Engine, ledger: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    readers: list[bool] = []
+    second_reader = reconcile_module._second_reader
+
+    def watched(session: Session, timeout: int | None) -> Any:
+        reader = second_reader(session, timeout)
+        readers.append(reader is not None)
+        return reader
+
+    monkeypatch.setattr(reconcile_module, "_second_reader", watched)
+    both = _report(sessions, ledger)
+    # A pool of one with no overflow has nothing to spare: the report reads on one.
+    single = create_engine(engine.url, pool_size=1, max_overflow=0, pool_timeout=1)
+    try:
+        alone = _report(make_sessionmaker(single), ledger)
+    finally:
+        single.dispose()
+    assert readers == [True, False]
+    assert alone.to_json() == both.to_json()
+    assert alone.discrepancies == 1  # A's deliberate break, found on either path
+
+
+def test_the_second_connection_reads_the_first_ones_snapshot(
+        sessions: sessionmaker[Session], engine: Engine) -> None:
+    operator, table = fresh_id("op"), fresh_id("t")
+    count = text("SELECT count(*) FROM rounds WHERE operator_id = :op")
+    with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
+        before = uow.session.scalar(count, {"op": operator})
+        # Committed after the snapshot was taken: neither connection may see it.
+        _append_raw(sessions, table, operator, 1, None)
+        reader = reconcile_module._second_reader(uow.session, None)
+        assert reader is not None
+        with reader as connection:
+            assert connection.scalar(count, {"op": operator}) == before == 0
+        with engine.connect() as fresh:
+            assert fresh.scalar(count, {"op": operator}) == 1
+
+
+def test_a_report_cut_in_parts_is_the_report_in_one(
+        sessions: sessionmaker[Session], ledger: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _report(sessions, ledger)
+    # Cut between the two tables, and the rounds at the second settled one, so each
+    # table's lines, and the zero-sum check, come from more than one part.
+    tables = sorted([(ledger["operator"], ledger["table"]), (ledger["operator"], ledger["other"])])
+    ids = sorted(uuid.UUID(ledger[r]["round_id"]) for r in ("first", "again", "broken"))
+    monkeypatch.setattr(reconcile_module, "_sample", lambda db, operator: (tables, ids))
+    cut = _report(sessions, ledger)
+    assert cut.to_json() == whole.to_json()
+    assert [len(t.balance_breaks) for t in cut.tables] == [
+        len(t.balance_breaks) for t in whole.tables]
+
+
+def test_unbalanced_rounds_from_parts_come_in_round_order(
+        sessions: sessionmaker[Session], engine: Engine,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    operator, table = fresh_id("op"), fresh_id("t")
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    made, prev = [], None
+    for seq in range(1, 6):
+        made.append(_append_raw(sessions, table, operator, seq, prev,
+                                skew=Decimal("0.01") * (seq % 2)))
+        prev = _hash_of(engine, made[-1])
+    end = datetime.now(UTC)
+    whole = reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
+    assert _row(whole, table).zero_sum_failures == tuple(sorted(made[0::2]))
+    ids = sorted(uuid.UUID(r) for r in made)
+    monkeypatch.setattr(reconcile_module, "_sample", lambda db, op: ([], ids))
+    cut = reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
+    assert cut.to_json() == whole.to_json()
