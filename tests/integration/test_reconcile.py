@@ -384,3 +384,18 @@ def test_unbalanced_rounds_from_parts_come_in_round_order(
     monkeypatch.setattr(reconcile_module, "_sample", lambda db, op: ([], ids))
     cut = reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
     assert cut.to_json() == whole.to_json()
+
+
+def test_the_table_parts_cover_each_table_once(engine: Engine) -> None:
+    # Operators o and p hold a part's worth of the sample each, a and q do not.
+    sample = [("a", "x"), *[("o", "a")] * 10, *[("o", "b")] * 10, *[("p", "z")] * 6]
+    chunks = reconcile_module._table_chunks(sample)
+    assert len(chunks) > 3
+    keys = [("a", "x"), ("b", "y"), ("o", "0"), ("o", "a"), ("o", "ab"), ("o", "b"),
+            ("o", "c"), ("oo", "a"), ("p", "z"), ("p", "zz"), ("q", "q")]
+    with engine.connect() as connection:
+        for operator, table in keys:
+            hits = [where for where, params in chunks if connection.scalar(text(
+                f"SELECT count(*) FROM (VALUES (:o, :t)) AS l(operator_id, table_id) "
+                f"WHERE {where}"), {"o": operator, "t": table, **params})]
+            assert len(hits) == 1, (operator, table, hits)
