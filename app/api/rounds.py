@@ -21,11 +21,14 @@ from app.services import rounds
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
 
 MAX_KEY_LENGTH = 128
+# Built once: a schema instance holds no request state, and building one deep-copies every
+# declared field, a measurable share of a settle's CPU.
+ROUND_REQUEST = RoundRequestSchema()
 
 
 @bp.post("/score")
 def score_round() -> Response:
-    data = RoundRequestSchema().load(json_body())
+    data = ROUND_REQUEST.load(json_body())
     return jsonify(rounds.score(data))
 
 
@@ -33,7 +36,7 @@ def score_round() -> Response:
 def settle_round() -> Response:
     key = _idempotency_key()
     raw = json_body()
-    data = RoundRequestSchema().load(raw)
+    data = ROUND_REQUEST.load(raw)
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,

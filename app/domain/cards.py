@@ -5,7 +5,7 @@ from __future__ import annotations
 import reprlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
 from app.domain.errors import CardError, Problem
@@ -49,21 +49,27 @@ _SUIT_SYMBOLS = {"♠": "s", "♥": "h", "♦": "d", "♣": "c", "♤": "s", "�
 
 @dataclass(frozen=True, slots=True)
 class Card:
-    """One playing card. Instances are shared: ``parse_card`` returns the same object."""
+    """One playing card. Instances are shared: ``parse_card`` returns the same object.
+
+    ``text`` (canonical form) and ``order`` (position in canonical order: rank descending,
+    then suit s h d c, 0 = As) are worked out once: scoring and settling a round read them
+    tens of thousands of times.
+    """
 
     rank: Rank
     suit: Suit
+    text: str = field(init=False, repr=False, compare=False)
+    order: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", f"{self.rank.char}{self.suit.value}")
+        object.__setattr__(self, "order", (14 - self.rank) * 4 + _SUIT_ORDER[self.suit])
 
     def __str__(self) -> str:
-        return f"{self.rank.char}{self.suit.value}"
+        return self.text
 
     def __repr__(self) -> str:
-        return f"Card({self})"
-
-    @property
-    def order(self) -> int:
-        """Position in canonical order: rank descending, then suit s h d c (0 = As)."""
-        return (14 - self.rank) * 4 + _SUIT_ORDER[self.suit]
+        return f"Card({self.text})"
 
 
 DECK: tuple[Card, ...] = tuple(
@@ -108,7 +114,8 @@ def parse_card(text: object, path: str = "") -> Card:
     if not isinstance(text, str):
         raise CardError(Problem(path, f"a card must be a string such as 'As', not "
                                 f"{_quoted(text)}", "not_a_card"))
-    card = _BY_TEXT.get(_normalise(text) or "")
+    # Clients mostly send the canonical form: look it up before normalising.
+    card = _BY_TEXT.get(text) or _BY_TEXT.get(_normalise(text) or "")
     if card is None:
         raise CardError(Problem(path, f"unknown card {_quoted(text)}", "unknown_card"))
     return card
