@@ -17,9 +17,10 @@ hashes ``app.services.rounds`` computes. Balances start high enough that no payo
 scales an amount, so a pool round's money does not depend on the balances it is played at.
 
 Then it times, on that ledger: a player's ledger page (p95 over random players), a table's
-rounds page (p95 over random tables), reconciliation of the whole period, and verification
-of one table's chain when ``app.services.audit`` offers it, each beside the machine's load
-average; then each statement of the reconciliation on its own, and the EXPLAIN (ANALYZE,
+rounds page (p95 over random tables), reconciliation of the whole period (on two
+connections, then on one with none to spare), and verification of one table's chain when
+``app.services.audit`` offers it, each beside the machine's load average; then each
+statement of the reconciliation on its own, and the EXPLAIN (ANALYZE,
 BUFFERS) plans of the two page queries and of the reconciliation's statements, captured as
 the services send them. ``--reuse`` migrates a kept database to head (new indexes build
 there), vacuums it and times it again without loading.
