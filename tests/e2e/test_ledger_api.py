@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import defaultdict
 from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-CASES = {case["id"]: case for case in json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]}
-EX_004 = CASES["004_swap3_capped"]
+from tests.worked_examples import EX_004, round_request
 
 
 def _players() -> dict[str, str]:
@@ -24,20 +19,8 @@ def _players() -> dict[str, str]:
     return {seat: f"{seat}-{tag}" for seat in ("A", "D", "B", "C")}
 
 
-def _request(table: str, names: dict[str, str]) -> dict[str, Any]:
-    return {
-        "ruleset": EX_004["ruleset"], "table_id": table, "stake": EX_004["stake"],
-        "players": [
-            {"player_id": names[p["player_id"]], "balance": p["balance"],
-             "front": p["front"].split(), "middle": p["middle"].split(),
-             "back": p["back"].split()}
-            for p in EX_004["players"]
-        ],
-    }
-
-
 def _settle(api: Any, table: str, names: dict[str, str]) -> dict[str, Any]:
-    response = api.post("/v1/rounds", json=_request(table, names),
+    response = api.post("/v1/rounds", json=round_request(EX_004, table, names=names),
                         headers={"Idempotency-Key": uuid.uuid4().hex})
     assert response.status_code == 201, response.get_json()
     body: dict[str, Any] = response.get_json()

@@ -5,29 +5,19 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
-CASES = {c["id"]: c for c in json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]}
-CAPPED = CASES["004_swap3_capped"]
+from tests.worked_examples import EX_004, round_request
 
 
 def _request(table_id: str, balances: dict[str, str] | None = None) -> dict[str, Any]:
-    balances = balances or {}
-    return {"ruleset": CAPPED["ruleset"], "table_id": table_id, "stake": CAPPED["stake"],
-            "players": [{"player_id": p["player_id"],
-                         "balance": balances.get(p["player_id"], p["balance"]),
-                         "front": p["front"].split(), "middle": p["middle"].split(),
-                         "back": p["back"].split()} for p in CAPPED["players"]]}
+    return round_request(EX_004, table_id, balances=balances)
 
 
 def _post(api: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-CASES = {case["id"]: case for case in json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]}
-EX_000 = CASES["000_bonus3_proportional"]
-EX_004 = CASES["004_swap3_capped"]
-
-
-def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
-    return {
-        "ruleset": case["ruleset"], "table_id": table_id, "stake": case["stake"],
-        "players": [
-            {"player_id": p["player_id"], "balance": p["balance"], "front": p["front"].split(),
-             "middle": p["middle"].split(), "back": p["back"].split()}
-            for p in case["players"]
-        ],
-    }
+from tests.worked_examples import EX_000, EX_004, round_request
 
 
 def _key() -> dict[str, str]:
@@ -38,7 +21,7 @@ def _table() -> str:
 
 
 def _settle(api: Any, table: str, case: dict[str, Any] = EX_004) -> dict[str, Any]:
-    response = api.post("/v1/rounds", json=_request(case, table), headers=_key())
+    response = api.post("/v1/rounds", json=round_request(case, table), headers=_key())
     assert response.status_code == 201, response.get_json()
     body: dict[str, Any] = response.get_json()
     return body

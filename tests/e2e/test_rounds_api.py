@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-CASES = json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]
+from tests.worked_examples import CASES as WORKED
+from tests.worked_examples import round_request
 
-
-def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
-    return {
-        "ruleset": case["ruleset"],
-        "table_id": table_id,
-        "stake": case["stake"],
-        "players": [
-            {"player_id": p["player_id"], "balance": p["balance"],
-             "front": p["front"].split(), "middle": p["middle"].split(),
-             "back": p["back"].split()}
-            for p in case["players"]
-        ],
-    }
+CASES = list(WORKED.values())
 
 
 def _new_table() -> str:
@@ -41,7 +26,7 @@ def _headers(key: str | None = None) -> dict[str, str]:
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_worked_example_settles_to_the_cent_and_reads_back(api: Any, case: dict[str, Any]) -> None:
     """000 (proportional) and 004 (capped) through POST /v1/rounds, then GET it back."""
-    response = api.post("/v1/rounds", json=_request(case, _new_table()), headers=_headers())
+    response = api.post("/v1/rounds", json=round_request(case, _new_table()), headers=_headers())
     assert response.status_code == 201, response.get_json()
     body = response.get_json()
     amounts = {p["player_id"]: p["amount"] for p in body["players"]}
@@ -70,7 +55,7 @@ def _money(text_: str) -> Any:
 
 def test_000_example_explains_every_bonus_by_name(api: Any) -> None:
     """000: A vs B = 12 (rows 3 + scoop 3 + home run 6) + 衝三 3 + two straight flushes 5 + 5."""
-    response = api.post("/v1/rounds/score", json=_request(CASES[0], _new_table()))
+    response = api.post("/v1/rounds/score", json=round_request(CASES[0], _new_table()))
     assert response.status_code == 200
     pair = next(p for p in response.get_json()["pairs"] if p["players"] == ["A", "B"])
     assert {b["name"]: b["points"] for b in pair["bonuses"]} == {
@@ -84,14 +69,14 @@ def test_000_example_explains_every_bonus_by_name(api: Any) -> None:
 
 def test_dry_run_writes_nothing(api: Any, count_rows: Any) -> None:
     before = count_rows()
-    response = api.post("/v1/rounds/score", json=_request(CASES[0], _new_table()))
+    response = api.post("/v1/rounds/score", json=round_request(CASES[0], _new_table()))
     assert response.status_code == 200
     assert response.get_json()["round_id"] is None
     assert count_rows() == before
 
 
 def test_auto_keep_back_submission_is_arranged_and_both_forms_are_recorded(api: Any) -> None:
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     b = request["players"][1]
     request["players"][1] = {"player_id": "B", "balance": b["balance"],
                              "cards": b["front"] + b["middle"] + b["back"], "auto": "keep_back"}
@@ -107,7 +92,7 @@ def test_auto_keep_back_submission_is_arranged_and_both_forms_are_recorded(api: 
 
 def test_same_key_and_body_replays_the_first_answer_without_a_second_round(
         api: Any, count_rows: Any) -> None:
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex
     first = api.post("/v1/rounds", json=request, headers=_headers(key))
     assert first.status_code == 201
@@ -122,7 +107,7 @@ def test_same_key_and_body_replays_the_first_answer_without_a_second_round(
 
 
 def test_same_key_with_another_body_is_refused(api: Any, count_rows: Any) -> None:
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex
     assert api.post("/v1/rounds", json=request, headers=_headers(key)).status_code == 201
     before = count_rows()
@@ -136,7 +121,7 @@ def test_same_key_with_another_body_is_refused(api: Any, count_rows: Any) -> Non
 def test_a_key_still_in_flight_answers_409(api: Any, engine: Any, count_rows: Any) -> None:
     from app.db.repositories import key_lock_name
 
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex
     # A request in flight holds the key's advisory lock until its transaction ends.
     with engine.connect() as holder:
@@ -156,7 +141,7 @@ def test_a_key_still_in_flight_answers_409(api: Any, engine: Any, count_rows: An
 def test_a_key_left_in_flight_by_an_earlier_version_is_finished(
         api: Any, engine: Any) -> None:
     """Earlier versions committed an ``in_flight`` row first; its request may have died."""
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex
     with engine.begin() as connection:
         connection.execute(text(
@@ -185,7 +170,7 @@ def _body_hash(request: dict[str, Any]) -> str:
 
 def test_twenty_concurrent_posts_of_one_key_make_exactly_one_round(
         app: Any, api: Any, engine: Any) -> None:
-    request = _request(CASES[0], _new_table())
+    request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex
     statuses: list[int] = []
     bodies: list[dict[str, Any]] = []
@@ -222,7 +207,7 @@ def test_rounds_list_filters_by_table_and_player_and_pages_with_a_cursor(api: An
     table = _new_table()
     ids = []
     for _ in range(3):
-        response = api.post("/v1/rounds", json=_request(CASES[0], table), headers=_headers())
+        response = api.post("/v1/rounds", json=round_request(CASES[0], table), headers=_headers())
         ids.append(response.get_json()["round_id"])
     first = api.get(f"/v1/rounds?table_id={table}&limit=2")
     assert first.status_code == 200
@@ -242,7 +227,7 @@ def test_rounds_of_one_table_form_a_hash_chain(api: Any) -> None:
     table = _new_table()
     chain = []
     for _ in range(3):
-        body = api.post("/v1/rounds", json=_request(CASES[0], table),
+        body = api.post("/v1/rounds", json=round_request(CASES[0], table),
                         headers=_headers()).get_json()
         chain.append(body["chain"])
     assert [c["seq"] for c in chain] == [1, 2, 3]
@@ -256,7 +241,7 @@ def test_rounds_of_one_table_form_a_hash_chain(api: Any) -> None:
 def test_an_idempotency_key_outside_printable_ascii_is_refused(
         api: Any, count_rows: Any, key: str) -> None:
     before = count_rows()
-    response = api.post("/v1/rounds", json=_request(CASES[0], _new_table()),
+    response = api.post("/v1/rounds", json=round_request(CASES[0], _new_table()),
                         headers={"Idempotency-Key": key})
     assert response.status_code == 400
     assert response.get_json()["errors"][0]["path"] == "Idempotency-Key"

@@ -7,13 +7,11 @@ statement inside one transaction, as a superuser repairing data by hand would.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,28 +26,12 @@ from app.db.models import Round
 from app.domain.cards import DECK
 from app.services import audit, rounds
 from app.services.uow import UnitOfWork
-
-CASES = {case["id"]: case for case in json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]}
-EX_000 = CASES["000_bonus3_proportional"]
-EX_004 = CASES["004_swap3_capped"]
-
-
-def _request(case: dict[str, Any], table_id: str) -> dict[str, Any]:
-    return {
-        "ruleset": case["ruleset"], "table_id": table_id, "stake": case["stake"],
-        "players": [
-            {"player_id": p["player_id"], "balance": p["balance"], "front": p["front"].split(),
-             "middle": p["middle"].split(), "back": p["back"].split()}
-            for p in case["players"]
-        ],
-    }
+from tests.worked_examples import EX_000, EX_004, round_request
 
 
 def _settle(sessions: sessionmaker[Session], operator: str, table: str,
             case: dict[str, Any] = EX_004) -> dict[str, Any]:
-    raw = _request(case, table)
+    raw = round_request(case, table)
     return rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
                          idempotency_key=uuid.uuid4().hex, sessions=sessions).body
 
@@ -215,7 +197,7 @@ def _unused_card(request: dict[str, Any]) -> str:
 def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, engine):
     operator, table, played = _three_rounds(sessions)
     target = played[2]["round_id"]
-    card = _unused_card(_request(EX_000, table))
+    card = _unused_card(round_request(EX_000, table))
     _tamper(engine, "rounds", "UPDATE rounds SET request = jsonb_set(request, "
             "'{players,2,front,0}', to_jsonb(CAST(:card AS text))) WHERE id = :r",
             r=target, card=card)
