@@ -30,26 +30,16 @@ from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
 from app.services.uow import UnitOfWork
 from tests.integration.ledger_rows import fresh_id, make_round
+from tests.worked_examples import EX_004, round_request
 
-CASES = {c["id"]: c for c in json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "scoring_worked_examples.json").read_text()
-)["cases"]}
-CAPPED = CASES["004_swap3_capped"]  # players A, D, B, C; fees 6.00, rounding -0.01
+CAPPED = EX_004  # players A, D, B, C; fees 6.00, rounding -0.01
 
 
 def _request(table_id: str, names: dict[str, str] | None = None,
              balances: dict[str, str] | None = None, deal: bool = False) -> dict[str, Any]:
     """Return the 004 capped round at ``table_id``, players renamed and balances replaced."""
-    names = names or {}
-    balances = balances or {}
-    players = []
-    for p in CAPPED["players"]:
-        pid = names.get(p["player_id"], p["player_id"])
-        players.append({"player_id": pid, "balance": balances.get(pid, p["balance"]),
-                        "front": p["front"].split(), "middle": p["middle"].split(),
-                        "back": p["back"].split()})
-    raw: dict[str, Any] = {"ruleset": CAPPED["ruleset"], "table_id": table_id,
-                           "stake": CAPPED["stake"], "players": players}
+    raw = round_request(CAPPED, table_id, names=names, balances=balances)
+    players = raw["players"]
     if deal:
         # Dealt exactly as played: four hands of 13 are the whole deck, no exchange.
         raw["deal"] = {"hands": {p["player_id"]: p["front"] + p["middle"] + p["back"]
