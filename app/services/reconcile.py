@@ -209,8 +209,10 @@ def _scope(alias: str, operator_id: str | None, table_id: str | None) -> str:
 # closer look. An account's chain holds when each line's balance before equals the previous
 # line's balance after, i.e. when its balances before (from the second line) equal its
 # balances after (up to the last but one) as arrays in line order; one array comparison
-# per account instead of a window over every line. Accounts whose arrays differ, or with
-# a reversal line in the period, are suspects: BREAKS_IN finds their breaks exactly.
+# per account instead of a window over every line. Both come from one array of
+# (before, after) pairs, so each account's lines are put in order once, not twice.
+# Accounts whose arrays differ, or with a reversal line in the period, are suspects:
+# BREAKS_IN finds their breaks exactly.
 LINE_PASS = """
 WITH accounts AS (
     SELECT l.operator_id, l.table_id, l.account, count(*) AS lines, sum(l.amount) AS net,
@@ -219,9 +221,10 @@ WITH accounts AS (
         sum(l.amount) FILTER (WHERE l.kind = 'fee') AS fees,
         sum(l.amount) FILTER (WHERE l.kind = 'rounding') AS rounding,
         sum(l.amount) FILTER (WHERE l.kind = 'reversal') AS reversal_total,
-        (array_agg(l.balance_before ORDER BY l.id) FILTER (WHERE l.account <> :house))[2:]
-            IS DISTINCT FROM (array_agg(l.balance_after ORDER BY l.id)
-                              FILTER (WHERE l.account <> :house))[1:(count(*) - 1)]
+        (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
+            FILTER (WHERE l.account <> :house))[2:][1:1]
+            IS DISTINCT FROM (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
+                              FILTER (WHERE l.account <> :house))[1:(count(*) - 1)][2:2]
             OR bool_or(l.kind = 'reversal') AS suspect
     FROM ledger_lines l
     WHERE {scope}
@@ -367,11 +370,13 @@ def reconcile(
         whole = table_id is not None
         keys, ids = ([], []) if whole else _sample(session, operator_id)
         line_chunks, round_chunks = _table_chunks(keys), _id_chunks(ids)
+        # The biggest parts first, so the two connections finish at about the same time:
+        # the round pass is one part as big as a part of the lines.
         parts: list[Callable[[Reader], Any]] = [
+            lambda db: _by_table(db.execute(scoped(ROUND_PASS, "r"), params).mappings()),
             *(partial(_line_pass, scoped=scoped, params=params, chunk=c) for c in line_chunks),
             *(partial(_unbalanced_in, scoped=scoped, params=params, chunk=c)
               for c in round_chunks),
-            lambda db: _by_table(db.execute(scoped(ROUND_PASS, "r"), params).mappings()),
             lambda db: _by_table(db.execute(scoped(WITHOUT_DEAL, "r"), params).mappings()),
         ]
         reader = None if whole else _second_reader(session, statement_timeout_ms)
@@ -380,9 +385,9 @@ def reconcile(
         else:
             with reader as connection:
                 done = _run_parts(parts, session, connection)
-        totals = _merged(done[:len(line_chunks)])
-        unbalanced = _merged(done[len(line_chunks):-2])
-        counts, no_deal = done[-2], done[-1]
+        counts, no_deal = done[0], done[-1]
+        totals = _merged(done[1:1 + len(line_chunks)])
+        unbalanced = _merged(done[1 + len(line_chunks):-1])
         # Small follow-ups on what the passes flagged, on the first connection.
         breaks = _breaks_of(session, scoped, params, totals)
         chains = _chains(session, counts)
