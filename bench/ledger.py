@@ -432,7 +432,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
 
     tt = iter(tables * 2)
     rounds_ms = timed(lambda: rounds_page(next(tt)), len(tables))
-    print(f"table rounds page (50 rounds with players and lines, RoundRepository.list): "
+    print(f"table rounds page (50 round summaries with their players, RoundRepository.list): "
           f"p50 {statistics.median(rounds_ms):.2f} ms, p95 {p95(rounds_ms):.2f} ms "
           f"over {len(rounds_ms)} tables")
 
