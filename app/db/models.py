@@ -3,7 +3,7 @@
 Rounds, their players and their ledger lines are append-only: a migration installs a
 trigger that refuses UPDATE, DELETE and TRUNCATE on them. A wrong round is voided by a
 reversal round (``kind='reversal'``) that points at it; a round is reversed at most once.
-Only ``idempotency_keys`` (in flight, then done) and ``api_keys`` (revoked) change in place.
+Only ``api_keys`` (revoked) change in place. An Idempotency-Key is stored on the round it made.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ NAMING_CONVENTION = {
 
 ROUND_KINDS = ("settlement", "reversal")
 LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal")
-KEY_STATES = ("in_flight", "done")
 # Scopes an API key may hold (service.md "Access"); app.services.keys.Scope names them.
 API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
 HOUSE = "house"
@@ -194,28 +193,6 @@ class LedgerLine(Base):
     )
 
 
-class IdempotencyKey(Base):
-    """A client's ``Idempotency-Key``: claimed in flight, then done with the response."""
-
-    __tablename__ = "idempotency_keys"
-
-    operator_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    key: Mapped[str] = mapped_column(Text, primary_key=True)
-    body_hash: Mapped[str] = mapped_column(Text)
-    state: Mapped[str] = mapped_column(Text)
-    response_status: Mapped[int | None] = mapped_column(SmallInteger)
-    response_body: Mapped[dict[str, Any] | None]
-    round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
-    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
-
-    __table_args__ = (
-        CheckConstraint(_one_of("state", KEY_STATES), name="state"),
-        CheckConstraint(
-            "(state = 'done') = (response_status IS NOT NULL)", name="done_has_response"
-        ),
-    )
-
-
 class ApiKey(Base):
     """An API key: its operator and scopes, and a hash of its secret, never the secret."""
 
@@ -243,4 +220,4 @@ class ApiKey(Base):
 
 
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
-ALL_TABLES = (*LEDGER_TABLES, "idempotency_keys")
+ALL_TABLES = LEDGER_TABLES

@@ -27,7 +27,6 @@ from sqlalchemy import (
     bindparam,
     exists,
     func,
-    null,
     or_,
     select,
     text,
@@ -35,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session, load_only, selectinload, with_expression
 
-from app.db.models import Base, IdempotencyKey, LedgerLine, Round, RoundPlayer
+from app.db.models import Base, LedgerLine, Round, RoundPlayer
 
 T = TypeVar("T")
 
@@ -173,14 +172,14 @@ _LOCK_CHAIN = text("SELECT pg_advisory_xact_lock(hashtextextended(:chain, 0))")
 # after they were granted and it sees every round (and key) committed while we waited.
 _HEAD_CLOCK_AND_KEY = text(
     "SELECT clock_timestamp() AS now, h.chain_seq, h.content_hash, "
-    "k.body_hash, k.state, k.round_id "
+    "k.body_hash, k.id AS round_id "
     "FROM (SELECT 1) AS one "
     "LEFT JOIN (SELECT chain_seq, content_hash FROM rounds "
     "WHERE operator_id = :operator_id AND table_id = :table_id "
     "ORDER BY chain_seq DESC LIMIT 1) AS h ON true "
-    "LEFT JOIN idempotency_keys AS k ON k.operator_id = :operator_id AND k.key = :key"
+    "LEFT JOIN rounds AS k ON k.operator_id = :operator_id AND k.idempotency_key = :key"
 ).columns(now=DateTime(timezone=True), chain_seq=BigInteger, content_hash=Text,
-          body_hash=Text, state=Text, round_id=Uuid)
+          body_hash=Text, round_id=Uuid)
 
 
 class RoundRepository:
@@ -448,11 +447,14 @@ class LedgerRepository:
 
 @dataclass(frozen=True, slots=True)
 class KeyUse:
-    """What a stored ``Idempotency-Key`` was used for: the body's hash and its round."""
+    """What an ``Idempotency-Key`` was used for: the body's hash and the round it made.
+
+    A key is stored on the round it made (``rounds.idempotency_key``, unique per operator),
+    in the round's own transaction, so there is no key without its round.
+    """
 
     body_hash: str
-    state: str
-    round_id: uuid.UUID | None
+    round_id: uuid.UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,23 +505,18 @@ class AppendRepository:
             seq=1 if row.chain_seq is None else row.chain_seq + 1,
             prev_hash=row.content_hash, created_at=row.now,
             earlier=None if row.body_hash is None
-            else KeyUse(row.body_hash, row.state, row.round_id))
+            else KeyUse(row.body_hash, row.round_id))
 
     def insert(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
-               lines: Sequence[Mapping[str, Any]], *, key: str, body_hash: str,
-               status: int = 201) -> None:
-        """Insert a round, its players, its lines and its key's row: one statement.
+               lines: Sequence[Mapping[str, Any]]) -> None:
+        """Insert a round (with its Idempotency-Key), its players and its lines: one statement.
 
-        Refusals (a taken round id, a second reversal) raise IntegrityError here.
+        Refusals (a taken round id, a second reversal, a key used twice) raise IntegrityError.
         """
         params: dict[str, Any] = {f"r_{name}": value for name, value in round_.items()}
         params.update(_columns_of("p", _PLAYER_COLUMNS, players))
         params.update(_columns_of("l", _LINE_COLUMNS, lines))
-        params.update(operator_id=round_["operator_id"], key=key, body_hash=body_hash,
-                      response_status=status, round_id=round_["id"])
-        done = self._session.connection().execute(_APPEND, params)
-        if done.scalar_one_or_none() is None:
-            raise LookupError(f"idempotency key {key!r} was already done")
+        self._session.connection().execute(_APPEND, params)
 
 
 def _columns_of(prefix: str, columns: Sequence[str],
@@ -535,20 +532,20 @@ def _unnest_insert(table: Any, prefix: str, columns: Sequence[str]) -> Any:
 
 
 def _append_statement() -> Any:
-    """Build the statement that appends a round: its rows in CTEs, then the key's row.
+    """Build the statement that appends a round: the round's row, its players and lines in CTEs.
 
     Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
     players and lines are checked at the end of the statement, after the round's row. The
     statement is built once with bound parameters, so it is compiled once.
     """
     rounds = Base.metadata.tables[Round.__tablename__]
-    round_ = insert(rounds).values(
-        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns}).cte("new_round")
     players = _unnest_insert(Base.metadata.tables[RoundPlayer.__tablename__], "p",
                              _PLAYER_COLUMNS).cte("new_players")
     lines = _unnest_insert(Base.metadata.tables[LedgerLine.__tablename__], "l",
                            _LINE_COLUMNS).cte("new_lines")
-    return _record_key().add_cte(round_, players, lines)
+    return insert(rounds).values(
+        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns}
+    ).add_cte(players, lines)
 
 
 _PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
@@ -556,52 +553,7 @@ _PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
 _LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key != "id")
 
 
-def _record_key() -> Any:
-    stmt = insert(IdempotencyKey).values(
-        operator_id=bindparam("operator_id"), key=bindparam("key"),
-        body_hash=bindparam("body_hash"), state="done",
-        response_status=bindparam("response_status"), round_id=bindparam("round_id"))
-    return stmt.on_conflict_do_update(
-        index_elements=["operator_id", "key"],
-        set_={"body_hash": stmt.excluded.body_hash, "state": "done",
-              "response_status": stmt.excluded.response_status, "response_body": null(),
-              "round_id": stmt.excluded.round_id},
-        # A row done already stays as it is, and RETURNING yields nothing.
-        where=IdempotencyKey.state == "in_flight",
-    ).returning(IdempotencyKey.key)
-
-
-# Built once, so they are compiled once.
-_RECORD_KEY = _record_key()
+# Built once, so it is compiled once.
 _APPEND = _append_statement()
 
 
-class IdempotencyRepository:
-    """Idempotency keys: held by an advisory lock while in use, stored with their round.
-
-    A key is in use while a transaction holds its lock (``AppendRepository``), so a key is
-    never left claimed by a process that died: PostgreSQL ends the dead transaction and
-    releases its locks. A row is written only with the round the key made, in its
-    transaction. Rows in state ``in_flight`` come from versions that claimed keys in a
-    separate transaction; whoever next holds the lock finishes them.
-    """
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def get(self, operator_id: str, key: str) -> KeyUse | None:
-        """Return the stored use of ``key``, or None (hold the key's lock first)."""
-        row = self._session.execute(
-            select(IdempotencyKey.body_hash, IdempotencyKey.state, IdempotencyKey.round_id)
-            .where(IdempotencyKey.operator_id == operator_id, IdempotencyKey.key == key)
-        ).one_or_none()
-        return None if row is None else KeyUse(*row)
-
-    def record(self, operator_id: str, key: str, *, body_hash: str, round_id: uuid.UUID,
-               status: int = 201) -> None:
-        """Store that ``key`` made ``round_id`` with a body hashing to ``body_hash``."""
-        done = self._session.connection().execute(_RECORD_KEY, {
-            "operator_id": operator_id, "key": key, "body_hash": body_hash,
-            "response_status": status, "round_id": round_id})
-        if done.scalar_one_or_none() is None:
-            raise LookupError(f"idempotency key {key!r} was already done")

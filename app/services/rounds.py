@@ -162,20 +162,16 @@ def reverse(
 
 
 def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
-            earlier: KeyUse) -> Settled | None:
-    """Return the first answer for ``key`` again, or None if the key never made a round.
+            earlier: KeyUse) -> Settled:
+    """Return the first answer for ``key`` again: its round, rebuilt from what is stored.
 
-    The answer is rebuilt from the stored round: the round never changes, so it is the
-    first answer byte for byte. A key left ``in_flight`` by an earlier version of the
-    service made no round and is finished by whoever holds its lock now.
+    The round never changes, so the answer is the same JSON as the first one.
     """
     if earlier.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
-    if earlier.state != "done":
-        return None
-    round_ = None if earlier.round_id is None else uow.rounds.get_plain(earlier.round_id)
+    round_ = uow.rounds.get_plain(earlier.round_id)
     if round_ is None or round_.operator_id != operator_id:
-        raise RuntimeError(f"idempotency key {key!r} is done without its round")
+        raise RuntimeError(f"idempotency key {key!r} names a round that is not there")
     return Settled(200, round_json(round_, reversed_by=None), replayed=True)
 
 
@@ -195,9 +191,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         if start is None:
             raise IdempotencyConflict("in_flight")
         if start.earlier is not None:
-            replayed = _replay(uow, operator_id, key, body_hash, start.earlier)
-            if replayed is not None:
-                return replayed
+            return _replay(uow, operator_id, key, body_hash, start.earlier)
         round_ = Round(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
@@ -210,7 +204,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         try:
             uow.appends.insert(_round_row(round_), _player_rows(played, round_id),
                                _line_rows(played, round_id, operator_id, table_id,
-                                          start.created_at), key=key, body_hash=body_hash)
+                                          start.created_at))
         except IntegrityError as error:
             if "pk_rounds" in str(error.orig):
                 raise RoundIdTaken(str(round_id)) from None
@@ -232,9 +226,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         uow.rounds.lock_chain(operator_id, original.table_id)
         start = uow.appends.head(operator_id, original.table_id, key)
         if start.earlier is not None:
-            replayed = _replay(uow, operator_id, key, body_hash, start.earlier)
-            if replayed is not None:
-                return replayed
+            return _replay(uow, operator_id, key, body_hash, start.earlier)
         # Read under the chain's lock: a reversal committed before it is seen here, and
         # the unique constraint on reverses_round_id stops any other writer.
         earlier = uow.rounds.reversal_of(original.id)
@@ -256,8 +248,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
                  for line in line_rows(result, operator_id, original.table_id,
                                        start.created_at)]
         try:
-            uow.appends.insert(_round_row(reversal), players, lines, key=key,
-                               body_hash=body_hash)
+            uow.appends.insert(_round_row(reversal), players, lines)
         except IntegrityError as error:
             if "uq_rounds_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None

@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.repositories import (
     AppendRepository,
-    IdempotencyRepository,
     LedgerRepository,
     RoundRepository,
 )
@@ -41,7 +40,6 @@ class UnitOfWork:
     rounds: RoundRepository
     appends: AppendRepository
     ledger: LedgerRepository
-    idempotency: IdempotencyRepository
 
     def __init__(
         self, sessions: sessionmaker[Session], *, isolation_level: IsolationLevel | None = None
@@ -56,7 +54,6 @@ class UnitOfWork:
         self.rounds = RoundRepository(self.session)
         self.appends = AppendRepository(self.session)
         self.ledger = LedgerRepository(self.session)
-        self.idempotency = IdempotencyRepository(self.session)
         return self
 
     def __exit__(

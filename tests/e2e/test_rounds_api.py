@@ -138,30 +138,6 @@ def test_a_key_still_in_flight_answers_409(api: Any, engine: Any, count_rows: An
     assert api.post("/v1/rounds", json=request, headers=_headers(key)).status_code == 201
 
 
-def test_a_key_left_in_flight_by_an_earlier_version_is_finished(
-        api: Any, engine: Any) -> None:
-    """Earlier versions committed an ``in_flight`` row first; its request may have died."""
-    request = round_request(CASES[0], _new_table())
-    key = uuid.uuid4().hex
-    with engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
-            "VALUES (:op, :key, :hash, 'in_flight')"),
-            {"op": api.operator_id, "key": key, "hash": _body_hash(request)})
-    first = api.post("/v1/rounds", json=request, headers=_headers(key))
-    assert first.status_code == 201
-    again = api.post("/v1/rounds", json=request, headers=_headers(key))
-    assert again.status_code == 200
-    assert again.get_json() == first.get_json()
-    with engine.connect() as connection:
-        row = connection.execute(text(
-            "SELECT state, response_status, round_id::text, response_body IS NULL "
-            "FROM idempotency_keys WHERE operator_id = :op AND key = :key"),
-            {"op": api.operator_id, "key": key}).one()
-    # The answer is not copied: a replay rebuilds it from the round.
-    assert tuple(row) == ("done", 201, first.get_json()["round_id"], True)
-
-
 def _body_hash(request: dict[str, Any]) -> str:
     from app.services.rounds import sha256
 

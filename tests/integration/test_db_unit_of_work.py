@@ -29,7 +29,6 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
         "rounds": 1,
         "round_players": 2,
         "ledger_lines": 3,
-        "idempotency_keys": 0,
     }
     with UnitOfWork(sessions) as uow:
         stored = uow.rounds.get(round_id, "default")
@@ -43,8 +42,7 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
 def test_an_error_inside_the_block_leaves_nothing(sessions, count_rows):
     before = count_rows()
     with pytest.raises(Boom), UnitOfWork(sessions) as uow:
-        round_ = uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
-        uow.idempotency.record("default", fresh_id("key"), body_hash="h", round_id=round_.id)
+        uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
         raise Boom("the service failed after writing")
     assert count_rows() == before
 
@@ -216,43 +214,29 @@ def test_start_refuses_a_held_key_without_waiting_for_the_chain(sessions):
         holder.__exit__(None, None, None)
 
 
-def test_a_recorded_key_reads_back_with_its_round_and_is_recorded_once(sessions):
+def test_a_key_reads_back_from_the_round_it_made_and_makes_only_one(sessions):
     key, table = fresh_id("key"), fresh_id("table")
     with UnitOfWork(sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and start.earlier is None and start.seq == 1
         round_id = uow.rounds.add(make_round(table, idempotency_key=key)).id
-        uow.idempotency.record("default", key, body_hash="h1", round_id=round_id)
     with UnitOfWork(sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and start.seq == 2
-        assert start.earlier == KeyUse("h1", "done", round_id)
-        assert uow.idempotency.get("default", key) == start.earlier
-        assert uow.idempotency.get("another-operator", key) is None
-        with pytest.raises(LookupError):
-            uow.idempotency.record("default", key, body_hash="h1", round_id=round_id)
-
-
-def test_a_key_left_in_flight_by_an_earlier_version_is_recorded_over(sessions):
-    key, table = fresh_id("key"), fresh_id("table")
+        assert start.earlier == KeyUse("b" * 64, round_id)
     with UnitOfWork(sessions) as uow:
-        uow.session.execute(text(
-            "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
-            "VALUES ('default', :key, 'h', 'in_flight')"), {"key": key})
-    with UnitOfWork(sessions) as uow:
-        assert uow.idempotency.get("default", key) == KeyUse("h", "in_flight", None)
-        round_id = uow.rounds.add(make_round(table)).id
-        uow.idempotency.record("default", key, body_hash="h", round_id=round_id)
-    with UnitOfWork(sessions) as uow:
-        assert uow.idempotency.get("default", key) == KeyUse("h", "done", round_id)
+        elsewhere = uow.appends.start("another-operator", table, key)
+        assert elsewhere is not None and elsewhere.earlier is None
+    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+        uow.rounds.add(make_round(fresh_id("table"), idempotency_key=key))
 
 
 def test_a_real_serialization_failure_is_retryable(sessions):
     operator = fresh_id("op")
-    count = text("SELECT count(*) FROM idempotency_keys WHERE operator_id = :op")
+    count = text("SELECT count(*) FROM api_keys WHERE operator_id = :op")
     insert = text(
-        "INSERT INTO idempotency_keys (operator_id, key, body_hash, state) "
-        "VALUES (:op, :key, 'h', 'in_flight')"
+        "INSERT INTO api_keys (id, operator_id, scopes, secret_hash) "
+        "VALUES (:key || :op, :op, ARRAY['admin'], repeat('a', 64))"
     )
     first = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
     second = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
