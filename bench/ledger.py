@@ -56,6 +56,8 @@ from app.db.models import Round
 from app.db.schema import upgrade
 from app.domain.cards import DECK, format_cards
 from app.domain.settlement import money_text
+from app.services import audit
+from app.services import ledger as ledger_service
 from app.services import rounds as rounds_service
 from app.services.play import parse_round, play, round_body
 from app.services.reconcile import reconcile
@@ -459,14 +461,10 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
               operator_id=OPERATOR, table_id=tables[0])
     print(f"reconciliation of one table: {(time.perf_counter() - t) * 1000:.1f} ms")
 
-    verify = _verify(sessions)
-    if verify is None:
-        print("verify of one table's chain: app.services.audit has no verify function yet")
-    else:
-        t = time.perf_counter()
-        outcome = verify(tables[0], loaded)
-        print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
-              f"{outcome} ({load_average()})")
+    t = time.perf_counter()
+    outcome = _verify_table(sessions, tables[0], loaded)
+    print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
+          f"{outcome} ({load_average()})")
 
     sample_player, sample_table = players[0], tables[0]
     with Statements(pooled) as captured:
@@ -481,51 +479,21 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
 
 
 def _ledger_page(sessions: Any) -> Callable[[str], object]:
-    """Use the ledger service's query when it exists, else the repository's."""
-    try:
-        from app.services import ledger as ledger_service
-
-        query = ledger_service.player_ledger
-    except (ImportError, AttributeError):
-        def by_repository(player: str) -> object:
-            """LedgerRepository.for_account"""
-            with UnitOfWork(sessions) as uow:
-                return uow.ledger.for_account(OPERATOR, player, limit=50)
-
-        return by_repository
-
-    def by_service(player: str) -> object:
+    def page(player: str) -> object:
         """app.services.ledger.player_ledger"""
-        return query(operator_id=OPERATOR, player_id=player, sessions=sessions, limit=50)
+        return ledger_service.player_ledger(operator_id=OPERATOR, player_id=player,
+                                            sessions=sessions, limit=50)
 
-    by_service.__doc__ = "app.services.ledger.player_ledger"
-    return by_service
-
-
-def _verify(sessions: Any) -> Callable[[str, Loaded], object] | None:
-    try:
-        from app.services import audit
-    except ImportError:
-        return None
-    verify = getattr(audit, "verify", None)
-    if verify is None:
-        return None
-
-    def run(table: str, loaded: Loaded) -> object:
-        report = verify(sessions=sessions, operator_id=OPERATOR, table_id=table,
-                        created_from=loaded.first, created_to=loaded.end)
-        return _summary(report)
-
-    return run
+    return page
 
 
-def _summary(report: object) -> str:
-    differences = getattr(report, "differences", None)
-    if differences is None:
-        return repr(report)[:300]
-    checked = getattr(report, "rounds", "?")
-    first = f"; first: {differences[0]}" if differences else ""
-    return f"{checked} rounds re-scored and re-hashed, {len(differences)} differences{first}"
+def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
+    """Verify one table's chain over the loaded period and summarise the outcome."""
+    report = audit.verify(sessions, operator_id=OPERATOR, table_id=table,
+                          created_from=loaded.first, created_to=loaded.end)
+    first = f"; first: {report.differences[0]}" if report.differences else ""
+    return (f"{report.rounds} rounds re-scored and re-hashed, "
+            f"{len(report.differences)} differences{first}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
 """Append-only repositories over one session: they add and read, never commit.
 
-Rounds, players and ledger lines can only be added (the database refuses changes too);
-the idempotency table is the one place that changes state. Lists page by keyset: a cursor
-names the last row seen by ``(created_at, id)``, so pages stay stable while rounds arrive.
-A player's ledger pages by line id alone (see ``LedgerRepository.player_page``).
+Rounds, players and ledger lines can only be added (the database refuses changes too).
+Lists page by keyset: a cursor names the last row seen by ``(created_at, id)``, so pages
+stay stable while rounds arrive. A player's ledger pages by line id alone
+(``app.services.ledger.player_ledger``).
 """
 
 from __future__ import annotations
@@ -130,14 +130,6 @@ class ChainSpan:
     last_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class ChainLink:
-    """The last round of a hash chain (operator + table)."""
-
-    seq: int
-    content_hash: str
-
-
 def _page_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
@@ -206,11 +198,6 @@ class RoundRepository:
     def get_plain(self, round_id: uuid.UUID) -> Round | None:
         """Return one round without its players and lines (its result holds them), or None."""
         return self._session.get(Round, round_id)
-
-    def find_by_idempotency_key(self, operator_id: str, key: str) -> Round | None:
-        """Return the round settled under ``key``, or None."""
-        stmt = select(Round).where(Round.operator_id == operator_id, Round.idempotency_key == key)
-        return self._session.scalars(stmt).one_or_none()
 
     def reversal_of(self, round_id: uuid.UUID) -> Round | None:
         """Return the round that reverses ``round_id``, or None."""
@@ -339,17 +326,6 @@ class RoundRepository:
         self._session.connection().execute(
             _LOCK_CHAIN, {"chain": chain_lock_name(operator_id, table_id)})
 
-    def chain_head(self, operator_id: str, table_id: str) -> ChainLink | None:
-        """Return the last round of the chain (take ``lock_chain`` first), or None."""
-        stmt = (
-            select(Round.chain_seq, Round.content_hash)
-            .where(Round.operator_id == operator_id, Round.table_id == table_id)
-            .order_by(Round.chain_seq.desc())
-            .limit(1)
-        )
-        row = self._session.execute(stmt).one_or_none()
-        return None if row is None else ChainLink(row.chain_seq, row.content_hash)
-
 
 def _uuid_of(cursor: Cursor) -> uuid.UUID:
     try:
@@ -368,82 +344,6 @@ class LedgerRepository:
         """Return a round's lines in line order."""
         stmt = select(LedgerLine).where(LedgerLine.round_id == round_id)
         return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))
-
-    def for_account(
-        self,
-        operator_id: str,
-        account: str,
-        *,
-        table_id: str | None = None,
-        limit: int = 100,
-        after: Cursor | None = None,
-    ) -> Page[LedgerLine]:
-        """Return an account's lines oldest first (running totals read forward)."""
-        limit = _page_limit(limit)
-        stmt = select(LedgerLine).where(
-            LedgerLine.operator_id == operator_id, LedgerLine.account == account
-        )
-        if table_id is not None:
-            stmt = stmt.where(LedgerLine.table_id == table_id)
-        if after is not None:
-            try:
-                after_id = int(after.id)
-            except ValueError:
-                raise InvalidCursor(f"cursor id {after.id!r} is not a line id") from None
-            stmt = stmt.where(
-                or_(
-                    LedgerLine.created_at > after.created_at,
-                    and_(LedgerLine.created_at == after.created_at, LedgerLine.id > after_id),
-                )
-            )
-        stmt = stmt.order_by(LedgerLine.created_at, LedgerLine.id).limit(limit + 1)
-        rows = list(self._session.scalars(stmt))
-        if len(rows) <= limit:
-            return Page(rows, None)
-        last = rows[limit - 1]
-        return Page(rows[:limit], Cursor(last.created_at, str(last.id)))
-
-    def player_page(
-        self,
-        operator_id: str,
-        player_id: str,
-        *,
-        table_id: str | None = None,
-        created_from: datetime | None = None,
-        created_to: datetime | None = None,
-        limit: int = 50,
-        after: LineCursor | None = None,
-    ) -> Page[LedgerEntry]:
-        """Return a player's lines oldest first, each with its running total at its table.
-
-        The running total sums every earlier line of the player at that table, before
-        ``created_from`` too: a window over the player's whole history, filtered after.
-        Lines page by id, which a chain's lock hands out in commit order per table.
-        """
-        limit = _page_limit(limit)
-        history = select(
-            LedgerLine.id, LedgerLine.round_id, LedgerLine.line_no, LedgerLine.table_id,
-            LedgerLine.kind, LedgerLine.amount, LedgerLine.balance_before,
-            LedgerLine.balance_after, LedgerLine.created_at,
-            func.sum(LedgerLine.amount).over(
-                partition_by=LedgerLine.table_id, order_by=LedgerLine.id).label("running_total"),
-        ).where(LedgerLine.operator_id == operator_id, LedgerLine.account == player_id)
-        if table_id is not None:
-            history = history.where(LedgerLine.table_id == table_id)
-        lines = history.subquery("lines")
-        stmt = select(lines)
-        if after is not None:
-            stmt = stmt.where(lines.c.id > after.id)
-        if created_from is not None:
-            stmt = stmt.where(lines.c.created_at >= created_from)
-        if created_to is not None:
-            stmt = stmt.where(lines.c.created_at < created_to)
-        stmt = stmt.order_by(lines.c.id).limit(limit + 1)
-        rows = [LedgerEntry(*row) for row in self._session.execute(stmt)]
-        if len(rows) <= limit:
-            return Page(rows, None)
-        return Page(rows[:limit], LineCursor(rows[limit - 1].id))
-
 
 @dataclass(frozen=True, slots=True)
 class KeyUse:

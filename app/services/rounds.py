@@ -321,11 +321,6 @@ def round_json(round_: Round, *, reversed_by: uuid.UUID | None) -> dict[str, Any
     }
 
 
-def stored_body(round_: Round) -> dict[str, Any]:
-    """Return a stored round as the API shows it, as if nothing had reversed it."""
-    return round_json(round_, reversed_by=None)
-
-
 @dataclass(frozen=True, slots=True)
 class StoredRound:
     """One round as read, and its strong entity tag."""

@@ -86,19 +86,18 @@ def test_a_round_is_reversed_at_most_once(sessions, count_rows):
 
 
 def test_the_chain_head_is_the_last_round_of_operator_and_table(sessions):
-    table = fresh_id("chain")
+    table, key = fresh_id("chain"), fresh_id("key")
     with UnitOfWork(sessions) as uow:
-        uow.rounds.lock_chain("default", table)
-        assert uow.rounds.chain_head("default", table) is None
+        start = uow.appends.start("default", table, key)
+        assert start is not None and (start.seq, start.prev_hash) == (1, None)
         first = uow.rounds.add(make_round(table))
     with UnitOfWork(sessions) as uow:
-        uow.rounds.lock_chain("default", table)
-        head = uow.rounds.chain_head("default", table)
-        assert head is not None and head.seq == 1 and head.content_hash == first.content_hash
-        uow.rounds.add(make_round(table, chain_seq=2, prev_hash=head.content_hash))
+        start = uow.appends.start("default", table, key)
+        assert start is not None and (start.seq, start.prev_hash) == (2, first.content_hash)
+        uow.rounds.add(make_round(table, chain_seq=2, prev_hash=first.content_hash))
     with UnitOfWork(sessions) as uow:
-        assert uow.rounds.chain_head("default", table).seq == 2
-        assert uow.rounds.chain_head("other-operator", table) is None
+        assert uow.appends.head("default", table, key).seq == 3
+        assert uow.appends.head("other-operator", table, key).seq == 1
 
 
 def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
@@ -166,23 +165,6 @@ def test_rounds_list_by_time_range(sessions):
 def test_a_foreign_cursor_is_refused():
     with pytest.raises(InvalidCursor):
         Cursor.decode("not-a-cursor")
-
-
-def test_account_lines_read_oldest_first_by_pages(sessions):
-    table = fresh_id("acct")
-    player = fresh_id("P")
-    with UnitOfWork(sessions) as uow:
-        uow.rounds.add(make_round(table, players=(player, fresh_id("Q"))))
-    with UnitOfWork(sessions) as uow:
-        uow.rounds.add(
-            make_round(table, chain_seq=2, prev_hash="p" * 64, players=(player, fresh_id("R")))
-        )
-    with UnitOfWork(sessions) as uow:
-        first = uow.ledger.for_account("default", player, limit=1)
-        assert first.next_cursor is not None
-        second = uow.ledger.for_account("default", player, limit=1, after=first.next_cursor)
-        assert second.next_cursor is None
-        assert first.items[0].id < second.items[0].id
 
 
 def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):
