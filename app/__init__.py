@@ -22,11 +22,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api import register_blueprints
     from app.api.auth import init_auth
     from app.api.errors import register_error_handlers
+    from app.api.extensions import SCHEMA_GATE
     from app.api.metrics import init_metrics
     from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
     from app.db.engine import database_url, make_database
-    from app.db.schema import check_schema, head_revisions, upgrade
+    from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, SchemaGate, head_revisions
 
     settings = settings if settings is not None else Settings.from_env()
     configure_logging(settings.log_level)
@@ -41,17 +42,23 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     url = database_url(settings)
-    # The embedded database is local and ours alone, so it is always brought to head.
-    if settings.migrate_on_start or settings.database_url is None:
-        upgrade(url)
     database = make_database(settings, url)
     app.extensions[DATABASE] = database
-    if settings.check_schema_on_start:
-        try:
-            check_schema(database.engine)
-        except Exception:
-            database.dispose()
-            raise
+    # The embedded database is local and ours alone, so it is always brought to head.
+    migrate = settings.migrate_on_start or settings.database_url is None
+    gate = SchemaGate(database.engine, migrate_url=url if migrate else None,
+                      check=settings.check_schema_on_start)
+    app.extensions[SCHEMA_GATE] = gate
+    try:
+        gate.ensure()
+    except DATABASE_UNAVAILABLE as error:
+        # Boot anyway: requests are answered 503 until the database answers and the
+        # schema is seen at head (SchemaGate).
+        log.warning("database unavailable at start (%s); the schema is checked on the first "
+                    "request it answers", error.__class__.__name__)
+    except SchemaError:
+        database.dispose()
+        raise
 
     register_error_handlers(app)
     init_metrics(app)

@@ -44,13 +44,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(settings.log_level)
 
     from app.db.engine import start_embedded
-    from app.db.schema import upgrade
+    from app.db.schema import DATABASE_UNAVAILABLE, upgrade
 
     command = gunicorn_command(extra)
     if settings.database_url is not None:
-        upgrade(settings.database_url)
-        _tell_about_keys(settings.database_url, settings.default_operator)
-        log.info("schema at head; starting gunicorn")
+        try:
+            upgrade(settings.database_url)
+            _tell_about_keys(settings.database_url, settings.default_operator)
+            log.info("schema at head; starting gunicorn")
+        except DATABASE_UNAVAILABLE as error:
+            # Serve anyway (503 until the database answers); the workers migrate then.
+            log.warning("database unavailable (%s); starting gunicorn, which migrates once "
+                        "it answers", error.__class__.__name__)
+            os.environ["MIGRATE_ON_START"] = "true"
         os.execv(sys.executable, command)
 
     url = start_embedded(settings.pgserver_data_dir)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from flask import Flask, current_app, g, request
 
 from app.api.errors import TYPE_INTERNAL, ProblemError
+from app.api.extensions import SCHEMA_GATE
 from app.db import get_database
 from app.services.keys import Caller, InvalidToken, Scope, authenticate
 
@@ -121,6 +122,8 @@ def authorize() -> None:
                            type_=TYPE_INTERNAL)
     if access.public:
         return
+    # Keys live in the database: first make sure it holds the schema this code expects.
+    current_app.extensions[SCHEMA_GATE].ensure()
     caller = _caller()
     if not caller.may(access.scopes):
         scopes = " ".join(s.value for s in Scope if s in access.scopes)

@@ -15,14 +15,12 @@ from http import HTTPStatus
 from typing import Any
 
 import marshmallow
-import psycopg
 from flask import Flask, Response, current_app, request
 from marshmallow import ValidationError
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 from werkzeug.wrappers import Response as BaseResponse
 
+from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
 from app.domain.errors import (
     CardError,
     ClaimError,
@@ -307,6 +305,18 @@ def _on_database_down(error: Exception) -> Response:
     )
 
 
+def _on_schema(error: SchemaError) -> Response:
+    # The database answers but holds another schema: an operator must migrate or deploy.
+    log.error("refusing requests: %s", error)
+    return problem(
+        503,
+        "Service Unavailable",
+        "the database schema is not the one this service expects; retry later",
+        headers={"Retry-After": str(current_app.config["SETTINGS"].retry_after_s)},
+        type_=TYPE_UNAVAILABLE,
+    )
+
+
 def _on_unexpected(error: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path, exc_info=error)
     return problem(
@@ -323,6 +333,7 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(HTTPException, _on_http)
     app.register_error_handler(ValidationError, _on_validation)
     app.register_error_handler(DomainError, _on_domain)
-    for outage in (OperationalError, InterfaceError, PoolTimeout, psycopg.OperationalError):
+    for outage in DATABASE_UNAVAILABLE:
         app.register_error_handler(outage, _on_database_down)
+    app.register_error_handler(SchemaError, _on_schema)
     app.register_error_handler(Exception, _on_unexpected)

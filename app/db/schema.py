@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
+
+# What a database that is down, restarting or out of connections raises: the caller answers
+# 503 and tries again later, never 500.
+DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    OperationalError, InterfaceError, PoolTimeout, psycopg.OperationalError)
 
 # Key of the advisory lock held while migrating, so several processes starting at once
 # (gunicorn workers with MIGRATE_ON_START=true, replicas) migrate one after the other.
@@ -79,6 +88,39 @@ def check_schema(engine: Engine) -> None:
         f"database schema is at {sorted(current) or 'no revision'}, behind head "
         f"{sorted(heads)}: run `alembic upgrade head` or set MIGRATE_ON_START=true"
     )
+
+
+class SchemaGate:
+    """Let requests through once this process has seen the schema at the migrations' head.
+
+    A worker must boot while the database is down (a gunicorn master exits when a worker
+    fails to boot, and would stay down after the database came back), so the check that
+    refuses a schema behind head runs at start when the database answers, and otherwise on
+    each request until it passes; until then requests are answered 503 with Retry-After.
+    """
+
+    def __init__(self, engine: Engine, *, migrate_url: str | None, check: bool) -> None:
+        self._engine = engine
+        self._migrate_url = migrate_url
+        self._passed = not (check or migrate_url)
+        self._lock = threading.Lock()
+
+    @property
+    def passed(self) -> bool:
+        """Whether the schema has been seen at head (or no check was asked for)."""
+        return self._passed
+
+    def ensure(self) -> None:
+        """Return once the schema is at head; raise SchemaError or a DATABASE_UNAVAILABLE."""
+        if self._passed:
+            return
+        with self._lock:  # one thread of the worker checks; the others wait for its answer
+            if self._passed:
+                return
+            if self._migrate_url is not None:
+                upgrade(self._migrate_url)
+            check_schema(self._engine)
+            self._passed = True
 
 
 def upgrade(url: str, revision: str = "head") -> None:

@@ -123,3 +123,53 @@ def test_settings_from_env_reach_the_database(database_url):
         assert app.test_client().get("/readyz").get_json()["database"] == "ok"
     finally:
         get_database(app).dispose()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_app_boots_with_its_database_down_and_answers_503_with_retry_after(settings):
+    down = f"postgresql+psycopg://postgres@127.0.0.1:{_closed_port()}/nowhere"
+    app = create_app(replace(settings, database_url=down, db_connect_timeout_s=1,
+                             retry_after_s=4))
+    try:
+        client = app.test_client()
+        assert client.get("/healthz").status_code == 200
+        for answer in (client.get("/v1/rounds", headers={"Authorization": "Bearer x"}),
+                       client.get("/readyz")):
+            assert answer.status_code == 503
+            assert answer.mimetype == "application/problem+json"
+            assert answer.headers["Retry-After"] == "4"
+    finally:
+        get_database(app).dispose()
+
+
+@pytest.mark.parametrize("migrate", [False, True], ids=["check only", "migrate on start"])
+def test_a_schema_first_seen_on_a_request_is_checked_then_and_until_it_passes(
+        make_database, make_app, admin_key, migrate):
+    from app.api.extensions import SCHEMA_GATE
+    from app.db.schema import SchemaGate
+
+    url = make_database()  # empty: behind head until migrated
+    app = make_app()
+    engine = create_engine(url, poolclass=NullPool)
+    app.extensions[SCHEMA_GATE] = SchemaGate(engine, migrate_url=url if migrate else None,
+                                             check=True)
+    try:
+        client = app.test_client()
+        if not migrate:
+            refused = client.get("/v1/rounds")
+            assert refused.status_code == 503, refused.get_json()
+            assert refused.headers["Retry-After"] == "5"
+            assert "schema" in refused.get_json()["detail"]
+            upgrade(url)  # an operator migrates; no restart needed
+        assert client.get("/v1/rounds").status_code == 200
+        assert _revisions(url) == set(head_revisions())
+        assert app.extensions[SCHEMA_GATE].passed
+    finally:
+        engine.dispose()

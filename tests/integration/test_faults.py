@@ -287,6 +287,34 @@ def _assert_unavailable(answer: Answer, retry_after: str) -> None:
     assert problem["status"] == 503 and problem["type"] and problem["title"], problem
 
 
+def _wait_until(condition: Callable[[], Any], what: str, *, cap_s: float = 120) -> Any:
+    """Poll ``condition`` until it gives something truthy; return that.
+
+    The cap only keeps a broken service from hanging the suite: it is no timing budget,
+    and set far above anything a loaded machine needs.
+    """
+    deadline = time.monotonic() + cap_s
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what} after {cap_s} s")
+        time.sleep(0.05)
+
+
+def _workers(service: Service) -> set[int]:
+    """Return the pids of the gunicorn master's live worker processes."""
+    master, found = service.process.pid, set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if _parent_of(int(status.parent.name)) == master:
+                found.add(int(status.parent.name))
+        except (OSError, ValueError, StopIteration):
+            continue  # the process ended while we looked
+    return found
+
+
 # --- 1. the database goes away mid-load ----------------------------------------------------
 
 
@@ -300,14 +328,15 @@ class Posted:
 @pytest.mark.slow
 def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round_whole(
         fault_db: FaultDb, tmp_path: Path) -> None:
-    """Terminate the service's connections, stop the server, post on, restart it."""
+    """Terminate the service's connections, stop the server, post on, restart it.
+
+    Every step waits on a condition (rounds settled, answers seen while down), never on a
+    wall-clock budget, so a loaded machine only makes it slower. A hang would show as a
+    client time-out, which fails the test.
+    """
     db = fault_db
     retry_after = "7"
-    # The slowest honest answer: a connect attempt (auth), then the settle's and its one
-    # retry on a fresh connection, each bounded by DB_CONNECT_TIMEOUT_S, and a statement
-    # bounded by its timeout.
     connect_s, statement_ms = 2, 3000
-    bound_s = 3 * connect_s + statement_ms / 1000 + 2
     tables = [_table(), _table()]
     posted: list[Posted] = []
     lock = threading.Lock()
@@ -317,7 +346,7 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
         while not stop.is_set():
             key = f"outage-{n}-{uuid.uuid4().hex}"
             request = _round(tables[n % len(tables)])
-            answer = _settle(service.base, db, request, key, timeout=bound_s + 5)
+            answer = _settle(service.base, db, request, key, timeout=60)
             with lock:
                 posted.append(Posted(key, request, answer))
             # A steady stream; slower after a 503, as a client that backs off would.
@@ -327,12 +356,9 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
         with lock:
             return sum(1 for p in posted if p.answer.status == 201 and p.answer.started >= after)
 
-    def wait_for(condition: Callable[[], bool], within_s: float, what: str) -> None:
-        deadline = time.monotonic() + within_s
-        while not condition():
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}")
-            time.sleep(0.05)
+    def answered_while_down() -> list[Posted]:
+        with lock:
+            return [p for p in posted if p.answer.started >= down_from]
 
     with _gunicorn(db, tmp_path, WEB_CONCURRENCY="2", GUNICORN_THREADS="2",
                    RETRY_AFTER_S=retry_after, DB_CONNECT_TIMEOUT_S=str(connect_s),
@@ -341,20 +367,19 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
         for thread in threads:
             thread.start()
         try:
-            wait_for(lambda: successes() >= 8, 30, "rounds before the outage")
+            _wait_until(lambda: successes() >= 8, "rounds before the outage")
             terminated = db.server.terminate(DATABASE, SERVICE_PREFIX)
-            time.sleep(0.3)
             db.server.stop("fast")
             down_from = time.monotonic()
-            time.sleep(1.2)
+            _wait_until(lambda: len(answered_while_down()) >= 3, "answers while down")
             down_until = time.monotonic()
             db.server.start()
             up_at = time.monotonic()
-            wait_for(lambda: successes(up_at) >= 4, 20, "rounds after the restart")
+            _wait_until(lambda: successes(up_at) >= 4, "rounds after the restart")
         finally:
             stop.set()
             for thread in threads:
-                thread.join(timeout=bound_s + 10)
+                thread.join(timeout=70)
         log = service.log.read_text()
 
         # While the server was down, every answer was a 503 problem with Retry-After.
@@ -368,7 +393,6 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
             assert p.answer.status in (201, 503), (p.answer, p.answer.body[:300])
             if p.answer.status == 503:
                 _assert_unavailable(p.answer, retry_after)
-            assert p.answer.elapsed < bound_s, p.answer
         # The outage is logged as such, never as an unhandled error (errors.py's 500 path).
         assert "database unavailable" in log
         assert "unhandled error" not in log, log[-3000:]
@@ -391,19 +415,21 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
         left = {p.key: _key_state(db, p.key) for p in failed}
         assert set(left.values()) <= {None, "done"}, left
         outcomes: dict[str, list[int | None]] = {}
-        deadline = time.monotonic() + 15
         for p in failed:
             seen: list[int | None] = []
-            while True:
+
+            def retried(p: Posted = p, seen: list[int | None] = seen) -> Answer | None:
                 again = _settle(service.base, db, p.request, p.key)
                 seen.append(again.status)
                 if again.status in (200, 201):
-                    break
+                    return again
                 assert again.status == 409, again
                 assert again.json()["type"] == "/problems/in-flight"
                 assert again.headers.get("retry-after")
-                assert time.monotonic() < deadline, f"{p.key} still in flight: {seen}"
-                time.sleep(0.25)
+                time.sleep(0.2)
+                return None
+
+            again = _wait_until(retried, f"{p.key} to leave flight")
             outcomes[p.key] = seen
             rounds = _rounds_for_key(db, p.key)
             assert rounds == [again.json()["round_id"]], (p.key, left[p.key], seen)
@@ -416,6 +442,50 @@ def test_database_outage_mid_load_answers_503_then_recovers_with_every_2xx_round
           f"max latency {max(p.answer.elapsed for p in posted):.3f} s, "
           f"first 201 {first_after - up_at:.2f} s after restart; failed keys: "
           f"{committed} had committed (replayed 200), {len(failed) - committed} were free")
+
+
+@pytest.mark.slow
+def test_a_worker_replaced_while_the_database_is_down_boots_answers_503_and_recovers(
+        fault_db: FaultDb, tmp_path: Path) -> None:
+    """Database stopped, worker killed: the master lives, 503 + Retry-After, then 201."""
+    db = fault_db
+    table = _table()
+    retry_after = "3"
+    with _gunicorn(db, tmp_path, WEB_CONCURRENCY="1", GUNICORN_THREADS="2",
+                   RETRY_AFTER_S=retry_after, DB_CONNECT_TIMEOUT_S="2") as service:
+        master = service.process.pid
+        assert _settle(service.base, db, _round(table), uuid.uuid4().hex).status == 201
+        (worker,) = _workers(service)
+        db.server.stop("fast")
+        try:
+            os.kill(worker, signal.SIGKILL)
+            # The replacement boots without the database: no schema check can kill it.
+            (replacement,) = _wait_until(lambda: _workers(service) - {worker},
+                                         "a replacement worker")
+            _wait_healthy(service, 120)
+            assert service.process.poll() is None, service.log.read_text()
+            key = uuid.uuid4().hex
+            _assert_unavailable(_settle(service.base, db, _round(table), key), retry_after)
+            _assert_unavailable(_call(service.base, "GET", "/v1/rounds", headers=db.auth),
+                                retry_after)
+            _assert_unavailable(_call(service.base, "GET", "/readyz"), retry_after)
+            assert _settle(service.base, db, _round(table), key).status == 503
+        finally:
+            db.server.start()
+
+        def settled() -> Answer | None:
+            answer = _settle(service.base, db, _round(table), key)
+            assert answer.status in (201, 503), (answer, answer.body[:300])
+            return answer if answer.status == 201 else None
+
+        body = _wait_until(settled, "a 201 once the database is back").json()
+        # The same master and worker, nothing restarted by hand; the round is whole.
+        assert service.process.pid == master and service.process.poll() is None
+        assert _workers(service) == {replacement}
+        assert _rounds_for_key(db, key) == [body["round_id"]]
+        _assert_no_half_written(db, [table])
+        log = service.log.read_text()
+        assert "Worker failed to boot" not in log and "unhandled error" not in log, log[-3000:]
 
 
 # --- 2. a worker killed mid-settle ---------------------------------------------------------
