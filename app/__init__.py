@@ -21,7 +21,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
     from app.api.auth import init_auth
-    from app.api.errors import register_error_handlers
+    from app.api.errors import refuse_text_faults_in_url, register_error_handlers
     from app.api.extensions import SCHEMA_GATE
     from app.api.metrics import init_metrics
     from app.cli import register_commands
@@ -62,6 +62,8 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     register_error_handlers(app)
     init_metrics(app)
+    # Before auth and every view: no control character or lone surrogate reaches them.
+    app.before_request(refuse_text_faults_in_url)
     # After metrics, so refused requests are timed and counted too.
     init_auth(app)
     register_blueprints(app)

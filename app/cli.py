@@ -21,7 +21,7 @@ from app.db import get_database
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
 
-_DURATION = re.compile(r"^(?P<count>[1-9][0-9]*)(?P<unit>[dhm])$")
+_DURATION = re.compile(r"(?P<count>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 
@@ -29,7 +29,7 @@ def parse_expiry(text: str, now: datetime) -> datetime:
     """Return the expiry ``text`` names: a duration from ``now`` (``30d``, ``12h``, ``45m``)
     or an ISO 8601 date or time (UTC when it names no zone). It must lie after ``now``."""
     given = text.strip()
-    duration = _DURATION.match(given)
+    duration = _DURATION.fullmatch(given)
     if duration is not None:
         return now + timedelta(**{_UNITS[duration["unit"]]: int(duration["count"])})
     try:

@@ -29,6 +29,7 @@ from app.domain.errors import (
     RulesetError,
     SettlementError,
 )
+from app.text import text_fault
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,8 @@ def json_body() -> dict[str, Any]:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
     if _depth(value) > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+    # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
+    refuse_text_faults(_string_faults(value))
     if not isinstance(value, dict):
         raise ProblemError(
             400,
@@ -154,6 +157,55 @@ def _depth(value: object) -> int:
             return deepest
         stack.extend((child, level + 1) for child in children)
     return deepest
+
+
+def _string_faults(value: object) -> list[dict[str, str]]:
+    """Return a ``{path, message, code}`` for every key or string of ``value`` that
+    app.text refuses, in document order; without recursion."""
+    faults: list[dict[str, str]] = []
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            fault = text_fault(node)
+            if fault is not None:
+                faults.append({"path": path, "message": fault[1], "code": fault[0]})
+        elif isinstance(node, dict):
+            for key, child in reversed(node.items()):
+                inner = _join(path, key)
+                fault = text_fault(key)
+                if fault is not None:
+                    faults.append({"path": inner, "message": f"the field name {fault[1]}",
+                                   "code": fault[0]})
+                stack.append((child, inner))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(node))))
+    return faults
+
+
+def refuse_text_faults(faults: list[dict[str, str]]) -> None:
+    """Raise the 422 problem naming each faulty string, if there is any."""
+    if faults:
+        count = len(faults)
+        raise ProblemError(
+            422, "Invalid request",
+            f"{count} string{'s' if count != 1 else ''} with control characters or invalid "
+            "Unicode", faults, type_=TYPE_VALIDATION)
+
+
+def refuse_text_faults_in_url() -> None:
+    """Refuse a query parameter or path segment that app.text refuses (422 naming it)."""
+    faults: list[dict[str, str]] = []
+    for name, value in request.args.items(multi=True):
+        for text, what in ((name, "the parameter name "), (value, "")):
+            fault = text_fault(text)
+            if fault is not None:
+                faults.append({"path": name, "message": what + fault[1], "code": fault[0]})
+    for name, value in (request.view_args or {}).items():
+        fault = text_fault(value) if isinstance(value, str) else None
+        if fault is not None:
+            faults.append({"path": name, "message": fault[1], "code": fault[0]})
+    refuse_text_faults(faults)
 
 
 def _is_json(mimetype: str) -> bool:

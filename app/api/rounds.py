@@ -12,7 +12,7 @@ from marshmallow import Schema, fields, validate
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_settled_round
-from app.api.schemas import PageQuerySchema, RoundRequestSchema, page_cursor
+from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchema, page_cursor
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.db.repositories import Cursor
@@ -138,7 +138,7 @@ def get_round(round_id: uuid.UUID) -> Response:
 
 
 class RoundQuerySchema(PageQuerySchema):
-    player_id = fields.String(validate=validate.Length(1, 64))
+    player_id = fields.String(validate=IDENTIFIER_FIELD)
     preset = fields.String(validate=validate.Length(1, 64))
     kind = fields.String(validate=validate.OneOf(ROUND_KINDS))
 

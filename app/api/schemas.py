@@ -15,15 +15,29 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from app.api.errors import ProblemError
 from app.db.repositories import InvalidCursor
+from app.text import IDENTIFIER, IDENTIFIER_RULE
 
 C = TypeVar("C")
 
 MAX_INTEGER_DIGITS = 15
-_MONEY = re.compile(rf"^-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?$")
-_IDENTIFIER = validate.Regexp(
-    r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$",
-    error="must be 1-64 characters: letters, digits and . _ : @ -, starting with a letter or digit",
-)
+_MONEY = re.compile(rf"-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?")
+
+
+class FullMatch(validate.Validator):
+    """Accept a string only when ``pattern`` matches all of it (``$`` would allow a final
+    newline; marshmallow's Regexp only anchors the start)."""
+
+    def __init__(self, pattern: re.Pattern[str], error: str) -> None:
+        self.pattern = pattern
+        self.error = error
+
+    def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str) or self.pattern.fullmatch(value) is None:
+            raise ValidationError(self.error)
+        return value
+
+
+IDENTIFIER_FIELD = FullMatch(IDENTIFIER, f"must be {IDENTIFIER_RULE}")
 
 
 class Money(fields.Field[Decimal]):
@@ -36,7 +50,7 @@ class Money(fields.Field[Decimal]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Decimal:
         if not isinstance(value, str):
             raise ValidationError("money must be a JSON string holding a decimal, such as \"200\"")
-        if not _MONEY.match(value):
+        if not _MONEY.fullmatch(value):
             raise ValidationError(
                 f"{value!r} is not a decimal amount (digits, optional '.', at most 8 decimals "
                 f"and {MAX_INTEGER_DIGITS} integer digits)")
@@ -124,7 +138,7 @@ class ArrangeRequestSchema(Schema):
 
 
 class PlayerSchema(Schema):
-    player_id = fields.String(required=True, validate=_IDENTIFIER)
+    player_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
     balance = Money(required=True)
     front = _card_list()
     middle = _card_list()
@@ -205,7 +219,7 @@ class DealSchema(Schema):
 
 class RoundRequestSchema(Schema):
     ruleset = RulesetField(required=True)
-    table_id = fields.String(required=True, validate=_IDENTIFIER)
+    table_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
     stake = Money(required=True, positive=True)
     players = fields.List(fields.Nested(PlayerSchema), required=True,
                           validate=validate.Length(1, MAX_PLAYERS))
@@ -225,7 +239,7 @@ class PeriodQuerySchema(Schema):
 
     from_ = fields.AwareDateTime(data_key="from", format="iso")
     to = fields.AwareDateTime(format="iso")
-    table_id = fields.String(validate=validate.Length(1, 64))
+    table_id = fields.String(validate=IDENTIFIER_FIELD)
 
     @validates_schema
     def ordered(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.keys import ApiKeyRepository, check_key
 from app.db.models import ApiKey
+from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,9 @@ PREFIX = "t13"
 _ID_BYTES = 6
 _SECRET_BYTES = 32  # token_urlsafe(32) is 43 characters of the URL-safe base64 alphabet
 _TOKEN = re.compile(
-    rf"^{PREFIX}_(?P<id>[0-9a-f]{{{2 * _ID_BYTES}}})_(?P<secret>[A-Za-z0-9_-]{{43}})$"
+    rf"{PREFIX}_(?P<id>[0-9a-f]{{{2 * _ID_BYTES}}})_(?P<secret>[A-Za-z0-9_-]{{43}})"
 )
-_OPERATOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
+MAX_NAME_LENGTH = 200
 
 
 class Scope(StrEnum):
@@ -135,7 +136,7 @@ def new_token() -> tuple[str, str, str]:
 
 def parse_token(token: str) -> tuple[str, str]:
     """Split a token into ``(key_id, secret)``; raise InvalidToken if it is not shaped so."""
-    match = _TOKEN.match(token)
+    match = _TOKEN.fullmatch(token)
     if match is None:
         raise InvalidToken("invalid", "the bearer token is not an API key of this service")
     return match["id"], match["secret"]
@@ -150,11 +151,13 @@ def create_key(
     name: str | None = None,
 ) -> NewKey:
     """Create a key for ``operator_id`` with ``scopes``; its token is in the answer only."""
-    if not _OPERATOR.match(operator_id):
-        raise KeyRequestError(
-            f"operator id {operator_id!r} must be 1-64 letters, digits or ._:@- "
-            "starting with a letter or digit"
-        )
+    if not is_identifier(operator_id):
+        raise KeyRequestError(f"operator id {operator_id!r} must be {IDENTIFIER_RULE}")
+    if name is not None:
+        fault = text_fault(name)
+        if fault is not None or not 1 <= len(name) <= MAX_NAME_LENGTH:
+            raise KeyRequestError(f"key name {name!r} must be 1-{MAX_NAME_LENGTH} characters"
+                                  f"{': it ' + fault[1] if fault else ''}")
     granted = parse_scopes(scopes)
     if expires_at is not None and expires_at.tzinfo is None:
         raise KeyRequestError("the expiry must carry a time zone")
