@@ -7,6 +7,7 @@ import logging
 from flask import Flask
 
 from app.config import Settings
+from app.text import escape_controls
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,21 @@ def create_app(settings: Settings | None = None) -> Flask:
     return app
 
 
+class EscapeControlCharacters(logging.Filter):
+    """Write control characters of a log message as escapes: one record, one line.
+
+    Messages quote what clients sent (a path with a newline, a bad id); raw, a client could
+    forge log lines. Tracebacks stay as they are: their lines are the interpreter's.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        escaped = escape_controls(message)
+        if escaped != message:
+            record.msg, record.args = escaped, None
+        return True
+
+
 def configure_logging(level: str) -> None:
     """Log to stderr at ``level`` unless the host (gunicorn, pytest) set up logging."""
     root = logging.getLogger()
@@ -79,6 +95,8 @@ def configure_logging(level: str) -> None:
         logging.basicConfig(
             level=level, format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
         )
+        for handler in root.handlers:
+            handler.addFilter(EscapeControlCharacters())
     logging.getLogger("app").setLevel(level)
     # Alembic lists its plugins at INFO on every command; that says nothing about us.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)

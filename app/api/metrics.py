@@ -21,6 +21,10 @@ bp = Blueprint("metrics", __name__)
 
 EXTENSION = "metrics"
 UNMATCHED = "<unmatched>"
+# Every label has a bounded set of values: a client may send any method name it invents,
+# and each new name would otherwise be a new series for as long as the process lives.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "OTHER"
 # Most requests take milliseconds; the top buckets catch timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -80,7 +84,8 @@ def _observe(response: Response) -> Response:
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED
-    labels = (request.method, route, str(response.status_code))
+    method = request.method if request.method in METHODS else OTHER_METHOD
+    labels = (method, route, str(response.status_code))
     metrics.requests.labels(*labels).inc()
     metrics.latency.labels(*labels).observe(time.perf_counter() - started)
     return response

@@ -6,6 +6,8 @@ import socket
 
 import pytest
 from flask import Blueprint, jsonify
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from marshmallow import Schema, fields, validate
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
@@ -144,6 +146,27 @@ def test_metrics_count_requests_by_route_template_and_status(make_app):
     assert _metric(client, "http_request_duration_seconds_count", route="/healthz") == 3
     response = client.get("/metrics")
     assert response.mimetype == "text/plain"
+
+
+@settings(max_examples=30, deadline=None)
+@given(methods=st.lists(st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ_", min_size=1, max_size=20),
+                        min_size=1, max_size=5))
+def test_invented_http_methods_share_one_label_value(make_app, methods):
+    from app.api.metrics import METHODS, OTHER_METHOD
+
+    app = make_app()
+    client = app.test_client()
+    for method in methods:
+        client.open("/healthz", method=method)
+        client.open("/v1/nowhere", method=method)
+    text = client.get("/metrics").get_data(as_text=True)
+    samples = [sample for family in text_string_to_metric_families(text)
+               for sample in family.samples if "method" in sample.labels]
+    assert {sample.labels["method"] for sample in samples} <= METHODS | {OTHER_METHOD}
+    invented = sum(1 for m in methods if m not in METHODS)
+    counted = sum(sample.value for sample in samples if sample.name == "http_requests_total"
+                  and sample.labels["method"] == OTHER_METHOD)
+    assert counted == 2 * invented
 
 
 def test_rounds_settled_are_counted_by_preset(make_app):
