@@ -159,6 +159,10 @@ _LOCK_KEY_THEN_CHAIN = text(
     "ELSE false END"
 )
 _TRY_LOCK_KEY = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))")
+_KEY_USE = text(
+    "SELECT body_hash, id AS round_id FROM rounds "
+    "WHERE operator_id = :operator_id AND idempotency_key = :key"
+).columns(body_hash=Text, round_id=Uuid)
 _LOCK_CHAIN = text("SELECT pg_advisory_xact_lock(hashtextextended(:chain, 0))")
 # Runs as the statement after the locks, so under READ COMMITTED its snapshot is taken
 # after they were granted and it sees every round (and key) committed while we waited.
@@ -393,6 +397,16 @@ class AppendRepository:
         taken: bool = self._session.connection().execute(
             _TRY_LOCK_KEY, {"key": key_lock_name(operator_id, key)}).scalar_one()
         return taken
+
+    def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
+        """Return the committed round that used ``key``, if any (a fresh statement's view).
+
+        For a request that found the key's lock held: the holder may be a replay of a round
+        stored long ago, which this request may replay too rather than be told 409.
+        """
+        row = self._session.connection().execute(
+            _KEY_USE, {"operator_id": operator_id, "key": key}).one_or_none()
+        return None if row is None else KeyUse(row.body_hash, row.round_id)
 
     def head(self, operator_id: str, table_id: str, key: str) -> AppendStart:
         """Read the chain's next position, the clock and ``key``'s earlier use, in one statement.

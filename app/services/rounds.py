@@ -2,7 +2,8 @@
 
 Settling follows one path (style.md): the request is validated and played in memory first,
 so bad input writes nothing; then one transaction takes the Idempotency-Key's advisory lock
-without waiting (held: 409 in flight), then the chain's lock, reads the chain's head and the
+without waiting (held: a replay when a committed round holds the key, else 409 in
+flight), then the chain's lock, reads the chain's head and the
 key's earlier use (same body: replay 200 rebuilt from the stored round; another body: 422),
 and appends the round, its players, its ledger lines and the key's row. Nothing is committed
 before the round is whole, so a failure, or a worker killed mid-request, leaves no trace:
@@ -175,6 +176,19 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     return Settled(200, round_json(round_, reversed_by=None), replayed=True)
 
 
+def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
+                         body_hash: str) -> Settled:
+    """Answer a request that found ``key``'s lock held by another transaction.
+
+    Once a round holds the key, every replay is a 200, even one racing another replay;
+    only a key whose round is not yet committed is in flight (409).
+    """
+    earlier = uow.appends.committed_use(operator_id, key)
+    if earlier is None:
+        raise IdempotencyConflict("in_flight")
+    return _replay(uow, operator_id, key, body_hash, earlier)
+
+
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
             body_hash: str, sessions: sessionmaker[Session]) -> Settled:
     """Hold the key, append the round at the head of its chain and store the key, or replay.
@@ -189,7 +203,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     with UnitOfWork(sessions) as uow:
         start = uow.appends.start(operator_id, table_id, key)
         if start is None:
-            raise IdempotencyConflict("in_flight")
+            return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
         round_ = Round(
@@ -217,7 +231,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
     """Hold the key, append the mirror of ``round_id`` to its chain and store the key."""
     with UnitOfWork(sessions) as uow:
         if not uow.appends.try_lock_key(operator_id, key):
-            raise IdempotencyConflict("in_flight")
+            return _replay_or_in_flight(uow, operator_id, key, body_hash)
         original = uow.rounds.get_plain(round_id)
         if original is None or original.operator_id != operator_id:
             raise RoundNotFound(str(round_id))

@@ -179,6 +179,46 @@ def test_twenty_concurrent_posts_of_one_key_make_exactly_one_round(
     assert rounds == 1
 
 
+def _race(api: Any, path: str, body: dict[str, Any], key: str, n: int) -> list[Any]:
+    """Post ``body`` to ``path`` with ``key`` from ``n`` threads released at once."""
+    answers: list[Any] = []
+    lock = threading.Lock()
+    start = threading.Barrier(n)
+
+    def post() -> None:
+        client = api.fresh()
+        start.wait()
+        response = client.post(path, json=body, headers=_headers(key))
+        with lock:
+            answers.append(response)
+
+    threads = [threading.Thread(target=post) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def test_concurrent_replays_of_a_committed_key_are_all_200_with_the_first_answer(
+        api: Any) -> None:
+    request = round_request(CASES[0], _new_table())
+    key = uuid.uuid4().hex
+    first = api.post("/v1/rounds", json=request, headers=_headers(key))
+    assert first.status_code == 201
+    answers = _race(api, "/v1/rounds", request, key, 16)
+    assert [a.status_code for a in answers] == [200] * 16
+    assert all(a.get_json() == first.get_json() for a in answers)
+
+    reversal, reason = f"/v1/rounds/{first.get_json()['round_id']}/reversal", {"reason": "x"}
+    reversal_key = uuid.uuid4().hex
+    voided = api.post(reversal, json=reason, headers=_headers(reversal_key))
+    assert voided.status_code == 201
+    answers = _race(api, reversal, reason, reversal_key, 16)
+    assert [a.status_code for a in answers] == [200] * 16
+    assert all(a.get_json() == voided.get_json() for a in answers)
+
+
 def test_rounds_list_filters_by_table_and_player_and_pages_with_a_cursor(api: Any) -> None:
     table = _new_table()
     ids = []
