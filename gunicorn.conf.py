@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from app.logs import gunicorn_logconfig
+
 
 def _cores() -> int:
     try:
@@ -41,6 +43,9 @@ preload_app = False
 errorlog = "-"
 accesslog = os.environ.get("ACCESS_LOG") or None
 loglevel = (os.environ.get("LOG_LEVEL") or "info").lower()
+# Every line JSON, gunicorn's as well as the app's (app/logs.py). The app logs one line per
+# request already; ACCESS_LOG=- adds gunicorn's own access lines on stdout.
+logconfig_dict = gunicorn_logconfig(loglevel.upper())
 proc_name = "thirteen-service"
 # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl; two servers on one machine
 # (service and benchmark) would fight over it, and nothing here uses it.

@@ -7,7 +7,6 @@ import logging
 from flask import Flask
 
 from app.config import Settings
-from app.text import escape_controls
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +24,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
     from app.api.extensions import SCHEMA_GATE
     from app.api.metrics import init_metrics
+    from app.api.requestlog import init_request_log
     from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
     from app.db.engine import database_url, make_database
@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         raise
 
     register_error_handlers(app)
+    init_request_log(app)
     init_metrics(app)
     # Before auth and every view: no control character or lone surrogate reaches them.
     app.before_request(refuse_text_faults_in_url)
@@ -73,30 +74,14 @@ def create_app(settings: Settings | None = None) -> Flask:
     return app
 
 
-class EscapeControlCharacters(logging.Filter):
-    """Write control characters of a log message as escapes: one record, one line.
-
-    Messages quote what clients sent (a path with a newline, a bad id); raw, a client could
-    forge log lines. Tracebacks stay as they are: their lines are the interpreter's.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        escaped = escape_controls(message)
-        if escaped != message:
-            record.msg, record.args = escaped, None
-        return True
-
-
 def configure_logging(level: str) -> None:
-    """Log to stderr at ``level`` unless the host (gunicorn, pytest) set up logging."""
+    """Log JSON lines to stderr at ``level`` unless the host (gunicorn, pytest) set up logging."""
+    from app.logs import json_handler
+
     root = logging.getLogger()
     if not root.handlers:
-        logging.basicConfig(
-            level=level, format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
-        )
-        for handler in root.handlers:
-            handler.addFilter(EscapeControlCharacters())
+        root.addHandler(json_handler())
+        root.setLevel(level)
     logging.getLogger("app").setLevel(level)
     # Alembic lists its plugins at INFO on every command; that says nothing about us.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)

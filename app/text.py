@@ -35,8 +35,3 @@ def is_identifier(value: str) -> bool:
     """Say whether ``value`` is an identifier (player, table, operator id) as a whole."""
     return IDENTIFIER.fullmatch(value) is not None
 
-
-def escape_controls(text: str) -> str:
-    """Return ``text`` with every character ``text_fault`` refuses written as its escape
-    (``\\n``, ``\\x00``, ``\\ud800``), so a value a client sent cannot forge a log line."""
-    return _FAULT.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)

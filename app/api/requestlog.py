@@ -1,0 +1,52 @@
+"""One log line per request, and the request id that ties a client's call to it.
+
+A client may send ``X-Request-Id`` (1-128 characters of letters, digits and ``._:@/+=-``);
+anything else, or none, gets a fresh id. The id is echoed in the response's
+``X-Request-Id`` and carried by every log record of the request (app.logs).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from flask import Flask, Response, g, request
+
+log = logging.getLogger("app.request")
+
+HEADER = "X-Request-Id"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+
+
+def init_request_log(app: Flask) -> None:
+    """Give every request of ``app`` an id and log one line when it is answered.
+
+    Register before every other hook: the id is then set for their log records, and the
+    line is written after every other after_request hook has shaped the response.
+    """
+    app.before_request(_begin)
+    app.after_request(_end)
+
+
+def _begin() -> None:
+    given = request.headers.get(HEADER, "")
+    g.request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    g.request_started = time.perf_counter()
+
+
+def _end(response: Response) -> Response:
+    request_id = g.get("request_id")
+    if request_id is None:  # not begun (a hook before ours answered)
+        return response
+    response.headers[HEADER] = request_id
+    started = g.get("request_started", time.perf_counter())
+    caller = g.get("caller")
+    log.info("%s %s %s", request.method, request.path, response.status_code, extra={
+        "path": request.path,
+        "status": response.status_code,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        "operator": None if caller is None else caller.operator_id,
+    })
+    return response

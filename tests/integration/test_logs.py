@@ -1,0 +1,90 @@
+"""Logs under gunicorn: every line one JSON object, one line per request, with its id."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from app.__main__ import gunicorn_command
+from tests.integration.private_pg import free_port
+from tests.worked_examples import EX_000, round_request
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _call(port: int, method: str, path: str, body: Any = None,
+          headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    payload = None if body is None else json.dumps(body).encode()
+    sent = {"Content-Type": "application/json"} if payload is not None else {}
+    connection.request(method, path, body=payload, headers={**sent, **(headers or {})})
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
+        database_url: str, make_key, tmp_path: Path) -> None:
+    operator = f"logs-{uuid.uuid4().hex[:8]}"
+    token = make_key("rounds:write", "rounds:read", operator_id=operator)
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    environ |= {"DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port),
+                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO"}
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=stdout,
+                                  stderr=stderr)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if _call(port, "GET", "/healthz").status == 200:
+                    break
+            except OSError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.1)
+        auth = {"Authorization": f"Bearer {token}"}
+        sent = [
+            ("GET", "/healthz", None, {"X-Request-Id": "client-id-1"}, 200),
+            ("GET", "/v1/rounds", None, {}, 401),
+            ("POST", "/v1/rounds/score", {"ruleset": "nope"}, auth, 422),
+            ("POST", "/v1/rounds", round_request(EX_000, f"logs-{uuid.uuid4().hex[:8]}"),
+             {**auth, "Idempotency-Key": uuid.uuid4().hex}, 201),
+            ("GET", "/v1/x%0A2026-01-01%20ERROR%20forged", None, {}, 404),
+            ("GET", "/healthz", None, {"X-Request-Id": "bad id\twith tab"}, 200),
+        ]
+        ids = []
+        for method, path, body, headers, status in sent:
+            response = _call(port, method, path, body, headers)
+            assert response.status == status, (path, response.status)
+            ids.append(response.getheader("X-Request-Id"))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+
+    lines = (err.read_text() + out.read_text()).splitlines()
+    records = [json.loads(line) for line in lines]  # every line parses
+    for record in records:
+        assert {"time", "level", "logger", "message"} <= set(record), record
+    # The last ones: the polls of /healthz while gunicorn started came first.
+    requests = [r for r in records if r["logger"] == "app.request"][-len(sent):]
+    assert [r["request_id"] for r in requests] == ids
+    assert ids[0] == "client-id-1" and ids[5] != "bad id\twith tab" and len(set(ids)) == 6
+    assert [r["status"] for r in requests] == [s for *_, s in sent]
+    assert requests[3]["operator"] == operator and requests[3]["route"] == "/v1/rounds"
+    assert requests[2]["route"] == "/v1/rounds/score" and requests[2]["method"] == "POST"
+    assert all(r["duration_ms"] >= 0 for r in requests)
+    assert requests[4]["path"] == "/v1/x\n2026-01-01 ERROR forged"  # one line, escaped
+    assert not any(line.startswith("2026-01-01") for line in lines)
+    assert token not in "\n".join(lines)
+    assert any(r["logger"] == "gunicorn.error" for r in records)
