@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
+from typing import TYPE_CHECKING
 
 from flask import Flask
 
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from app.db.engine import Database
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +27,11 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api import register_blueprints
     from app.api.auth import init_auth
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
-    from app.api.extensions import SCHEMA_GATE
     from app.api.metrics import init_metrics
     from app.api.requestlog import init_request_log
     from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
-    from app.db.engine import database_url, make_database
-    from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, SchemaGate, head_revisions
+    from app.db.schema import head_revisions
 
     settings = settings if settings is not None else Settings.from_env()
     configure_logging(settings.log_level)
@@ -42,24 +45,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Keep keys in the order the schemas dump them: responses read top-down.
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
-    url = database_url(settings)
-    database = make_database(settings, url)
-    app.extensions[DATABASE] = database
-    # The embedded database is local and ours alone, so it is always brought to head.
-    migrate = settings.migrate_on_start or settings.database_url is None
-    gate = SchemaGate(database.engine, migrate_url=url if migrate else None,
-                      check=settings.check_schema_on_start)
-    app.extensions[SCHEMA_GATE] = gate
-    try:
-        gate.ensure()
-    except DATABASE_UNAVAILABLE as error:
-        # Boot anyway: requests are answered 503 until the database answers and the
-        # schema is seen at head (SchemaGate).
-        log.warning("database unavailable at start (%s); the schema is checked on the first "
-                    "request it answers", error.__class__.__name__)
-    except SchemaError:
-        database.dispose()
-        raise
+    if os.environ.get("FLASK_RUN_FROM_CLI") == "true":
+        # The flask command: connect (or start the embedded server) only when a command
+        # needs the database, so --help works without one.
+        app.extensions[DATABASE] = lambda: _connect(app, settings, serve_when_down=False)
+    else:
+        app.extensions[DATABASE] = _connect(app, settings, serve_when_down=True)
 
     register_error_handlers(app)
     init_request_log(app)
@@ -72,6 +63,39 @@ def create_app(settings: Settings | None = None) -> Flask:
     register_commands(app)
     log.debug("app created with %s", settings.redacted())
     return app
+
+
+def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Database:
+    """Make the app's engine and schema gate; check or migrate the schema when it answers.
+
+    A database that does not answer raises, unless ``serve_when_down``: then it is logged
+    and requests are answered 503 until it answers (SchemaGate).
+    """
+    from app.api.extensions import SCHEMA_GATE
+    from app.db.engine import database_url, make_database
+    from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, SchemaGate
+
+    url = database_url(settings)
+    database = make_database(settings, url)
+    # The embedded database is local and ours alone, so it is always brought to head.
+    migrate = settings.migrate_on_start or settings.database_url is None
+    gate = SchemaGate(database.engine, migrate_url=url if migrate else None,
+                      check=settings.check_schema_on_start)
+    app.extensions[SCHEMA_GATE] = gate
+    try:
+        gate.ensure()
+    except DATABASE_UNAVAILABLE as error:
+        if not serve_when_down:
+            database.dispose()
+            raise
+        # Boot anyway: requests are answered 503 until the database answers and the
+        # schema is seen at head (SchemaGate).
+        log.warning("database unavailable at start (%s); the schema is checked on the first "
+                    "request it answers", error.__class__.__name__)
+    except SchemaError:
+        database.dispose()
+        raise
+    return database
 
 
 def configure_logging(level: str) -> None:

@@ -7,19 +7,23 @@ database with ``get_database()``) and list it in ``COMMANDS``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from app.db import get_database
+from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
+from app.text import IDENTIFIER_RULE, is_identifier
 
 _DURATION = re.compile(r"(?P<count>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -45,6 +49,25 @@ def parse_expiry(text: str, now: datetime) -> datetime:
     return moment
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def needs_database(command: F) -> F:
+    """Say in one line that the database is down or behind, instead of a traceback."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except DATABASE_UNAVAILABLE as error:
+            reason = (str(getattr(error, "orig", None) or error).strip().splitlines() or [""])[0]
+            raise click.ClickException(f"the database is unavailable: {reason[:300]}") from None
+        except SchemaError as error:
+            raise click.ClickException(str(error)) from None
+
+    return cast(F, run)
+
+
 # --- keys ------------------------------------------------------------------------------
 
 keys = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -61,6 +84,7 @@ keys = AppGroup("keys", help="Create, list and revoke API keys.")
 )
 @click.option("--expires", help="A duration (30d, 12h, 45m) or an ISO 8601 date or time.")
 @click.option("--name", help="A note on who holds the key.")
+@needs_database
 def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: str | None) -> None:
     """Create a key and print it once on stdout; only its hash is kept."""
     names = [part for given in scopes for part in given.split(",") if part.strip()]
@@ -85,6 +109,7 @@ def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: 
 
 @keys.command("list")
 @click.option("--operator", help="Only this operator's keys.")
+@needs_database
 def list_keys(operator: str | None) -> None:
     """List keys (never their secrets): id, operator, scopes, state and dates."""
     sessions = get_database().sessions
@@ -108,6 +133,7 @@ def list_keys(operator: str | None) -> None:
 
 @keys.command("revoke")
 @click.argument("key_id")
+@needs_database
 def revoke_key(key_id: str) -> None:
     """Revoke a key by its id; it is refused from the next request on."""
     try:
@@ -136,6 +162,7 @@ RECONCILE_DISCREPANCY_EXIT = 3
 @click.option("--table", "table_id", help="Only this table.")
 @click.option("--operator", "operator_id", help="Only this operator (default: every operator).")
 @with_appcontext
+@needs_database
 def reconcile_command(from_: str, to: str, out: Path, table_id: str | None,
                       operator_id: str | None) -> None:
     """Reconcile every operator's rounds of [from, to) and write the JSON and CSV reports.
@@ -146,19 +173,44 @@ def reconcile_command(from_: str, to: str, out: Path, table_id: str | None,
     start, end = _moment_option(from_, "--from"), _moment_option(to, "--to")
     if start >= end:
         raise click.BadParameter("'--to' must be later than '--from'", param_hint="--to")
+    for value, hint in ((operator_id, "--operator"), (table_id, "--table")):
+        if value is not None and not is_identifier(value):
+            raise click.BadParameter(f"{value!r} is not an id: {IDENTIFIER_RULE}",
+                                     param_hint=hint)
+    _writable_folder(out)
+    sessions = get_database().sessions
+    unknown = reconcile_service.unknown_scope(sessions, operator_id=operator_id,
+                                              table_id=table_id)
+    if unknown is not None:
+        raise click.UsageError(f"{unknown}: check the id (nothing was written)")
     # Off-line and possibly over a long period: no statement timeout.
-    report = reconcile_service.reconcile(get_database().sessions, created_from=start,
-                                         created_to=end, operator_id=operator_id,
-                                         table_id=table_id, statement_timeout_ms=0)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "reconciliation.json").write_text(
-        json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "reconciliation.csv").write_text(report.to_csv(), encoding="utf-8", newline="")
+    report = reconcile_service.reconcile(sessions, created_from=start, created_to=end,
+                                         operator_id=operator_id, table_id=table_id,
+                                         statement_timeout_ms=0)
+    try:
+        (out / "reconciliation.json").write_text(
+            json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8")
+        (out / "reconciliation.csv").write_text(report.to_csv(), encoding="utf-8", newline="")
+    except OSError as error:
+        raise click.ClickException(f"cannot write the reports to {out}: {error}") from None
     click.echo(f"reconciled {len(report.tables)} table(s) from {_moment(start)} to "
                f"{_moment(end)}: {report.discrepancies} discrepancy(ies); reports in {out}",
                err=True)
     if report.discrepancies:
         raise SystemExit(RECONCILE_DISCREPANCY_EXIT)
+
+
+def _writable_folder(out: Path) -> None:
+    """Make ``out`` if need be; refuse (exit 2) a folder the reports cannot be written to."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".reconcile-write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise click.BadParameter(f"cannot write to {str(out)!r}: {error.strerror or error}",
+                                 param_hint="--out") from None
 
 
 def _moment_option(text: str, name: str) -> datetime:
@@ -185,7 +237,8 @@ def register_commands(app: Flask) -> None:
 
 def dev_key_hint(operator_id: str) -> str:
     """Return the command that creates a development key for ``operator_id``."""
-    return f"flask --app app keys create --operator {operator_id} --scope admin --expires 30d"
+    return (f".venv/bin/flask --app app keys create --operator {operator_id} --scope admin "
+            "--expires 30d")
 
 
 def missing_key_notice(url: str, operator_id: str) -> str | None:

@@ -122,7 +122,9 @@ def authorize() -> None:
                            type_=TYPE_INTERNAL)
     if access.public:
         return
-    # Keys live in the database: first make sure it holds the schema this code expects.
+    # Keys live in the database: first make sure it holds the schema this code expects
+    # (get_database connects first when the app was built for the command line).
+    get_database()
     current_app.extensions[SCHEMA_GATE].ensure()
     caller = _caller()
     if not caller.may(access.scopes):

@@ -27,13 +27,13 @@ class FullMatch(validate.Validator):
     """Accept a string only when ``pattern`` matches all of it (``$`` would allow a final
     newline; marshmallow's Regexp only anchors the start)."""
 
-    def __init__(self, pattern: re.Pattern[str], error: str) -> None:
+    def __init__(self, pattern: re.Pattern[str], message: str) -> None:
         self.pattern = pattern
-        self.error = error
+        self.message = message
 
     def __call__(self, value: Any) -> Any:
         if not isinstance(value, str) or self.pattern.fullmatch(value) is None:
-            raise ValidationError(self.error)
+            raise ValidationError(self.message)
         return value
 
 

@@ -203,6 +203,15 @@ class RoundRepository:
         """Return one round without its players and lines (its result holds them), or None."""
         return self._session.get(Round, round_id)
 
+    def any_round(self, *, operator_id: str | None = None, table_id: str | None = None) -> bool:
+        """Say whether any round matches ``operator_id`` and ``table_id`` (None: any)."""
+        stmt = select(Round.id).limit(1)
+        if operator_id is not None:
+            stmt = stmt.where(Round.operator_id == operator_id)
+        if table_id is not None:
+            stmt = stmt.where(Round.table_id == table_id)
+        return self._session.scalars(stmt).first() is not None
+
     def reversal_of(self, round_id: uuid.UUID) -> Round | None:
         """Return the round that reverses ``round_id``, or None."""
         stmt = select(Round).where(Round.reverses_round_id == round_id)

@@ -334,6 +334,22 @@ GROUP BY r.operator_id, r.table_id
 """
 
 
+def unknown_scope(sessions: sessionmaker[Session], *, operator_id: str | None,
+                  table_id: str | None) -> str | None:
+    """Say which of ``operator_id`` and ``table_id`` never had a round, or None.
+
+    A report limited to an id that was mistyped would read as a clean, empty ledger.
+    """
+    with UnitOfWork(sessions) as uow:
+        if operator_id is not None and not uow.rounds.any_round(operator_id=operator_id):
+            return f"operator {operator_id!r} has no rounds"
+        if table_id is not None and not uow.rounds.any_round(operator_id=operator_id,
+                                                             table_id=table_id):
+            whose = "" if operator_id is None else f" of operator {operator_id!r}"
+            return f"table {table_id!r}{whose} has no rounds"
+    return None
+
+
 def reconcile(
     sessions: sessionmaker[Session],
     *,

@@ -396,7 +396,7 @@ def test_the_service_says_how_to_get_a_key_until_one_exists(database_url, make_k
     operator = f"fresh-{uuid.uuid4().hex[:8]}"
     notice = missing_key_notice(database_url, operator)
     assert notice is not None
-    assert f"flask --app app keys create --operator {operator} --scope admin" in notice
+    assert f".venv/bin/flask --app app keys create --operator {operator} --scope admin" in notice
     token = make_key("admin", operator_id=operator)
     assert missing_key_notice(database_url, operator) is None
     revoke_key(sessions, parse_token(token)[0])

@@ -1,0 +1,85 @@
+"""The command line as an operator meets it: help without a database, clear refusals."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+REPO = Path(__file__).resolve().parents[2]
+FLASK = [sys.executable, "-m", "flask", "--app", "app"]
+PERIOD = ["--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"]
+
+
+def _closed_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://postgres@127.0.0.1:{port}/nowhere"
+
+
+def _flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | env
+    return subprocess.run([*FLASK, *args], cwd=REPO, env=environ, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("database", ["unreachable", "unset"])
+@pytest.mark.parametrize("args", [["--help"], ["keys", "--help"], ["keys", "create", "--help"],
+                                  ["keys", "list", "--help"], ["keys", "revoke", "--help"],
+                                  ["reconcile", "--help"]], ids=" ".join)
+def test_help_works_without_a_database(tmp_path: Path, database: str, args: list[str]) -> None:
+    data_dir = tmp_path / "pgdata"
+    env = {"PGSERVER_DATA_DIR": str(data_dir)}
+    if database == "unreachable":
+        env["DATABASE_URL"] = _closed_url()
+    done = _flask(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Usage:" in done.stdout
+    if args == ["--help"]:
+        assert "keys" in done.stdout and "reconcile" in done.stdout
+    assert not data_dir.exists(), "help started the embedded database"
+
+
+def test_a_command_on_an_unreachable_database_fails_in_one_line(tmp_path: Path) -> None:
+    done = _flask("keys", "list", env={"DATABASE_URL": _closed_url(), "DB_CONNECT_TIMEOUT_S": "1"})
+    assert done.returncode == 1
+    # Log lines are JSON objects; the only other line is the error.
+    plain = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    assert len(plain) == 1 and plain[0].startswith("Error: the database is unavailable"), \
+        done.stderr
+
+
+def test_reconcile_into_a_folder_it_cannot_write_exits_2(
+        make_app: Callable[..., Flask], tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = make_app().test_cli_runner().invoke(
+        args=["reconcile", *PERIOD, "--out", str(blocker / "reports")])
+    assert result.exit_code == 2, result.output
+    assert "--out" in result.output and "cannot write" in result.output
+
+
+@pytest.mark.parametrize("option", ["--operator", "--table"])
+def test_reconcile_with_an_unknown_operator_or_table_is_an_error_not_a_clean_report(
+        make_app: Callable[..., Flask], tmp_path: Path, option: str) -> None:
+    result = make_app().test_cli_runner().invoke(
+        args=["reconcile", *PERIOD, "--out", str(tmp_path), option, f"no-{uuid.uuid4().hex}"])
+    assert result.exit_code == 2, result.output
+    assert "has no rounds" in result.output
+    assert not (tmp_path / "reconciliation.json").exists()
+
+
+@pytest.mark.parametrize("value", ["a\nb", "bad id", "x" * 65])
+def test_reconcile_refuses_an_id_that_is_no_id(make_app: Callable[..., Flask], tmp_path: Path,
+                                               value: str) -> None:
+    result = make_app().test_cli_runner().invoke(
+        args=["reconcile", *PERIOD, "--out", str(tmp_path), "--table", value])
+    assert result.exit_code == 2 and "is not an id" in result.output
