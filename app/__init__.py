@@ -26,6 +26,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
     from app.api.auth import init_auth
+    from app.api.cors import init_cors
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
     from app.api.metrics import init_metrics
     from app.api.requestlog import init_request_log
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     register_error_handlers(app)
     init_request_log(app)
+    init_cors(app)
     init_metrics(app)
     # Before auth and every view: no control character or lone surrogate reaches them.
     app.before_request(refuse_text_faults_in_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -39,6 +40,8 @@ class Settings:
     log_level: str = "INFO"
     default_operator: str = "default"
     retry_after_s: int = 5
+    # Browser origins allowed to call the API (CORS); empty: no cross-origin calls.
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -63,6 +66,7 @@ class Settings:
             log_level=_log_level(env),
             default_operator=_nonempty(env, "DEFAULT_OPERATOR", "default"),
             retry_after_s=_int(env, "RETRY_AFTER_S", 5, minimum=1),
+            cors_origins=_origins(env),
         )
 
     def redacted(self) -> dict[str, object]:
@@ -127,6 +131,20 @@ def _log_level(env: Mapping[str, str]) -> str:
     if raw not in _LOG_LEVELS:
         raise ConfigError(f"LOG_LEVEL must be one of {sorted(_LOG_LEVELS)}, got {raw!r}")
     return raw
+
+
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+
+
+def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("CORS_ORIGINS", "")
+    origins = tuple(part.strip().rstrip("/") for part in raw.split(",") if part.strip())
+    for origin in origins:
+        if not _ORIGIN.fullmatch(origin):
+            raise ConfigError(
+                f"CORS_ORIGINS holds {origin!r}; give origins such as https://table.example.com"
+                " (scheme, host and optional port; no wildcard, no path), separated by commas")
+    return origins
 
 
 def _nonempty(env: Mapping[str, str], name: str, default: str) -> str:
