@@ -234,11 +234,28 @@ class EligibilityRequestSchema(Schema):
     balance = Money(required=True)
 
 
+class Moment(fields.AwareDateTime):
+    """An RFC 3339 date-time with its zone: ``Z`` or an offset such as ``+08:00``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(format="iso", **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        try:
+            return super()._deserialize(value, attr, data, **kwargs)
+        except ValidationError:
+            shown = repr(value) if len(repr(value)) <= 64 else repr(value)[:60] + "..."
+            raise ValidationError({
+                "message": f"{shown} is not an RFC 3339 date-time with a zone; send one "
+                           "such as 2026-01-01T00:00:00Z or 2026-01-01T08:00:00+08:00",
+                "code": "invalid"}) from None
+
+
 class PeriodQuerySchema(Schema):
     """Query filters of a half-open period ``[from, to)`` and an optional table."""
 
-    from_ = fields.AwareDateTime(data_key="from", format="iso")
-    to = fields.AwareDateTime(format="iso")
+    from_ = Moment(data_key="from")
+    to = Moment()
     table_id = fields.String(validate=IDENTIFIER_FIELD)
 
     @validates_schema
@@ -250,8 +267,8 @@ class PeriodQuerySchema(Schema):
 class RequiredPeriodQuerySchema(PeriodQuerySchema):
     """A period both of whose ends must be given (reports over a whole period)."""
 
-    from_ = fields.AwareDateTime(data_key="from", format="iso", required=True)
-    to = fields.AwareDateTime(format="iso", required=True)
+    from_ = Moment(data_key="from", required=True)
+    to = Moment(required=True)
 
 
 class PageQuerySchema(PeriodQuerySchema):

@@ -145,3 +145,20 @@ def test_bad_ledger_queries_are_refused_naming_the_parameter(api, query, status,
     response = api.get("/v1/players/A/ledger", query_string=query)
     assert response.status_code == status
     assert [e["path"] for e in response.get_json()["errors"]] == [path]
+
+
+@pytest.mark.parametrize("moment", ["2026-01-01T00:00:00Z", "2026-01-01T08:00:00+08:00",
+                                    "2026-01-01T00:00:00.5-05:30"])
+def test_period_filters_take_z_and_offsets(api, moment):
+    from urllib.parse import quote
+
+    assert api.get(f"/v1/rounds?from={quote(moment)}").status_code == 200
+
+
+@pytest.mark.parametrize("moment", ["2026-01-01T00:00:00", "2026-01-01", "yesterday"])
+def test_a_period_bound_without_a_zone_says_what_came_and_what_is_needed(api, moment):
+    response = api.get(f"/v1/rounds?from={moment}")
+    assert response.status_code == 422
+    (error,) = response.get_json()["errors"]
+    assert error["path"] == "from" and error["code"] == "invalid"
+    assert repr(moment) in error["message"] and "2026-01-01T00:00:00Z" in error["message"]
