@@ -9,21 +9,16 @@ import tempfile
 from pathlib import Path
 
 from app.logs import gunicorn_logconfig
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
+from app.runtime import available_cpus
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 
-# Requests spend most of their time in PostgreSQL, so 2 x cores + 1 workers, each with a
-# couple of threads, keep both cores busy without oversubscribing them. Each worker's
-# connection pool (DB_POOL_SIZE + DB_MAX_OVERFLOW) must be at least its thread count.
-workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cores() + 1)
+# Requests spend most of their time in PostgreSQL, so 2 x CPUs + 1 workers, each with a
+# couple of threads, keep the CPUs busy without oversubscribing them. CPUs are the ones this
+# process may use: its affinity, capped by a container's cgroup CPU quota (app/runtime.py).
+# Each worker's connection pool (DB_POOL_SIZE + DB_MAX_OVERFLOW) must be at least its thread
+# count.
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * available_cpus() + 1)
 worker_class = "gthread"
 threads = int(os.environ.get("GUNICORN_THREADS") or 2)
 
