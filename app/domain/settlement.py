@@ -303,10 +303,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     rounded_units_total = 0
     for pid in ids:
         rounded = math.trunc(payable[pid] * scale)  # toward zero, per player (§5)
-        if money.fee_basis is FeeBasis.PAIR:
-            fee = pair_fees[pid]
-        else:
-            fee = _fee_units(rounded, rate)
+        fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
         before = int(held[pid] * scale)  # exact: balances carry at most `precision` decimals
         after_result = before + rounded
         after = after_result - fee
