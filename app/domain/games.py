@@ -168,6 +168,12 @@ def game_of(rules: AnyRules) -> Game:
     return rules.game if isinstance(rules, BankerRules) else Game.THIRTEEN
 
 
+def game_of_preset(name: str) -> Game:
+    """Return the game a stored round plays: its ruleset's name is the preset's name."""
+    rules = PRESETS.get(name)
+    return Game.THIRTEEN if rules is None else game_of(rules)
+
+
 def presets_of(game: Game) -> tuple[str, ...]:
     """Return the preset names of a game (a round's game follows from its preset)."""
     return tuple(name for name, rules in PRESETS.items() if game_of(rules) is game)

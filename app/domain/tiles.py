@@ -42,6 +42,7 @@ _BY_TEXT: dict[str, Tile] = {"wd": Tile.WHITE, "白板": Tile.WHITE}
 for _n in range(1, 10):
     _BY_TEXT[f"{_n}p"] = Tile(2 * _n)
     _BY_TEXT[f"{_CHINESE[_n - 1]}筒"] = Tile(2 * _n)
+    _BY_TEXT[f"{_n}筒"] = Tile(2 * _n)  # as games.md writes them: 3筒, 9筒
 
 
 class TwoEight(StrEnum):
@@ -85,7 +86,7 @@ class TileHand:
 
 
 def parse_tile(text: object, path: str = "") -> Tile:
-    """Parse ``1p``…``9p``, ``wd``, or ``一筒``…``九筒``, ``白板``."""
+    """Parse ``1p``…``9p``, ``wd``, or ``一筒``…``九筒`` (also ``1筒``…``9筒``), ``白板``."""
     if not isinstance(text, str):
         raise CardError(Problem(path, f"a tile is a string such as '5p', not "
                                 f"{reprlib.repr(text)}", "not_a_tile"))
