@@ -1,4 +1,4 @@
-"""搶莊21點 and 二八槓 through HTTP against PostgreSQL: worked examples, refusals, reads, reversal."""
+"""搶莊21點 and 二八槓 through HTTP against PostgreSQL: worked examples, refusals, reversal."""
 
 from __future__ import annotations
 
