@@ -7,9 +7,9 @@ from typing import Any
 
 from app.domain.arrange import keep_back, suggest
 from app.domain.cards import format_cards
-from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
 from app.domain.errors import Problem, RulesetError
 from app.domain.games import BankerRules, resolve
+from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
 from app.domain.rulesets import DRAGONS, Ruleset
 from app.domain.specials import SpecialName, find_specials
 
