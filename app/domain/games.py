@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from enum import StrEnum
 from typing import Any, cast
 
@@ -548,6 +548,9 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
     balance does not cover its bet at the top multiplier.
     """
     check_table(seats, rules)
+    if stake != stake.quantize(Decimal(1).scaleb(-rules.money.precision), rounding=ROUND_DOWN):
+        raise SettlementError(Problem("stake", f"stake {stake} has more than "
+                                      f"{rules.money.precision} decimals", "too_many_decimals"))
     seated = {s.player_id: balances[s.player_id] for s in seats}
     if not limits_enforced:
         check_continue(rules.money, stake, seated)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.domain.blackjack import Category21, evaluate21
@@ -426,6 +426,8 @@ def banker_rounds(draw: st.DrawFn) -> tuple[BankerRules, list[BankerSeat], dict[
 def test_property_every_banker_round_sums_to_zero_and_nobody_pays_past_its_balance(
         case: tuple[BankerRules, list[BankerSeat], dict[str, Decimal]], stake: str) -> None:
     rules, seats, balances = case
+    assume(Decimal(stake) == Decimal(stake).quantize(Decimal(1).scaleb(-rules.money.precision),
+                                                     rounding=ROUND_DOWN))
     result = play_banker_round(seats, rules, Decimal(stake), balances, limits_enforced=True)
     settlement = result.settlement
     assert sum(line.amount for line in settlement.lines) == 0
@@ -462,3 +464,12 @@ def test_hands_evaluate_the_same_whoever_holds_them() -> None:
         play_banker_round(_seats(QIANG21_EXAMPLE), resolve({
             "preset": "qiang21", "overrides": {"continue_min": {"multiple": "200"}}}),
             Decimal(100), {s.player_id: Decimal(10000) for s in _seats(QIANG21_EXAMPLE)})
+
+
+def test_a_stake_finer_than_the_precision_is_refused() -> None:
+    seats = _seats(ERBAGANG_EXAMPLE)
+    held = {s.player_id: Decimal(1000) for s in seats}
+    with pytest.raises(SettlementError) as caught:
+        play_banker_round(seats, EBG, Decimal("10.005"), held)
+    assert [p.path for p in caught.value.problems] == ["stake"]
+    play_banker_round(seats, EBG, Decimal("10.500"), held)  # 10.5: two decimals are enough
