@@ -168,3 +168,26 @@ def test_proportional_payout_when_the_banker_cannot_cover(api: Any) -> None:
     assert amounts == {"B": "-205.00", "P1": "95.00", "P2": "0.00", "P3": "-100.00",
                        "P4": "190.00"}
     assert body["players"][0]["balance_after"] == "95.00"
+
+
+@pytest.mark.parametrize("schema_name, example", [
+    ("Qiang21RoundRequest", QIANG21_EXAMPLE), ("ErbagangRoundRequest", ERBAGANG_EXAMPLE),
+    ("ThirteenRoundRequest", None)])
+def test_the_contracts_example_is_the_worked_example_and_one_games_request(
+        api: Any, schema_name: str, example: dict[str, Any] | None) -> None:
+    from jsonschema import Draft202012Validator
+
+    from tests.e2e.conftest import load_contract
+
+    components = load_contract()["components"]
+    (request,) = components["schemas"][schema_name]["examples"]
+    matching = [name for name in ("ThirteenRoundRequest", "Qiang21RoundRequest",
+                                  "ErbagangRoundRequest")
+                if Draft202012Validator({"$ref": f"#/components/schemas/{name}",
+                                         "components": components}).is_valid(request)]
+    assert matching == [schema_name]
+    response = api.post("/v1/rounds/score", json=request)
+    assert response.status_code == 200, response.get_json()
+    if example is not None:
+        amounts = {p["player_id"]: p["amount"] for p in response.get_json()["players"]}
+        assert amounts == example["amounts"]
