@@ -23,9 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.domain.arrange import keep_back  # noqa: E402
+from app.domain.banker_games import BankerSeat, play_banker_round  # noqa: E402
 from app.domain.blackjack import hard_total  # noqa: E402
 from app.domain.cards import DECK  # noqa: E402
-from app.domain.games import BANKER_PRESETS, BankerSeat, play_banker_round  # noqa: E402
+from app.domain.games import BANKER_PRESETS  # noqa: E402
 from app.domain.rulesets import PRESETS  # noqa: E402
 from app.domain.scoring import PlayerHand, score_round  # noqa: E402
 from app.domain.tiles import Tile  # noqa: E402

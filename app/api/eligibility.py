@@ -8,8 +8,9 @@ from flask import Blueprint, Response, jsonify
 
 from app.api.errors import json_body
 from app.api.schemas import EligibilityRequestSchema
+from app.domain.banker_games import bet_multiples_allowed
 from app.domain.errors import Problem, RoundError
-from app.domain.games import BankerRules, bet_multiples_allowed, game_of, resolve
+from app.domain.games import BankerRules, game_of, resolve
 from app.domain.settlement import eligibility, money_text
 
 bp = Blueprint("eligibility", __name__, url_prefix="/v1")

@@ -1,26 +1,25 @@
-"""The banker games of seed 004 (games.md): 搶莊21點 and 二八槓, as rules, tables and one play.
+"""The games a table plays, and the banker games' rules as data (games.md §1-3).
 
-A game is its hand evaluation (``blackjack``, ``tiles``) plus tables of parameters: its
-categories with their multipliers, the bet and grab multiples, and the options houses
-disagree on (each a named choice with the seed's default). ``play_banker_round`` checks a
-table, compares every player with the banker, prices each pair and hands the pairs to the
-one banker settlement (``banker.settle_banker``) that 十三支's ``banker`` preset uses too.
+A round's game (十三支 ``thirteen``, 搶莊21點 ``qiang21``, 二八槓 ``erbagang``) is its
+preset's. A banker game's rules are tables: its categories with their multipliers, the bet
+and grab multiples, and the options houses disagree on, each a named choice with the seed's
+default. ``resolve``, ``rules_to_dict``, ``rules_from_dict`` and ``rules_hash`` work for
+every game, so a stored round of any game loads back with exactly the rules it was played
+by. Playing a banker round is ``banker_games``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal
+from decimal import Decimal
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any
 
-from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
-from app.domain.blackjack import Category21, Hand21, check_draws, evaluate21
-from app.domain.cards import Card, check_copies
-from app.domain.errors import CardError, Problem, RoundError, RulesetError, SettlementError
+from app.domain.blackjack import Category21
+from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.rulesets import PRESETS as THIRTEEN_PRESETS
 from app.domain.rulesets import (
     Ruleset,
@@ -36,24 +35,8 @@ from app.domain.rulesets import (
     ruleset_hash,
     ruleset_to_dict,
 )
-from app.domain.settlement import (
-    Debt,
-    FeeBasis,
-    Limit,
-    MoneyRules,
-    Payout,
-    Settlement,
-    check_continue,
-)
-from app.domain.tiles import (
-    TILES_PER_HAND,
-    CategoryTiles,
-    Tile,
-    TileHand,
-    TwoEight,
-    check_tile_copies,
-    evaluate_tiles,
-)
+from app.domain.settlement import FeeBasis, Limit, MoneyRules, Payout
+from app.domain.tiles import CategoryTiles, TwoEight
 
 MAX_TABLE = 10  # players at one banker table, banker included
 MAX_MULTIPLE = 100  # any bet, grab or category multiplier
@@ -340,257 +323,3 @@ def _banker_from_dict(data: Mapping[str, Any], path: str,
     except SettlementError as err:
         raise RulesetError(p.under(path) for p in err.problems) from None
     return BankerRules(**values)
-
-
-# --------------------------------------------------------------------------- hands
-
-Hand = tuple[Card, ...] | tuple[Tile, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class BankerSeat:
-    """One player's submission at a banker table."""
-
-    player_id: str
-    hand: Hand
-    banker: bool = False
-    bet_multiple: int | None = None
-    grab_multiple: int | None = None
-    timed_out: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """A hand as the game sees it: category, total or value, and one comparable strength."""
-
-    category: str
-    value: str  # what a player would call it: "17", "9½", "pair of 4"
-    total: int | None  # 21點 total (None for tiles)
-    strength: tuple[int, int]
-    hand: Hand
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """One player against the banker: who won, why, and the multiples of the gross amount."""
-
-    banker: str
-    player: str
-    winner: str | None  # "banker", "player", or None for a push
-    reason: str  # category, total, value, or the tie rule that decided
-    bet_multiple: int
-    grab_multiple: int
-    category_multiplier: int
-    points: int  # from the player's side, in stakes: ± the product of the multiples
-    gross: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class BankerRoundResult:
-    """A scored and settled banker round."""
-
-    rules: BankerRules
-    stake: Decimal
-    seats: tuple[BankerSeat, ...]
-    evaluations: tuple[Evaluation, ...]
-    comparisons: tuple[Comparison, ...]
-    debts: tuple[Debt, ...]
-    settlement: Settlement
-
-    def points_of(self, player_id: str) -> int:
-        """Return a player's net result in stakes (the banker's is the sum of its pairs)."""
-        own = [c.points for c in self.comparisons if c.player == player_id]
-        if own:
-            return own[0]
-        return -sum(c.points for c in self.comparisons)
-
-
-def evaluate(hand: Hand, rules: BankerRules) -> Evaluation:
-    """Evaluate one hand under the rules of its game."""
-    if rules.game is Game.QIANG21:
-        h21: Hand21 = evaluate21(hand)  # type: ignore[arg-type]
-        key = h21.total if h21.category in (Category21.POINTS, Category21.FIVE_CARD_CHARLIE) \
-            else 0
-        return Evaluation(h21.category.label, str(h21.total), h21.total,
-                          (int(h21.category), key), hand)
-    th: TileHand = evaluate_tiles(hand, TwoEight(rules.option("two_eight")))  # type: ignore
-    return Evaluation(th.category.value, th.value_text, None, th.strength, th.tiles)
-
-
-def compare(banker: Evaluation, player: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    """Return +1 when the player wins, −1 when the banker does, 0 on a push, and why."""
-    if rules.game is Game.QIANG21:
-        return _compare21(banker, player, rules)
-    return _compare_tiles(banker, player, rules)
-
-
-def _sign(x: int) -> int:
-    return (x > 0) - (x < 0)
-
-
-def _compare21(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    bust = Category21.BUST.label
-    if b.category == bust and p.category == bust:
-        return (-1 if rules.option("double_bust") == "banker_wins" else 0), "double_bust"
-    if b.strength[0] != p.strength[0]:
-        return _sign(p.strength[0] - b.strength[0]), "category"
-    if p.category == Category21.POINTS.label:
-        return _sign(p.strength[1] - b.strength[1]), "total"
-    if p.category == Category21.FIVE_CARD_CHARLIE.label:
-        if rules.option("charlie_ties") == "lower_total_wins":
-            return _sign(b.strength[1] - p.strength[1]), "charlie_ties"
-        return 0, "charlie_ties"
-    return 0, "category"
-
-
-def _compare_tiles(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    banker_tiles, player_tiles = cast(tuple[Tile, ...], b.hand), cast(tuple[Tile, ...], p.hand)
-    if sorted(banker_tiles) == sorted(player_tiles):
-        return (-1 if rules.option("identical") == "banker_wins" else 0), "identical"
-    if b.strength != p.strength:
-        return (1 if p.strength > b.strength else -1), "value"
-    rule = rules.option("equal_points")
-    if rule == "banker_wins":
-        return -1, "equal_points"
-    if rule == "higher_tile_wins":
-        # 白板 is the lowest tile.
-        return _sign(max(player_tiles) - max(banker_tiles)), "equal_points"
-    return 0, "equal_points"
-
-
-# --------------------------------------------------------------------------- the round
-
-def check_table(seats: Sequence[BankerSeat], rules: BankerRules) -> None:
-    """Refuse counts, bankers, multiples and hands the table forbids, naming each."""
-    problems: list[Problem] = []
-    if not 2 <= len(seats) <= rules.max_players:
-        problems.append(Problem("players", f"{rules.name} seats 2 to {rules.max_players} "
-                                f"players, banker included; got {len(seats)}",
-                                "player_count"))
-    bankers = [i for i, s in enumerate(seats) if s.banker]
-    if not bankers:
-        problems.append(Problem("players", "no player is marked \"banker\": true; a banker "
-                                "game needs exactly one", "banker_count"))
-    for i in bankers[1:]:
-        problems.append(Problem(f"players[{i}].banker", f"a second banker: players"
-                                f"[{bankers[0]}] is the banker already", "banker_count"))
-    ids: dict[str, int] = {}
-    for i, s in enumerate(seats):
-        at = f"players[{i}]"
-        if s.player_id in ids:
-            problems.append(Problem(f"{at}.player_id", f"player {s.player_id!r} is seated "
-                                    f"twice (also players[{ids[s.player_id]}])",
-                                    "duplicate_player"))
-        ids.setdefault(s.player_id, i)
-        if s.banker:
-            if s.bet_multiple is not None:
-                problems.append(Problem(f"{at}.bet_multiple", "the banker places no bet",
-                                        "banker_bet"))
-            if s.grab_multiple is not None and s.grab_multiple not in rules.grab_multiples:
-                problems.append(Problem(f"{at}.grab_multiple", f"grab_multiple "
-                                        f"{s.grab_multiple} is not one of "
-                                        f"{list(rules.grab_multiples)}", "bad_multiple"))
-        else:
-            if s.grab_multiple is not None:
-                problems.append(Problem(f"{at}.grab_multiple", "only the banker grabs",
-                                        "not_banker"))
-            if s.bet_multiple is None:
-                problems.append(Problem(f"{at}.bet_multiple", "each player but the banker "
-                                        "gives its bet_multiple", "missing_bet"))
-            elif s.bet_multiple not in rules.bet_multiples:
-                problems.append(Problem(f"{at}.bet_multiple", f"bet_multiple "
-                                        f"{s.bet_multiple} is not one of "
-                                        f"{list(rules.bet_multiples)}", "bad_multiple"))
-        if s.timed_out and rules.game is not Game.QIANG21:
-            problems.append(Problem(f"{at}.timed_out", f"{rules.name} has no auto play",
-                                    "no_auto_play"))
-    if rules.game is Game.QIANG21:
-        problems += _hand_problems(seats, rules)
-        located = [(f"players[{i}].cards[{j}]", c) for i, s in enumerate(seats)
-                   for j, c in enumerate(s.hand)]
-        try:
-            check_copies(located, 1)  # type: ignore[arg-type]
-        except CardError as err:
-            problems.extend(err.problems)
-    else:
-        for i, s in enumerate(seats):
-            if len(s.hand) != TILES_PER_HAND:
-                problems.append(Problem(f"players[{i}].tiles", f"a hand holds "
-                                        f"{TILES_PER_HAND} tiles, not {len(s.hand)}",
-                                        "wrong_hand_size"))
-        try:
-            check_tile_copies([(f"players[{i}].tiles[{j}]", cast(Tile, t))
-                               for i, s in enumerate(seats) for j, t in enumerate(s.hand)])
-        except CardError as err:
-            problems.extend(err.problems)
-    if problems:
-        raise RoundError(problems)
-
-
-def _hand_problems(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Problem]:
-    problems: list[Problem] = []
-    for i, s in enumerate(seats):
-        try:
-            check_draws(s.hand, s.timed_out, rules.option("auto_stand_at"))  # type: ignore
-        except CardError as err:
-            problems.extend(err.under(f"players[{i}]").problems)
-    return problems
-
-
-def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: Decimal,
-                      balances: Mapping[str, Decimal],
-                      limits_enforced: bool = False) -> BankerRoundResult:
-    """Check, compare every player with the banker, price the pairs and settle the round.
-
-    A pair's gross amount is stake × bet_multiple × grab_multiple × the multiplier of the
-    winner's category (games.md §1). Unless ``limits_enforced``, a balance below
-    ``continue_min`` refuses the round; with ``bet_requires_cover`` so does a player whose
-    balance does not cover its bet at the top multiplier.
-    """
-    check_table(seats, rules)
-    if stake != stake.quantize(Decimal(1).scaleb(-rules.money.precision), rounding=ROUND_DOWN):
-        raise SettlementError(Problem("stake", f"stake {stake} has more than "
-                                      f"{rules.money.precision} decimals", "too_many_decimals"))
-    seated = {s.player_id: balances[s.player_id] for s in seats}
-    if not limits_enforced:
-        check_continue(rules.money, stake, seated)
-    banker_seat = next(i for i, s in enumerate(seats) if s.banker)
-    banker = seats[banker_seat]
-    grab = banker.grab_multiple or 1
-    if rules.bet_requires_cover:
-        check_cover([(i, s.player_id, seated[s.player_id],
-                      stake * (s.bet_multiple or 1) * grab)
-                     for i, s in enumerate(seats) if not s.banker],
-                    rules.top_multiplier, rules.money.precision)
-    evaluations = tuple(evaluate(s.hand, rules) for s in seats)
-    comparisons: list[Comparison] = []
-    pairs: list[BankerPair] = []
-    for i, s in enumerate(seats):
-        if s.banker:
-            continue
-        outcome, reason = compare(evaluations[banker_seat], evaluations[i], rules)
-        winner = evaluations[i] if outcome > 0 else evaluations[banker_seat]
-        multiplier = rules.multiplier(winner.category) if outcome else 1
-        bet = s.bet_multiple or 1
-        points = outcome * bet * grab * multiplier
-        comparisons.append(Comparison(
-            banker.player_id, s.player_id,
-            None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
-            grab, multiplier, points, abs(points) * stake))
-        pairs.append(BankerPair(banker.player_id, s.player_id, points, stake))
-    debts, settlement = settle_banker(pairs, seated, rules.money)
-    return BankerRoundResult(rules, stake, tuple(seats), evaluations, tuple(comparisons),
-                             debts, settlement)
-
-
-def bet_multiples_allowed(rules: BankerRules, stake: Decimal, balance: Decimal,
-                          grab_multiple: int = 1) -> tuple[int, ...]:
-    """Return the bet multiples a balance may place at ``stake`` (games.md §1, cover)."""
-    if grab_multiple not in rules.grab_multiples:
-        raise RoundError(Problem("grab_multiple", f"grab_multiple {grab_multiple} is not one "
-                                 f"of {list(rules.grab_multiples)}", "bad_multiple"))
-    if not rules.bet_requires_cover:
-        return rules.bet_multiples
-    return allowed_multiples(balance, stake, rules.bet_multiples, grab_multiple,
-                             rules.top_multiplier)
-

@@ -11,17 +11,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from app.domain.banker_games import BankerRoundResult, BankerSeat, play_banker_round
 from app.domain.cards import Card, check_copies, format_cards, parse_card, parse_cards
 from app.domain.deal import DealRecord, check_deal
 from app.domain.errors import CardError, DomainError, Problem, RoundError
 from app.domain.games import (
     AnyRules,
-    BankerRoundResult,
     BankerRules,
-    BankerSeat,
     Game,
     game_of,
-    play_banker_round,
     resolve,
     rules_hash,
     rules_to_dict,

@@ -9,16 +9,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from app.domain.banker_games import BankerSeat, bet_multiples_allowed, evaluate, play_banker_round
 from app.domain.blackjack import Category21, evaluate21
 from app.domain.cards import DECK, parse_cards
 from app.domain.errors import CardError, DomainError, RoundError, RulesetError, SettlementError
 from app.domain.games import (
     PRESETS,
     BankerRules,
-    BankerSeat,
-    bet_multiples_allowed,
-    evaluate,
-    play_banker_round,
     resolve,
     rules_from_dict,
     rules_hash,
