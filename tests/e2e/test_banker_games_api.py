@@ -191,3 +191,15 @@ def test_the_contracts_example_is_the_worked_example_and_one_games_request(
     if example is not None:
         amounts = {p["player_id"]: p["amount"] for p in response.get_json()["players"]}
         assert amounts == example["amounts"]
+
+
+@pytest.mark.parametrize("request_schema, round_schema", [
+    ("Qiang21RoundRequest", "Qiang21Round"), ("ErbagangRoundRequest", "ErbagangRound")])
+def test_the_contracts_round_example_is_what_the_dry_run_of_its_request_answers(
+        api: Any, request_schema: str, round_schema: str) -> None:
+    from tests.e2e.conftest import load_contract
+
+    schemas = load_contract()["components"]["schemas"]
+    (request,) = schemas[request_schema]["examples"]
+    (expected,) = schemas[round_schema]["examples"]
+    assert api.post("/v1/rounds/score", json=request).get_json() == expected
