@@ -8,9 +8,12 @@
    at postgresql://postgres@127.0.0.1:5432/, else the embedded pgserver in
    ``var/bench-pgdata``. On it, a fresh database ``bench_<random>`` migrated to head, which
    is dropped at the end (nothing is ever written to an existing database).
-2. Bodies: ``--rounds`` random 4-player rounds (ruleset swap3 or classic4, a shuffled deck
-   of 52 dealt 13 each, arranged with keep_back so none fouls, large balances) spread over
-   ``--tables`` table ids, each checked in process (schema, scoring, settlement) first.
+2. Bodies: ``--rounds`` random rounds spread over ``--tables`` table ids, each checked in
+   process (schema, scoring, settlement) first, large balances. The mix, one ruleset each
+   round at random: 十三支 swap3 and classic4 (4 players, a shuffled deck of 52 dealt 13
+   each, arranged with keep_back so none fouls), 搶莊21點 qiang21 and 二八槓 erbagang (a
+   banker and 4 players, bet multiples 1-5; 21點 hands drawn to 17 from one deck, tiles
+   from a shuffled wall of 40).
 3. The service: gunicorn with gunicorn.conf.py serving ``app:create_app()`` on a free
    127.0.0.1 port; wrk against ``GET /healthz`` and ``POST /v1/rounds`` (a unique
    Idempotency-Key per request, so every request settles a new round).
@@ -63,7 +66,10 @@ LOCAL_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 EMBEDDED_DIR = REPO / "var" / "bench-pgdata"
 WRK_SCRIPT = REPO / "bench" / "load_wrk.lua"
 GUNICORN_CONF = REPO / "gunicorn.conf.py"
-RULESETS = ("swap3", "classic4")
+THIRTEEN_RULESETS = ("swap3", "classic4")
+BANKER_GAMES = ("qiang21", "erbagang")
+RULESETS = (*THIRTEEN_RULESETS, *BANKER_GAMES)
+BANKER_SEATS = 5
 OPERATOR = "bench"
 P99_TARGET_MS = 50.0
 THROUGHPUT_RATIO_TARGET = 0.5
@@ -195,8 +201,9 @@ def count_rows(url: str, table: str) -> int:
 # --- request bodies -----------------------------------------------------------------------
 
 
-def make_bodies(count: int, seed: int, tables: int) -> list[dict[str, Any]]:
-    """Deal ``count`` random valid 4-player rounds as POST /v1/rounds request bodies."""
+def make_bodies(count: int, seed: int, tables: int,
+                rulesets: Sequence[str] = RULESETS) -> list[dict[str, Any]]:
+    """Deal ``count`` random valid rounds of ``rulesets`` as POST /v1/rounds request bodies."""
     from app.domain.arrange import keep_back
     from app.domain.cards import DECK, format_cards
     from app.domain.rulesets import PRESETS
@@ -204,7 +211,10 @@ def make_bodies(count: int, seed: int, tables: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     bodies = []
     for n in range(count):
-        preset = rng.choice(RULESETS)
+        preset = rng.choice(rulesets)
+        if preset in BANKER_GAMES:
+            bodies.append(_banker_body(rng, preset, f"bench-t{n % tables}"))
+            continue
         ace_low = PRESETS[preset].ace_low_straight
         deck = list(DECK)
         rng.shuffle(deck)
@@ -221,6 +231,36 @@ def make_bodies(count: int, seed: int, tables: int) -> list[dict[str, Any]]:
         bodies.append({"ruleset": preset, "table_id": f"bench-t{n % tables}",
                        "stake": str(rng.choice((10, 50, 100, 200))), "players": players})
     return bodies
+
+
+def _banker_body(rng: random.Random, preset: str, table_id: str) -> dict[str, Any]:
+    """Deal one banker round: a banker and four players with bet multiples 1-5."""
+    from app.domain.blackjack import hard_total
+    from app.domain.cards import DECK, format_cards
+    from app.domain.tiles import Tile
+
+    deck = list(DECK)
+    rng.shuffle(deck)
+    wall = [str(t) for t in Tile for _ in range(4)]
+    rng.shuffle(wall)
+    players: list[dict[str, Any]] = []
+    for seat in range(BANKER_SEATS):
+        player: dict[str, Any] = {"player_id": f"bench-p{rng.randrange(10_000)}-{seat}",
+                                  "balance": str(rng.randrange(1_000_000, 10_000_000))}
+        if seat == 0:
+            player["banker"] = True
+        else:
+            player["bet_multiple"] = rng.randint(1, 5)
+        if preset == "qiang21":
+            hand = [deck.pop(), deck.pop()]
+            while len(hand) < 5 and hard_total(hand) < 17:
+                hand.append(deck.pop())
+            player["cards"] = format_cards(hand)
+        else:
+            player["tiles"] = [wall.pop(), wall.pop()]
+        players.append(player)
+    return {"ruleset": preset, "table_id": table_id,
+            "stake": str(rng.choice((10, 50, 100, 200))), "players": players}
 
 
 def check_bodies(bodies: Sequence[dict[str, Any]]) -> None:

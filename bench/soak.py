@@ -77,6 +77,7 @@ from sqlalchemy import make_url  # noqa: E402
 from app.config import libpq_url  # noqa: E402
 from bench.load import (  # noqa: E402
     OPERATOR,
+    THIRTEEN_RULESETS,
     BenchError,
     api_key,
     check_bodies,
@@ -470,7 +471,8 @@ def _arrange_body(body: Mapping[str, Any], n: int) -> dict[str, Any]:
 def soak_bodies(count: int, seed: int, tables: int) -> list[dict[str, Any]]:
     """Deal ``count`` valid rounds over ``tables`` tables; a quarter of players go auto."""
     rng = random.Random(seed)
-    bodies = make_bodies(count, seed, tables)
+    # 十三支 only: the soak's arrange requests are made from the settled rounds' cards.
+    bodies = make_bodies(count, seed, tables, THIRTEEN_RULESETS)
     for body in bodies:
         for n, player in enumerate(body["players"]):
             if rng.random() < 0.25:

@@ -16,6 +16,7 @@ from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchem
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.db.repositories import Cursor
+from app.domain.games import Game
 from app.services import rounds
 
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
@@ -141,6 +142,7 @@ class RoundQuerySchema(PageQuerySchema):
     player_id = fields.String(validate=IDENTIFIER_FIELD)
     preset = fields.String(validate=validate.Length(1, 64))
     kind = fields.String(validate=validate.OneOf(ROUND_KINDS))
+    game = fields.String(validate=validate.OneOf([g.value for g in Game]))
 
 
 @bp.get("")
@@ -152,4 +154,4 @@ def list_rounds() -> Response:
         table_id=query.get("table_id"), player_id=query.get("player_id"),
         created_from=created_from, created_to=query.get("to"), limit=query["limit"],
         after=page_cursor(query, Cursor.decode), preset=query.get("preset"),
-        kind=query.get("kind")))
+        kind=query.get("kind"), game=query.get("game")))

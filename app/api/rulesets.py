@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from app.api.errors import ProblemError
-from app.domain.rulesets import PRESETS
+from app.domain.games import PRESETS
 from app.services.play import ruleset_json
 
 bp = Blueprint("rulesets", __name__, url_prefix="/v1/rulesets")

@@ -15,6 +15,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from app.api.errors import ProblemError
 from app.db.repositories import InvalidCursor
+from app.domain.games import Game, game_of_preset
 from app.text import IDENTIFIER, IDENTIFIER_RULE
 
 C = TypeVar("C")
@@ -169,6 +170,54 @@ class PlayerSchema(Schema):
 
 
 MAX_PLAYERS = 16
+# Bounds of the banker games' integers (games.md §1); the ruleset's lists narrow them.
+MAX_MULTIPLE = 100
+MAX_21_CARDS = 5
+TILES_PER_HAND = 2
+
+
+class BankerPlayerSchema(Schema):
+    """A player at a banker table (搶莊21點, 二八槓): the fields both games share."""
+
+    player_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
+    balance = Money(required=True)
+    banker = StrictBoolean(load_default=False)
+    bet_multiple = WholeNumber(validate=validate.Range(1, MAX_MULTIPLE))
+    grab_multiple = WholeNumber(validate=validate.Range(1, MAX_MULTIPLE))
+
+
+class Qiang21PlayerSchema(BankerPlayerSchema):
+    cards = fields.List(fields.String(validate=validate.Length(1, 8)), required=True,
+                        validate=validate.Length(1, MAX_21_CARDS))
+    timed_out = StrictBoolean(load_default=False)
+
+
+class ErbagangPlayerSchema(BankerPlayerSchema):
+    tiles = fields.List(fields.String(validate=validate.Length(1, 8)), required=True,
+                        validate=validate.Length(TILES_PER_HAND, TILES_PER_HAND))
+
+
+_PLAYER_SCHEMAS: dict[Game, type[Schema]] = {
+    Game.QIANG21: Qiang21PlayerSchema, Game.ERBAGANG: ErbagangPlayerSchema,
+}
+
+
+class GamePlayers(fields.Field[list[dict[str, Any]]]):
+    """The round's players, in the shape of the game its ruleset's preset plays.
+
+    The game follows from the preset's name alone; an unknown preset is read as 十三支
+    and refused by the domain, naming ``ruleset``.
+    """
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any,
+                     **kwargs: Any) -> list[dict[str, Any]]:
+        spec = data.get("ruleset") if isinstance(data, Mapping) else None
+        name = spec.get("preset") if isinstance(spec, dict) else spec
+        game = game_of_preset(name) if isinstance(name, str) else Game.THIRTEEN
+        schema = _PLAYER_SCHEMAS.get(game, PlayerSchema)
+        players = fields.List(fields.Nested(schema), validate=validate.Length(1, MAX_PLAYERS))
+        loaded: list[dict[str, Any]] = players.deserialize(value)
+        return loaded
 
 
 class PlayerCards(fields.Field[dict[str, list[str]]]):
@@ -221,8 +270,7 @@ class RoundRequestSchema(Schema):
     ruleset = RulesetField(required=True)
     table_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
     stake = Money(required=True, positive=True)
-    players = fields.List(fields.Nested(PlayerSchema), required=True,
-                          validate=validate.Length(1, MAX_PLAYERS))
+    players = GamePlayers(required=True)
     limits_enforced = StrictBoolean(load_default=False)
     round_id = fields.UUID()
     deal = fields.Nested(DealSchema)
@@ -232,6 +280,8 @@ class EligibilityRequestSchema(Schema):
     ruleset = RulesetField(required=True)
     stake = Money(required=True, positive=True)
     balance = Money(required=True)
+    # Banker games: the banker's grab multiple the bets would be placed under.
+    grab_multiple = WholeNumber(validate=validate.Range(1, MAX_MULTIPLE))
 
 
 class Moment(fields.AwareDateTime):

@@ -280,6 +280,7 @@ class RoundRepository:
         created_to: datetime | None = None,
         preset: str | None = None,
         kind: str | None = None,
+        presets: Sequence[str] | None = None,
         limit: int = 50,
         after: Cursor | None = None,
     ) -> Page[Round]:
@@ -293,6 +294,8 @@ class RoundRepository:
             stmt = stmt.where(Round.table_id == table_id)
         if preset is not None:
             stmt = stmt.where(Round.ruleset_name == preset)
+        if presets is not None:  # a game: its rounds carry one of its preset names
+            stmt = stmt.where(Round.ruleset_name.in_(list(presets)))
         if kind is not None:
             stmt = stmt.where(Round.kind == kind)
         if player_id is not None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from app.domain.banker import BankerPair, settle_banker
 from app.domain.errors import Problem, SettlementError
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand, RoundScore, score_round
@@ -35,18 +36,20 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
     if not limits_enforced:
         check_continue(ruleset.money, stake, seated)
     score = score_round(players, ruleset)
-    bets = {p.player_id: p.bet for p in players}
+    if ruleset.topology is Topology.BANKER:
+        # Banker pairs are (banker, player): the player's bet prices the pair.
+        bets = {p.player_id: p.bet for p in players}
+        pairs = [BankerPair(banker=pair.first, player=pair.second, points=-pair.points,
+                            price=bets[pair.second] or stake) for pair in score.pairs]
+        banker_owed, settlement = settle_banker(pairs, seated, ruleset.money)
+        return RoundResult(score, stake, banker_owed, settlement)
     debts: list[Debt] = []
     for pair in score.pairs:
         if not pair.points:
             continue
-        unit = stake
-        if ruleset.topology is Topology.BANKER:
-            # Banker pairs are (banker, player): the player's bet prices the pair.
-            unit = bets[pair.second] or stake
         winner, loser = (pair.first, pair.second) if pair.points > 0 else (
             pair.second, pair.first)
-        debts.append(Debt(debtor=loser, creditor=winner, amount=abs(pair.points) * unit))
+        debts.append(Debt(debtor=loser, creditor=winner, amount=abs(pair.points) * stake))
     settlement = settle(seated, debts, ruleset.money)
     return RoundResult(score, stake, tuple(debts), settlement)
 

@@ -47,6 +47,13 @@ class Payout(StrEnum):
     CAPPED = "capped"
 
 
+class FeeBasis(StrEnum):
+    """What the fee is taken from (games.md §1): a player's net win, or each won pair."""
+
+    NET = "net"
+    PAIR = "pair"
+
+
 class LineKind(StrEnum):
     WIN = "win"
     LOSS = "loss"
@@ -112,9 +119,17 @@ class MoneyRules:
     entry_min: Limit | None = None
     continue_min: Limit | None = None
     rounding: str = "toward_zero"
+    fee_basis: FeeBasis = FeeBasis.NET
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
+        if not isinstance(self.fee_basis, FeeBasis):
+            try:
+                object.__setattr__(self, "fee_basis", FeeBasis(self.fee_basis))
+            except ValueError:
+                problems.append(Problem("fee_basis", f"unknown fee basis {self.fee_basis!r}; "
+                                        f"use one of {', '.join(b.value for b in FeeBasis)}",
+                                        "bad_fee_basis"))
         if not isinstance(self.payout, Payout):
             try:
                 object.__setattr__(self, "payout", Payout(self.payout))
@@ -136,6 +151,11 @@ class MoneyRules:
         if self.rounding not in ROUNDING_MODES:
             problems.append(Problem("rounding", f"unknown rounding {self.rounding!r}; use one of "
                                     f"{', '.join(sorted(ROUNDING_MODES))}", "bad_rounding"))
+        # Capped scales each player's net, not its pairs: there is no pair amount to take from.
+        if self.fee_basis is FeeBasis.PAIR and self.payout is Payout.CAPPED:
+            problems.append(Problem("fee_basis", "fee_basis pair needs a payout that pays "
+                                    "pair by pair: unlimited or proportional, not capped",
+                                    "bad_fee_basis"))
         if problems:
             raise SettlementError(problems)
         if isinstance(self.fee_rate, int):
@@ -259,10 +279,11 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         gross[debt.debtor] -= debt.amount
         gross[debt.creditor] += debt.amount
 
+    paid: list[Fraction] = [debt.amount for debt in owed]
     if money.payout is Payout.UNLIMITED:
         payable = gross
     elif money.payout is Payout.PROPORTIONAL:
-        payable = _proportional(held, owed)
+        payable, paid = _proportional(held, owed)
     else:
         payable = _capped(held, gross)
 
@@ -270,13 +291,19 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     scale = 10 ** p
     unit = _units_decimal
     rate = Fraction(money.fee_rate)
+    pair_fees = dict.fromkeys(ids, 0)
+    if money.fee_basis is FeeBasis.PAIR:
+        # Each won pair's amount after payout, toward zero at the precision, then its fee
+        # half-up (§5's order on one pair): never more than the pair brought in.
+        for debt, amount in zip(owed, paid, strict=True):
+            pair_fees[debt.creditor] += _fee_units(math.trunc(amount * scale), rate)
     players: list[PlayerSettlement] = []
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
     for pid in ids:
         rounded = math.trunc(payable[pid] * scale)  # toward zero, per player (§5)
-        fee = math.floor(rounded * rate + Fraction(1, 2)) if rounded > 0 else 0  # half-up
+        fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
         before = int(held[pid] * scale)  # exact: balances carry at most `precision` decimals
         after_result = before + rounded
         after = after_result - fee
@@ -305,8 +332,17 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     return settlement
 
 
-def _proportional(held: Mapping[str, Fraction], debts: Sequence[_Owed]) -> dict[str, Fraction]:
-    """Scale each debtor's payments by balance / debt when its debt exceeds its balance."""
+def _fee_units(won_units: int, rate: Fraction) -> int:
+    """Return the fee on a won amount in units of the precision, half-up; none on no win."""
+    return math.floor(won_units * rate + Fraction(1, 2)) if won_units > 0 else 0
+
+
+def _proportional(held: Mapping[str, Fraction],
+                  debts: Sequence[_Owed]) -> tuple[dict[str, Fraction], list[Fraction]]:
+    """Scale each debtor's payments by balance / debt when its debt exceeds its balance.
+
+    Return each player's payable amount and what each debt actually pays.
+    """
     debt_of = dict.fromkeys(held, Fraction(0))
     for debt in debts:
         debt_of[debt.debtor] += debt.amount
@@ -314,11 +350,13 @@ def _proportional(held: Mapping[str, Fraction], debts: Sequence[_Owed]) -> dict[
     factor = {pid: held[pid] / owed if owed > held[pid] else Fraction(1)
               for pid, owed in debt_of.items()}
     payable = dict.fromkeys(held, Fraction(0))
+    paid: list[Fraction] = []
     for debt in debts:
-        paid = debt.amount * factor[debt.debtor]
-        payable[debt.debtor] -= paid
-        payable[debt.creditor] += paid
-    return payable
+        amount = debt.amount * factor[debt.debtor]
+        paid.append(amount)
+        payable[debt.debtor] -= amount
+        payable[debt.creditor] += amount
+    return payable, paid
 
 
 def _capped(held: Mapping[str, Fraction], gross: Mapping[str, Fraction]) -> dict[str, Fraction]:

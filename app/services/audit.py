@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import ChainSpan
 from app.domain.errors import DomainError
-from app.domain.rulesets import Ruleset, ruleset_from_dict, ruleset_hash
+from app.domain.games import AnyRules, rules_from_dict, rules_hash
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import as_json, content_hash
@@ -172,13 +172,13 @@ def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
     return found
 
 
-def _stored_ruleset(round_: Round, found: list[Difference]) -> Ruleset | None:
+def _stored_ruleset(round_: Round, found: list[Difference]) -> AnyRules | None:
     try:
-        rules = ruleset_from_dict(round_.ruleset)
+        rules = rules_from_dict(round_.ruleset)
     except (DomainError, KeyError, TypeError, ValueError) as error:
         found.append(_difference(round_, RULESET_HASH, f"stored ruleset does not load: {error}"))
         return None
-    stored = ruleset_hash(rules)
+    stored = rules_hash(rules)
     if stored != round_.ruleset_hash:
         found.append(_difference(round_, RULESET_HASH, f"stored ruleset hashes to {stored}, "
                                  f"recorded {round_.ruleset_hash}"))
@@ -210,7 +210,7 @@ def _decimal(value: Any) -> Decimal:
     return Decimal(value)
 
 
-def _rescored(round_: Round, rules: Ruleset,
+def _rescored(round_: Round, rules: AnyRules,
               found: list[Difference]) -> Mapping[str, Any] | None:
     """Score the stored request again by the stored ruleset; play() re-checks its deal."""
     try:

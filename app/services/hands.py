@@ -7,9 +7,21 @@ from typing import Any
 
 from app.domain.arrange import keep_back, suggest
 from app.domain.cards import format_cards
+from app.domain.errors import Problem, RulesetError
+from app.domain.games import BankerRules, resolve
 from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
-from app.domain.rulesets import DRAGONS, Ruleset, resolve_ruleset
+from app.domain.rulesets import DRAGONS, Ruleset
 from app.domain.specials import SpecialName, find_specials
+
+
+def resolve_ruleset(spec: object) -> Ruleset:
+    """Resolve a 十三支 ruleset; a banker game's preset has no rows to evaluate or arrange."""
+    rules = resolve(spec)
+    if isinstance(rules, BankerRules):
+        raise RulesetError(Problem("ruleset", f"{rules.name} is a banker game "
+                                   f"({rules.game.value}); these routes take a 十三支 preset",
+                                   "not_thirteen"))
+    return rules
 
 
 def evaluate(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,8 +51,9 @@ def reversal_result(original: Mapping[str, Any], *, reverses_round_id: str,
             }
             for p in original["players"]
         ],
-        "pairs": [],
-        "home_run": None,
+        # A banker game's round compares with the banker instead of scoring pairs.
+        **({"comparisons": []} if "comparisons" in original else {"pairs": [],
+                                                                   "home_run": None}),
         "house": {"fees": negated(original["house"]["fees"]),
                   "rounding": negated(original["house"]["rounding"])},
         "lines": [

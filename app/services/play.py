@@ -11,24 +11,35 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from app.domain.cards import Card, check_copies, format_cards, parse_card
+from app.domain.banker_games import BankerRoundResult, BankerSeat, play_banker_round
+from app.domain.cards import Card, check_copies, format_cards, parse_card, parse_cards
 from app.domain.deal import DealRecord, check_deal
-from app.domain.errors import DomainError, Problem
+from app.domain.errors import CardError, DomainError, Problem, RoundError
+from app.domain.games import (
+    AnyRules,
+    BankerRules,
+    Game,
+    game_of,
+    resolve,
+    rules_hash,
+    rules_to_dict,
+)
 from app.domain.hands import ROWS, Arrangement, Row, parse_arrangement, parse_hand
 from app.domain.rounds import RoundResult, play_round
-from app.domain.rulesets import Ruleset, resolve_ruleset, ruleset_hash, ruleset_to_dict
+from app.domain.rulesets import Ruleset
 from app.domain.scoring import PairScore, PlayerHand, PlayerScore
-from app.domain.settlement import PlayerSettlement, money_text
+from app.domain.settlement import PlayerSettlement, Settlement, money_text
+from app.domain.tiles import parse_tiles
 
 
 @dataclass(frozen=True, slots=True)
 class RoundInput:
     """A round request in domain values, players in seat order."""
 
-    ruleset: Ruleset
+    ruleset: AnyRules
     table_id: str
     stake: Decimal
-    players: tuple[PlayerHand, ...]
+    players: tuple[PlayerHand, ...] | tuple[BankerSeat, ...]
     balances: dict[str, Decimal]
     limits_enforced: bool
     deal: Mapping[str, Any] | None
@@ -39,17 +50,33 @@ class PlayedRound:
     """A round played from its input: the scored and settled result and the checked deal."""
 
     input: RoundInput
-    result: RoundResult
+    result: RoundResult | BankerRoundResult
     deal: DealRecord | None
 
+    @property
+    def settlement(self) -> Settlement:
+        return self.result.settlement
 
-def parse_round(data: Mapping[str, Any], ruleset: Ruleset | None = None) -> RoundInput:
+    @property
+    def game(self) -> Game:
+        return game_of(self.input.ruleset)
+
+    def points_of(self, seat: int, player_id: str) -> int:
+        """Return a player's points: 十三支 points, or a banker game's net in stakes."""
+        if isinstance(self.result, BankerRoundResult):
+            return self.result.points_of(player_id)
+        return self.result.score.players[seat].points
+
+
+def parse_round(data: Mapping[str, Any], ruleset: AnyRules | None = None) -> RoundInput:
     """Read a request that passed ``RoundRequestSchema`` into domain values.
 
     ``ruleset`` replaces the request's ruleset (re-scoring a stored round uses the rules it
     was played by, not today's preset). Every player's problems are reported together.
     """
-    rules = ruleset if ruleset is not None else resolve_ruleset(data["ruleset"])
+    rules = ruleset if ruleset is not None else resolve(data["ruleset"])
+    if isinstance(rules, BankerRules):
+        return _banker_round(data, rules)
     players: list[PlayerHand] = []
     problems: list[Problem] = []
     first_error: type[DomainError] | None = None
@@ -71,6 +98,34 @@ def parse_round(data: Mapping[str, Any], ruleset: Ruleset | None = None) -> Roun
         limits_enforced=data.get("limits_enforced", False),
         deal=data.get("deal"),
     )
+
+
+def _banker_round(data: Mapping[str, Any], rules: BankerRules) -> RoundInput:
+    """Read a banker game's request: each player's cards or tiles, multiples, time-out."""
+    field = rules.spec.hand_field
+    seats: list[BankerSeat] = []
+    problems: list[Problem] = []
+    for i, raw in enumerate(data["players"]):
+        if field not in raw:
+            problems.append(Problem(f"players[{i}].{field}", f"{rules.name} hands are "
+                                    f"given as {field!r}", "missing_hand"))
+            continue
+        try:
+            hand = (parse_cards(raw[field], field) if field == "cards"
+                    else parse_tiles(raw[field], field))
+        except DomainError as err:
+            problems.extend(err.under(f"players[{i}]").problems)
+            continue
+        seats.append(BankerSeat(
+            player_id=raw["player_id"], hand=hand, banker=raw.get("banker", False),
+            bet_multiple=raw.get("bet_multiple"), grab_multiple=raw.get("grab_multiple"),
+            timed_out=raw.get("timed_out", False)))
+    if problems:
+        raise CardError(problems)
+    return RoundInput(
+        ruleset=rules, table_id=data["table_id"], stake=data["stake"], players=tuple(seats),
+        balances={p["player_id"]: p["balance"] for p in data["players"]},
+        limits_enforced=data.get("limits_enforced", False), deal=data.get("deal"))
 
 
 def _check_copies_across(players: Sequence[Mapping[str, Any]], decks: int) -> None:
@@ -105,10 +160,18 @@ def _player(raw: Mapping[str, Any], rules: Ruleset) -> PlayerHand:
 def play(round_input: RoundInput) -> PlayedRound:
     """Score and settle the round, then check its deal against the hands that were played."""
     r = round_input
-    result = play_round(r.players, r.ruleset, r.stake, r.balances, r.limits_enforced)
+    if isinstance(r.ruleset, BankerRules):
+        if r.deal is not None:
+            raise RoundError(Problem("deal", f"{r.ruleset.name} takes no deal record; a "
+                                     "deal is an exchange of 十三支", "no_deal"))
+        seats = tuple(p for p in r.players if isinstance(p, BankerSeat))
+        banker = play_banker_round(seats, r.ruleset, r.stake, r.balances, r.limits_enforced)
+        return PlayedRound(round_input, banker, None)
+    hands = tuple(p for p in r.players if isinstance(p, PlayerHand))
+    result = play_round(hands, r.ruleset, r.stake, r.balances, r.limits_enforced)
     deal = None
     if r.deal is not None:
-        deal = check_deal(r.deal, final_hands(r.players), r.ruleset.exchange)
+        deal = check_deal(r.deal, final_hands(hands), r.ruleset.exchange)
     return PlayedRound(round_input, result, deal)
 
 
@@ -120,11 +183,16 @@ def final_hands(players: Sequence[PlayerHand]) -> dict[str, tuple[Card, ...]]:
 
 def round_body(played: PlayedRound) -> dict[str, Any]:
     """Explain every number of a played round as JSON: rows, pairs, bonuses, money, lines."""
+    if isinstance(played.result, BankerRoundResult):
+        return _banker_body(played, played.result)
     r = played.input
     rules = r.ruleset
+    if not isinstance(rules, Ruleset):
+        raise TypeError(f"a 十三支 round played by {rules.name}")
     precision = rules.money.precision
     settlement = played.result.settlement
     score = played.result.score
+    hands = [p for p in r.players if isinstance(p, PlayerHand)]
     return {
         "table_id": r.table_id,
         "ruleset": ruleset_json(rules),
@@ -133,7 +201,7 @@ def round_body(played: PlayedRound) -> dict[str, Any]:
         "players": [
             _player_json(seat, hand, score.players[seat], settlement.player(hand.player_id),
                          precision)
-            for seat, hand in enumerate(r.players)
+            for seat, hand in enumerate(hands)
         ],
         "pairs": [_pair_json(pair) for pair in score.pairs],
         "home_run": score.home_run,
@@ -147,8 +215,61 @@ def round_body(played: PlayedRound) -> dict[str, Any]:
     }
 
 
-def ruleset_json(rules: Ruleset) -> dict[str, Any]:
-    return {"name": rules.name, "hash": ruleset_hash(rules), "parameters": ruleset_to_dict(rules)}
+def _banker_body(played: PlayedRound, result: BankerRoundResult) -> dict[str, Any]:
+    """Explain a banker round: each hand, each comparison with the banker, the money."""
+    r = played.input
+    precision = result.rules.money.precision
+    settlement = result.settlement
+    field = result.rules.spec.hand_field
+    by_player = {c.player: c for c in result.comparisons}
+    players = []
+    for seat, (hand, ev) in enumerate(zip(result.seats, result.evaluations, strict=True)):
+        money = settlement.player(hand.player_id)
+        players.append({
+            "player_id": hand.player_id, "seat": seat, "banker": hand.banker,
+            "bet_multiple": hand.bet_multiple,
+            "grab_multiple": (hand.grab_multiple or 1) if hand.banker else None,
+            "timed_out": hand.timed_out,
+            field: [str(x) for x in hand.hand],
+            "hand": {"category": ev.category, "value": ev.value, "total": ev.total},
+            "result": None if hand.banker else by_player[hand.player_id].winner or "push",
+            "points": result.points_of(hand.player_id), "foul": False, "special": None,
+            **_money_json(money, precision),
+        })
+    return {
+        "table_id": r.table_id,
+        "ruleset": ruleset_json(result.rules),
+        "stake": money_text(r.stake, precision),
+        "limits_enforced": r.limits_enforced,
+        "players": players,
+        "comparisons": [{
+            "players": [c.banker, c.player], "winner": c.winner, "reason": c.reason,
+            "bet_multiple": c.bet_multiple, "grab_multiple": c.grab_multiple,
+            "category_multiplier": c.category_multiplier, "points": c.points,
+            "gross": money_text(c.gross, precision),
+        } for c in result.comparisons],
+        "house": {"fees": money_text(settlement.fees, precision),
+                  "rounding": money_text(settlement.rounding, precision)},
+        "lines": [{"line_no": n, **line.to_json(precision)}
+                  for n, line in enumerate(settlement.lines, start=1)],
+        "deal": None,
+    }
+
+
+def _money_json(money: PlayerSettlement, precision: int) -> dict[str, Any]:
+    return {
+        "balance_before": money_text(money.balance_before, precision),
+        "gross": str(money.gross),
+        "payable": str(money.payable),
+        "rounded": money_text(money.rounded, precision),
+        "fee": money_text(money.fee, precision),
+        "amount": money_text(money.amount, precision),
+        "balance_after": money_text(money.balance_after, precision),
+    }
+
+
+def ruleset_json(rules: AnyRules) -> dict[str, Any]:
+    return {"name": rules.name, "hash": rules_hash(rules), "parameters": rules_to_dict(rules)}
 
 
 def rows_json(arrangement: Arrangement | None) -> dict[str, list[str]] | None:

@@ -15,6 +15,9 @@ and round passes run on a second one in the same exported snapshot, one core eac
   ``reversal_total`` the ``reversal`` lines on player accounts (what reversals moved back
   to or from the players), ``net`` every line (zero when every round balances);
 - the zero-sum check lists each round whose lines do not sum to zero;
+- ``games`` breaks the same money down by operator and game (thirteen, qiang21,
+  erbagang): every round of the period joined with its lines, the game read from the
+  round's preset name; summed over games it equals the tables' figures;
 - the balance chain follows each player at a table in chain order (line id order, which is
   the order rounds were appended under the table's chain lock) and lists every break: a
   line whose balance before differs from the previous line's balance after. A reversal
@@ -51,6 +54,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import HOUSE
+from app.domain.games import Game, presets_of
 from app.services.uow import UnitOfWork
 
 CHAIN_CHECK = "links"
@@ -156,6 +160,30 @@ class TableReport:
 
 
 @dataclass(frozen=True, slots=True)
+class GameTotals:
+    """The money of one operator's rounds of one game over the period (games.md §1)."""
+
+    operator_id: str
+    game: str
+    rounds: int = 0
+    reversals: int = 0
+    lines: int = 0
+    won: Decimal = ZERO
+    lost: Decimal = ZERO
+    fees: Decimal = ZERO
+    rounding: Decimal = ZERO
+    reversal_total: Decimal = ZERO
+    net: Decimal = ZERO
+
+    def to_json(self) -> dict[str, Any]:
+        return {"operator_id": self.operator_id, "game": self.game, "rounds": self.rounds,
+                "reversals": self.reversals, "lines": self.lines, "won": money(self.won),
+                "lost": money(self.lost), "fees": money(self.fees),
+                "rounding": money(self.rounding), "reversal_total": money(self.reversal_total),
+                "net": money(self.net)}
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """A reconciliation of ``[created_from, created_to)``: one row per operator and table."""
 
@@ -164,6 +192,7 @@ class Report:
     operator_id: str | None
     table_id: str | None
     tables: tuple[TableReport, ...]
+    games: tuple[GameTotals, ...] = ()
 
     @property
     def discrepancies(self) -> int:
@@ -175,6 +204,7 @@ class Report:
             "operator_id": self.operator_id, "table_id": self.table_id,
             "discrepancies": self.discrepancies,
             "tables": [t.to_json() for t in self.tables],
+            "games": [g.to_json() for g in self.games],
         }
 
     def to_csv(self) -> str:
@@ -333,6 +363,42 @@ WHERE r.kind = 'settlement' AND NOT (r.request ? 'deal') AND {scope}
 GROUP BY r.operator_id, r.table_id
 """
 
+# The period's money broken down by game. A round's game is its preset's, and its ruleset
+# name is its preset's name (a hashed column), so the game needs no column of its own:
+# :qiang21 and :erbagang list the presets of each, anything else is 十三支.
+GAME_PASS = """
+SELECT r.operator_id,
+    CASE WHEN r.ruleset_name = ANY(CAST(:qiang21 AS text[])) THEN 'qiang21'
+         WHEN r.ruleset_name = ANY(CAST(:erbagang AS text[])) THEN 'erbagang'
+         ELSE 'thirteen' END AS game,
+    count(DISTINCT r.id) AS rounds,
+    count(DISTINCT r.id) FILTER (WHERE r.kind = 'reversal') AS reversals,
+    count(l.id) AS lines, coalesce(sum(l.amount), 0) AS net,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'win' AND l.account <> :house), 0) AS won,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'loss' AND l.account <> :house), 0) AS lost,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'fee' AND l.account = :house), 0) AS fees,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'rounding' AND l.account = :house), 0)
+        AS rounding,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'reversal' AND l.account <> :house), 0)
+        AS reversal_total
+FROM rounds r
+LEFT JOIN ledger_lines l ON l.round_id = r.id
+WHERE {scope}
+GROUP BY 1, 2
+ORDER BY 1, 2
+"""
+
+
+def _games(db: Reader, *, scoped: Scoped, params: Mapping[str, Any]) -> tuple[GameTotals, ...]:
+    rows = db.execute(scoped(GAME_PASS, "r"), {
+        **params, "qiang21": list(presets_of(Game.QIANG21)),
+        "erbagang": list(presets_of(Game.ERBAGANG))}).mappings()
+    return tuple(GameTotals(
+        operator_id=row["operator_id"], game=row["game"], rounds=int(row["rounds"]),
+        reversals=int(row["reversals"]), lines=int(row["lines"]), won=row["won"],
+        lost=row["lost"], fees=row["fees"], rounding=row["rounding"],
+        reversal_total=row["reversal_total"], net=row["net"]) for row in rows)
+
 
 def unknown_scope(sessions: sessionmaker[Session], *, operator_id: str | None,
                   table_id: str | None) -> str | None:
@@ -390,6 +456,8 @@ def reconcile(
         # the round pass is one part as big as a part of the lines.
         parts: list[Callable[[Reader], Any]] = [
             lambda db: _by_table(db.execute(scoped(ROUND_PASS, "r"), params).mappings()),
+            # As big as the round pass: every round of the period joined with its lines.
+            partial(_games, scoped=scoped, params=params),
             *(partial(_line_pass, scoped=scoped, params=params, chunk=c) for c in line_chunks),
             *(partial(_unbalanced_in, scoped=scoped, params=params, chunk=c)
               for c in round_chunks),
@@ -401,9 +469,9 @@ def reconcile(
         else:
             with reader as connection:
                 done = _run_parts(parts, session, connection)
-        counts, no_deal = done[0], done[-1]
-        totals = _merged(done[1:1 + len(line_chunks)])
-        unbalanced = _merged(done[1 + len(line_chunks):-1])
+        counts, games, no_deal = done[0], done[1], done[-1]
+        totals = _merged(done[2:2 + len(line_chunks)])
+        unbalanced = _merged(done[2 + len(line_chunks):-1])
         # Small follow-ups on what the passes flagged, on the first connection.
         breaks = _breaks_of(session, scoped, params, totals)
         chains = _chains(session, counts)
@@ -414,7 +482,7 @@ def reconcile(
                       chains.get(key, ChainStatus()))
         for key in keys
     )
-    return Report(created_from, created_to, operator_id, table_id, tables)
+    return Report(created_from, created_to, operator_id, table_id, tables, games)
 
 
 Key = tuple[str, str]

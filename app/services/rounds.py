@@ -31,6 +31,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import Cursor, KeyUse, Page
+from app.domain.games import Game, game_of_preset, presets_of
+from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
@@ -119,8 +121,8 @@ def content_hash(round_: Round) -> str:
 def score(data: Mapping[str, Any]) -> dict[str, Any]:
     """Play a round without storing it (``POST /v1/rounds/score``)."""
     played = play(parse_round(data))
-    return {"round_id": None, "kind": ROUND_KIND, "created_at": None, **round_body(played),
-            "chain": None}
+    return {"round_id": None, "kind": ROUND_KIND, "game": played.game.value,
+            "created_at": None, **round_body(played), "chain": None}
 
 
 def settle(
@@ -292,17 +294,20 @@ def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
 
 
 def _player_rows(played: PlayedRound, round_id: uuid.UUID) -> list[dict[str, Any]]:
-    score_ = played.result.score
-    settlement = played.result.settlement
+    settlement = played.settlement
+    fouls: dict[str, tuple[bool, str | None]] = {}
+    if isinstance(played.result, RoundResult):
+        fouls = {p.player_id: (p.foul, None if p.special is None else p.special.value)
+                 for p in played.result.score.players}
     rows = []
-    for seat, player in enumerate(score_.players):
-        money = settlement.player(player.player_id)
+    for seat, money in enumerate(settlement.players):
+        foul, special = fouls.get(money.player_id, (False, None))
         rows.append({
-            "round_id": round_id, "seat": seat, "player_id": player.player_id,
-            "balance_before": money.balance_before, "points": player.points,
+            "round_id": round_id, "seat": seat, "player_id": money.player_id,
+            "balance_before": money.balance_before,
+            "points": played.points_of(seat, money.player_id),
             "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
-            "foul": player.foul,
-            "special": None if player.special is None else player.special.value,
+            "foul": foul, "special": special,
         })
     return rows
 
@@ -314,7 +319,7 @@ def _line_rows(played: PlayedRound, round_id: uuid.UUID, operator_id: str, table
          "amount": line.amount, "balance_before": line.balance_before,
          "balance_after": line.balance_after, "operator_id": operator_id,
          "table_id": table_id, "created_at": created_at}
-        for n, line in enumerate(played.result.settlement.lines, start=1)
+        for n, line in enumerate(played.settlement.lines, start=1)
     ]
 
 
@@ -325,7 +330,8 @@ def round_json(round_: Round, *, reversed_by: uuid.UUID | None) -> dict[str, Any
     the second is found on read, as the original is never written again.
     """
     return {
-        "round_id": str(round_.id), "kind": round_.kind, "operator_id": round_.operator_id,
+        "round_id": str(round_.id), "kind": round_.kind,
+        "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
         "created_at": utc_text(round_.created_at), **round_.result,
         "chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
                   "content_hash": round_.content_hash},
@@ -365,11 +371,13 @@ def get_round(round_id: uuid.UUID, *, operator_id: str,
 def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
                 player_id: str | None, created_from: datetime | None,
                 created_to: datetime | None, limit: int, after: Cursor | None,
-                preset: str | None = None, kind: str | None = None) -> dict[str, Any]:
+                preset: str | None = None, kind: str | None = None,
+                game: str | None = None) -> dict[str, Any]:
     with UnitOfWork(sessions) as uow:
         page: Page[Round] = uow.rounds.list(
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
-            created_to=created_to, preset=preset, kind=kind, limit=limit, after=after)
+            created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,
+            presets=None if game is None else presets_of(Game(game)))
         reversed_by = uow.rounds.reversals_of([r.id for r in page.items])
         items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
     return {"items": items,
@@ -381,7 +389,8 @@ def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:
         raise RuntimeError(f"round {round_.id} was listed without its ruleset's precision")
     precision = round_.precision
     return {
-        "round_id": str(round_.id), "kind": round_.kind, "operator_id": round_.operator_id,
+        "round_id": str(round_.id), "kind": round_.kind,
+        "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
         "table_id": round_.table_id, "created_at": utc_text(round_.created_at),
         "ruleset": round_.ruleset_name, "stake": money_text(round_.stake, precision),
         "players": [{"player_id": p.player_id, "points": p.points,

@@ -49,8 +49,9 @@ def test_limits_scale_with_the_stake(api: Any) -> None:
 def test_a_ruleset_without_limits_lets_any_balance_in(api: Any) -> None:
     body = api.post("/v1/eligibility",
                     json={"ruleset": "classic4", "stake": "100", "balance": "0"}).get_json()
-    assert body == {"ruleset": "classic4", "may_enter": True, "may_continue": True,
-                    "entry_min": None, "continue_min": None, "reasons": []}
+    assert body == {"ruleset": "classic4", "game": "thirteen", "bet_multiples": None,
+                    "may_enter": True, "may_continue": True, "entry_min": None,
+                    "continue_min": None, "reasons": []}
 
 
 def test_an_override_moves_the_limit(api: Any) -> None:

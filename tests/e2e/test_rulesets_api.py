@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-# rules.md §6: the eight presets, with a few parameters each one is known by.
+# rules.md §6: the eight 十三支 presets, and games.md's two banker games, with a few
+# parameters each one is known by.
 PRESETS = {
     "bonus3": {"max_players": 3, "foul": "auto_arrange", "precision": 0},
     "dagiang4": {"aggregation": "scoop_only", "foul": "reject", "fee_rate": "0.05",
@@ -19,6 +20,8 @@ PRESETS = {
     "taiwan4": {"scoop": {"kind": "multiply", "amount": 2, "over": "base"}},
     "monster4": {"decks": 2},
     "swap3": {"payout": "capped", "fee_rate": "0.02"},
+    "qiang21": {"game": "qiang21", "double_bust": "push", "fee_basis": "pair"},
+    "erbagang": {"game": "erbagang", "two_eight": "none", "identical": "banker_wins"},
 }
 
 
@@ -27,7 +30,7 @@ def _canonical_hash(parameters: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def test_all_eight_presets_are_listed_with_name_hash_and_parameters(api: Any) -> None:
+def test_all_ten_presets_are_listed_with_name_hash_and_parameters(api: Any) -> None:
     response = api.get("/v1/rulesets")
     assert response.status_code == 200
     items = response.get_json()["items"]
