@@ -20,7 +20,15 @@ from decimal import Decimal
 from app.domain.arrange import keep_back
 from app.domain.cards import Card, check_copies
 from app.domain.errors import CardError, ClaimError, Problem, RoundError
-from app.domain.hands import ROWS, Arrangement, Category, Row, Strength, row_strength
+from app.domain.hands import (
+    ROWS,
+    Arrangement,
+    Category,
+    Row,
+    Strength,
+    row_strength,
+    top_card_strength,
+)
 from app.domain.rulesets import (
     DRAGONS,
     Aggregation,
@@ -446,7 +454,7 @@ def _compare(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
         res_list = []
         for x, y in zip(sa, sb, strict=True):
             if top_card:  # 食夾棍: the category, then only the highest card (002)
-                x, y = Strength(x.category, x.key[:1]), Strength(y.category, y.key[:1])
+                x, y = top_card_strength(x), top_card_strength(y)
             # A row the rule gives to the banker: tie_rule banker_wins, or top_card ties.
             res_list.append(1 if x > y else -1 if x < y else side)
         res = (res_list[0], res_list[1], res_list[2])
