@@ -50,3 +50,41 @@ def test_issue_12_top_card_with_ace_low_second_the_wheel_beats_k_high(api: Any) 
     assert _points(settled) == {"B": -1, "P": 1}
     (pair,) = settled["pairs"]
     assert pair["rows"] == {"front": -1, "middle": -1, "back": 1}  # from the banker's side
+
+
+FLUSH_DRAGON = "As Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s"
+OTHERS = ["Ah Ad Ac Kh Kd Kc Qh Qd Qc Jh Jd Jc Th", "Td Tc 9h 9d 9c 8h 8d 8c 7h 7d 7c 6h 6d",
+          "6c 5h 5d 5c 4h 4d 4c 3h 3d 3c 2h 2d 2c"]
+
+
+def _loose(player_id: str, cards: str) -> dict[str, Any]:
+    return {"player_id": player_id, "cards": cards.split(), "auto": "keep_back"}
+
+
+def test_issue_12_dagiang4_flush_dragon_valued_as_three_straight_flushes_gets_40(
+        api: Any) -> None:
+    # The flush dragon also holds three straight flushes; the override values them 40,
+    # above the dragon policy's 7, so the 13 cards count as them: 40 from each player.
+    body = _round({"preset": "dagiang4",
+                   "overrides": {"special_values": {"three_straight_flushes": 40}}},
+                  [_loose("F", FLUSH_DRAGON),
+                   *(_loose(pid, cards) for pid, cards in zip("ABC", OTHERS, strict=True))])
+    settled = _settle(api, body)
+    holder = settled["players"][0]
+    assert (holder["special"], holder["special_value"], holder["points"]) == (
+        "three_straight_flushes", 40, 120)
+    for pair in settled["pairs"]:
+        if "F" in pair["players"]:
+            sign = 1 if pair["players"][0] == "F" else -1
+            assert pair["kind"] == "special"
+            assert sign * pair["points"] == 40
+        else:
+            assert pair["kind"] == "rows"  # no dragon on the table: the others compare
+
+
+def test_dagiang4_flush_dragon_as_shipped_still_gets_7_from_each(api: Any) -> None:
+    body = _round("dagiang4", [_loose("F", FLUSH_DRAGON),
+                               *(_loose(pid, c) for pid, c in zip("ABC", OTHERS, strict=True))])
+    settled = _settle(api, body)
+    assert _points(settled) == {"F": 21, "A": -7, "B": -7, "C": -7}
+    assert settled["players"][0]["special"] == "flush_dragon"
