@@ -44,7 +44,10 @@ class Suit(StrEnum):
 
 _RANK_CHARS = "23456789TJQKA"
 _SUIT_ORDER = {Suit.SPADES: 0, Suit.HEARTS: 1, Suit.DIAMONDS: 2, Suit.CLUBS: 3}
-_SUIT_SYMBOLS = {"♠": "s", "♥": "h", "♦": "d", "♣": "c", "♤": "s", "♡": "h", "♢": "d", "♧": "c"}
+# §1: the black and the white suit symbols, each on either side of the rank, each with or
+# without the emoji variation selector after it (A♥️ is "A", "♥", U+FE0F).
+_SUIT_SYMBOLS = {Suit.SPADES: "♠♤", Suit.HEARTS: "♥♡", Suit.DIAMONDS: "♦♢", Suit.CLUBS: "♣♧"}
+_EMOJI_SELECTOR = "\ufe0f"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,23 +78,27 @@ class Card:
 DECK: tuple[Card, ...] = tuple(
     sorted((Card(r, s) for r in Rank for s in Suit), key=lambda c: c.order)
 )
-_BY_TEXT: dict[str, Card] = {str(c): c for c in DECK}
 
 
-def _normalise(text: str) -> str | None:
-    """Bring an accepted spelling to canonical text, or None when it is no card."""
-    t = text.strip()
-    if not t:
-        return None
-    if t[0] in _SUIT_SYMBOLS:  # ♠A
-        t = t[1:] + _SUIT_SYMBOLS[t[0]]
-    elif t[-1] in _SUIT_SYMBOLS:  # A♠
-        t = t[:-1] + _SUIT_SYMBOLS[t[-1]]
-    if len(t) == 3 and t[:2] == "10":
-        t = "T" + t[2]
-    if len(t) != 2:
-        return None
-    return t[0].upper() + t[1].lower()
+def _spellings(card: Card) -> list[str]:
+    """Every text §1 accepts for ``card``, and nothing else.
+
+    Case is spelled out in ASCII rather than left to ``str.lower``, which would also fold
+    look-alikes such as the Kelvin sign (U+212A) into a rank.
+    """
+    rank = card.rank.char
+    ranks = {rank, rank.lower()} | ({"10"} if card.rank is Rank.TEN else set())
+    suits = {card.suit.value, card.suit.value.upper()}
+    symbols = [s + v for s in _SUIT_SYMBOLS[card.suit] for v in ("", _EMOJI_SELECTOR)]
+    return [*(r + s for r in ranks for s in suits),
+            *(r + s for r in ranks for s in symbols),
+            *(s + r for r in ranks for s in symbols)]
+
+
+# Every accepted spelling of every card (a few hundred), so parsing is one lookup and the
+# accepted set is exactly what §1 lists: nothing is stripped, folded or guessed.
+_BY_TEXT: dict[str, Card] = {text: c for c in DECK for text in _spellings(c)}
+_LONGEST = max(len(text) for text in _BY_TEXT)
 
 
 # Messages quote what was sent, cut short: a client may send megabytes, or a list nested
@@ -107,17 +114,21 @@ def _quoted(value: object) -> str:
     return text if len(text) <= _QUOTED_MAX else f"{text[:_QUOTED_MAX - 3]}..."
 
 
+_CARD_FORMS = ("a card is a rank and a suit with nothing around or between them, "
+               "such as 'As', '10h', 'qD', 'A♠' or '♥️K'")
+
+
 def parse_card(text: object, path: str = "") -> Card:
-    """Parse one card from its canonical form or an accepted variant."""
+    """Parse one card from its canonical form or a spelling §1 accepts; refuse the rest."""
     if isinstance(text, Card):
         return text
     if not isinstance(text, str):
         raise CardError(Problem(path, f"a card must be a string such as 'As', not "
                                 f"{_quoted(text)}", "not_a_card"))
-    # Clients mostly send the canonical form: look it up before normalising.
-    card = _BY_TEXT.get(text) or _BY_TEXT.get(_normalise(text) or "")
+    card = _BY_TEXT.get(text) if len(text) <= _LONGEST else None
     if card is None:
-        raise CardError(Problem(path, f"unknown card {_quoted(text)}", "unknown_card"))
+        raise CardError(Problem(path, f"unknown card {_quoted(text)}: {_CARD_FORMS}",
+                                "unknown_card"))
     return card
 
 

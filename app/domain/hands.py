@@ -131,6 +131,22 @@ def _distinct(groups: list[tuple[int, int]]) -> tuple[int, ...]:
     return tuple(rank for rank, _ in groups)
 
 
+_STRAIGHTS = (Category.STRAIGHT, Category.STRAIGHT_FLUSH)
+
+
+def top_card_strength(strength: Strength) -> Strength:
+    """Return what 食夾棍 (``compare: top_card``, 002) compares: category, then the top card.
+
+    A straight's top card is its place in the straight order (rules.md §6 banker), which
+    its whole key already is: under ``ace_low_straight: second`` the wheel's (13, 1) sits
+    above a K-high straight's (13,) and below an A-high one's (14,), so cutting that key
+    to its first rank would tie the wheel with K-high.
+    """
+    if strength.category in _STRAIGHTS:
+        return strength
+    return Strength(strength.category, strength.key[:1])
+
+
 def _straight_key(ranks: tuple[int, ...], ace_low: AceLow) -> tuple[int, ...] | None:
     if ranks[0] - ranks[4] == 4:
         return (ranks[0],)

@@ -115,10 +115,12 @@ class DragonPolicy:
     """How a dragon (一條龍) settles when it is not an ordinary special hand.
 
     ``enabled`` false leaves dragons to the special-hand table. Otherwise a dragon wins
-    ``points`` from every player without one, plus a scoop when ``counts_as_scoop``; the
-    single best dragon (a flush dragon beats a plain one) takes the home run when
-    ``home_run``; dragons tie each other; ``others`` says whether the players without a
-    dragon are still compared; from ``void_from`` dragons up nothing is paid (§7).
+    ``points`` from every player without a special hand, plus a scoop when
+    ``counts_as_scoop``; the single best dragon (a flush dragon beats a plain one) takes
+    the home run when ``home_run`` and nobody else plays a special hand; dragons tie each
+    other; ``others`` says whether the players without a dragon are still compared; from
+    ``void_from`` dragons up nothing is paid (§7). Against another special hand a dragon
+    is worth ``points`` and the larger value wins (§5).
     """
 
     enabled: bool = False
@@ -199,6 +201,16 @@ class Ruleset:
     def special_value(self, name: SpecialName) -> int:
         """Return the points a special hand wins here; 0 when the ruleset gives it none."""
         return self.lookup.special.get(name, 0)
+
+    def hand_value(self, name: SpecialName) -> int:
+        """Return what holding ``name`` is worth when choosing and comparing special hands.
+
+        §5: a dragon under the dragon policy is worth the policy's points; every other
+        special hand (and a dragon without the policy) is worth its table value.
+        """
+        if self.dragon.enabled and name in DRAGONS:
+            return self.dragon.points
+        return self.special_value(name)
 
     def values_special(self, name: SpecialName) -> bool:
         """Say whether a claim of ``name`` means something at this table."""

@@ -20,7 +20,15 @@ from decimal import Decimal
 from app.domain.arrange import keep_back
 from app.domain.cards import Card, check_copies
 from app.domain.errors import CardError, ClaimError, Problem, RoundError
-from app.domain.hands import ROWS, Arrangement, Category, Row, Strength, row_strength
+from app.domain.hands import (
+    ROWS,
+    Arrangement,
+    Category,
+    Row,
+    Strength,
+    row_strength,
+    top_card_strength,
+)
 from app.domain.rulesets import (
     DRAGONS,
     Aggregation,
@@ -329,9 +337,13 @@ def _claim(cards: Sequence[Card], claim: str, r: Ruleset, at: str) -> SpecialHan
         held = [h for h in every if r.values_special(h.name)]
         if not held:
             return None
-        # The highest-valued one; a dragon under the dragon policy outranks the table.
-        return max(held, key=lambda h: (r.dragon.enabled and h.name in DRAGONS,
-                                        r.special_value(h.name), list(SpecialName).index(h.name)))
+        # The highest-valued one (§5). A dragon under the dragon policy is worth the
+        # policy's points, and keeps a tie: another hand the cards hold (a dragon also holds
+        # three straights, a flush dragon three straight flushes) counts only when an
+        # override values it higher.
+        return max(held, key=lambda h: (r.hand_value(h.name),
+                                        r.dragon.enabled and h.name in DRAGONS,
+                                        list(SpecialName).index(h.name)))
     try:
         name = SpecialName(claim)
     except ValueError:
@@ -422,7 +434,12 @@ class _HomeRun:
 
 def _compare(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
     if a.dragon or b.dragon:
-        return _dragon_pair(a, b, r)
+        other = b if a.dragon else a
+        if other.dragon or other.special is None:
+            return _dragon_pair(a, b, r)
+        # §5: the dragon policy settles only the players without a special hand; between
+        # a dragon and another special hand the larger value wins, as special hands do.
+        return _special_pair(a, b, r, banker)
     if a.special is not None or b.special is not None:
         return _special_pair(a, b, r, banker)
     if a.foul or b.foul:
@@ -446,7 +463,7 @@ def _compare(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
         res_list = []
         for x, y in zip(sa, sb, strict=True):
             if top_card:  # 食夾棍: the category, then only the highest card (002)
-                x, y = Strength(x.category, x.key[:1]), Strength(y.category, y.key[:1])
+                x, y = top_card_strength(x), top_card_strength(y)
             # A row the rule gives to the banker: tie_rule banker_wins, or top_card ties.
             res_list.append(1 if x > y else -1 if x < y else side)
         res = (res_list[0], res_list[1], res_list[2])
@@ -469,8 +486,7 @@ def _scooper(a: int, b: int, res: tuple[int, int, int], r: Ruleset) -> int | Non
 
 def _special_pair(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
     """Instant mode: a special hand takes no part in row comparison (§5)."""
-    va = a.value if a.special is not None else 0
-    vb = b.value if b.special is not None else 0
+    va, vb = _worth(a, r), _worth(b, r)
     points = 0
     if a.special is not None and b.special is not None:
         if r.both_special is BothSpecial.BANKER_PAYS and banker in (a.index, b.index):
@@ -485,6 +501,11 @@ def _special_pair(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
         winner = a if points > 0 else b
         items = (Item(f"special.{winner.special}", points),)
     return _Pair(a.index, b.index, "special", None, fixed=items)
+
+
+def _worth(s: _Seat, r: Ruleset) -> int:
+    """The points a seat's special hand is worth against another special hand (§5)."""
+    return 0 if s.special is None else r.hand_value(s.special)
 
 
 def _dragon_pair(a: _Seat, b: _Seat, r: Ruleset) -> _Pair:
@@ -533,8 +554,10 @@ def _dragon_table(seats: list[_Seat], dragons: list[_Seat], pairs: list[_Pair],
     hr = None
     best = max(s.dragon for s in dragons)
     leaders = [s for s in dragons if s.dragon == best]
+    # A player playing a special hand is never scooped (§5), so with one among the others
+    # the dragon makes no home run.
     if (r.dragon.home_run and r.home_run.kind is not EffectKind.NONE and len(leaders) == 1
-            and len(others) >= 2):
+            and len(others) >= 2 and all(seats[i].special is None for i in others)):
         hr = _mark(_HomeRun(leaders[0].index, others), pairs)
     compare_others = (r.dragon.others is DragonOthers.ALWAYS
                       or (r.dragon.others is DragonOthers.WITHOUT_HOME_RUN and hr is None))

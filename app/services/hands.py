@@ -10,7 +10,7 @@ from app.domain.cards import format_cards
 from app.domain.errors import Problem, RulesetError
 from app.domain.games import BankerRules, resolve
 from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
-from app.domain.rulesets import DRAGONS, Ruleset
+from app.domain.rulesets import Ruleset
 from app.domain.specials import SpecialName, find_specials
 
 
@@ -57,9 +57,7 @@ def evaluate(data: Mapping[str, Any]) -> dict[str, Any]:
 def special_value(rules: Ruleset, name: SpecialName) -> int | None:
     """Return the points ``rules`` give a special hand, None when they give it none."""
     # Under a dragon policy the special-hand table holds no dragons: the policy pays them.
-    if rules.dragon.enabled and name in DRAGONS:
-        return rules.dragon.points
-    return rules.special_value(name) if rules.values_special(name) else None
+    return rules.hand_value(name) if rules.values_special(name) else None
 
 
 def arrange(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.domain.cards import (
     DECK,
@@ -35,7 +40,16 @@ ACCEPTED = [
     ("10♥", "Th"),
     ("♦q", "Qd"),
     ("k♣", "Kc"),
-    (" Kc ", "Kc"),
+    # rules.md §1 (updated): the white suit symbols and the emoji variation selector.
+    ("A♤", "As"),
+    ("♡10", "Th"),
+    ("q♢", "Qd"),
+    ("♧7", "7c"),
+    ("A♥\ufe0f", "Ah"),  # A♥️, as phones send it
+    ("♥\ufe0fA", "Ah"),
+    ("10♠\ufe0f", "Ts"),
+    ("♣\ufe0f2", "2c"),
+    ("J♢\ufe0f", "Jd"),
 ]
 
 
@@ -74,7 +88,17 @@ def test_red_suits_are_hearts_and_diamonds() -> None:
     assert {suit for suit in Suit if suit.is_red} == {Suit.HEARTS, Suit.DIAMONDS}
 
 
-UNKNOWN = ["", "   ", "1s", "11h", "Ax", "AAs", "Zs", "A", "s", "A♠♠", "10", "🂡"]
+UNKNOWN = [
+    "", "   ", "1s", "11h", "Ax", "AAs", "Zs", "A", "s", "A♠♠", "10", "🂡",
+    # rules.md §1: no spaces around or inside a card (issue 12: " Ah" was accepted).
+    " Ah", "Ah ", " Kc ", "A h", "10 h", "1 0h", "\tAs", "As\n", "A\u00a0s", "\u3000As",
+    # the letter suit only after the rank; the symbol on one side only
+    "sA", "hA", "♠A♠", "A♠s",
+    # the variation selector only right after a symbol, once
+    "Ah\ufe0f", "\ufe0fA♥", "A\ufe0f♥", "\ufe0f♥A", "A♥\ufe0f\ufe0f", "♥A\ufe0f",
+    # other selectors, joiners and look-alikes are other characters
+    "A♥\ufe0e", "A\u200b♥", "\u212as", "Ａs", "A\u2664\u20e0", "A♥\u200d",
+]
 
 
 @pytest.mark.parametrize("text", UNKNOWN, ids=repr)
@@ -84,6 +108,7 @@ def test_unknown_cards_are_refused_quoting_the_text(text: str) -> None:
     (problem,) = caught.value.problems
     assert (problem.path, problem.code) == ("back[2]", "unknown_card")
     assert repr(text) in problem.message
+    assert "such as 'As'" in problem.message  # and says what a card looks like
 
 
 @pytest.mark.parametrize("thing", [14, None, 1.5, ["As"], b"As"], ids=repr)
@@ -229,3 +254,102 @@ def test_errors_move_under_the_place_the_value_sat_in_a_request() -> None:
     assert isinstance(moved, CardError)
     assert [p.path for p in moved.problems] == ["players[2].rows.middle[4]"]
     assert "players[2].rows.middle[4]" in str(moved)
+
+
+# --- the accepted set, exactly (rules.md §1) --------------------------------------------
+#
+# An oracle written from the words of §1 alone: a rank (2-9, T J Q K A in either case, or
+# 10), then a suit letter in either case; or a suit symbol, black or white, with or without
+# U+FE0F after it, on either side of the rank. ``fullmatch``, so "$" cannot let a final
+# newline through.
+
+_RANK = r"(?P<r1>10|[2-9TJQKAtjqka])"
+_SYMBOL = "[♠♥♦♣♤♡♢♧]\ufe0f?"
+_ORACLE = re.compile(
+    rf"{_RANK}(?P<l>[shdcSHDC])|(?P<r2>10|[2-9TJQKAtjqka])(?P<s2>{_SYMBOL})"
+    rf"|(?P<s3>{_SYMBOL})(?P<r3>10|[2-9TJQKAtjqka])")
+_SYMBOL_SUIT = dict(zip("♠♥♦♣♤♡♢♧", "shdcshdc", strict=True))
+
+
+def oracle(text: str) -> str | None:
+    """Return the canonical text §1 gives ``text``, or None when §1 refuses it."""
+    m = _ORACLE.fullmatch(text)
+    if m is None:
+        return None
+    rank = m["r1"] or m["r2"] or m["r3"]
+    suit = m["l"].lower() if m["l"] else _SYMBOL_SUIT[(m["s2"] or m["s3"])[0]]
+    return ("T" if rank == "10" else rank.upper()) + suit
+
+
+def parsed(text: str) -> str | None:
+    try:
+        return str(parse_card(text, "players[0].front[0]"))
+    except CardError as error:
+        (problem,) = error.problems
+        assert (problem.path, problem.code) == ("players[0].front[0]", "unknown_card")
+        return None
+
+
+_RANK_TOKENS = [*"23456789TJQKAtjqka", "10"]
+_SUIT_FORMS = [*"shdcSHDC", *(s + v for s in "♠♥♦♣♤♡♢♧" for v in ("", "\ufe0f"))]
+ACCEPTED_FORMS = sorted(
+    {r + s for r in _RANK_TOKENS for s in _SUIT_FORMS}
+    | {s + r for r in _RANK_TOKENS for s in _SUIT_FORMS if s[0] in _SYMBOL_SUIT})
+
+# Characters a client might put next to a card by accident or on purpose: spaces of every
+# kind, newlines, selectors and joiners, look-alikes, the card's own pieces.
+NEARBY = st.sampled_from([
+    " ", "\t", "\n", "\r", "\x00", "\u00a0", "\u2009", "\u3000", "\ufe0f", "\ufe0e", "\u200b",
+    "\u200d", "\u20e3", "\u212a", "Ａ", "１", "0", "1", "10", "x", "♠", "♤", "♥️", "🂡",
+    *_RANK_TOKENS, *"shdcSHDC",
+])
+EDITED = st.builds(
+    lambda base, edits: _apply(base, edits),
+    st.sampled_from(ACCEPTED_FORMS),
+    st.lists(st.tuples(st.sampled_from(["insert", "delete", "replace"]), st.integers(0, 4),
+                       st.one_of(NEARBY, st.characters(exclude_categories=()))), max_size=3))
+
+
+def _apply(text: str, edits: list[tuple[str, int, str]]) -> str:
+    for kind, at, char in edits:
+        at = min(at, len(text))
+        if kind == "insert":
+            text = text[:at] + char + text[at:]
+        elif kind == "delete":
+            text = text[:at] + text[at + 1:]
+        else:
+            text = text[:at] + char + text[at + 1:]
+    return text
+
+
+def test_every_form_of_section_1_parses_to_the_oracles_canonical_card() -> None:
+    assert len(ACCEPTED_FORMS) == 760  # 13 ranks (T three ways) × 4 suits × 10 suit forms
+    for text in ACCEPTED_FORMS:
+        assert parsed(text) == oracle(text), text
+        assert oracle(text) is not None
+
+
+def test_no_short_string_over_the_card_alphabet_parses_unless_section_1_accepts_it() -> None:
+    alphabet = [" ", "\ufe0f", "\n", "1", "0", "A", "a", "T", "9", "s", "S", "x", "♠", "♡"]
+    for length in range(5):
+        for chars in itertools.product(alphabet, repeat=length):
+            text = "".join(chars)
+            assert parsed(text) == oracle(text), repr(text)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True, database=None)
+@given(st.one_of(EDITED, st.lists(st.one_of(NEARBY, st.characters(exclude_categories=())),
+                                  max_size=5).map("".join)))
+def test_a_string_parses_exactly_when_section_1_accepts_it(text: str) -> None:
+    assert parsed(text) == oracle(text), repr(text)
+
+
+@pytest.mark.parametrize("text", [" Ah", "Ah ", "A h", "A♥\ufe0f\n"], ids=repr)
+def test_a_card_with_spaces_is_refused_naming_the_card_and_its_path(text: str) -> None:
+    # Issue 12 §5: " Ah" was stripped and accepted.
+    with pytest.raises(CardError) as caught:
+        parse_arrangement(rows_with("front", 1, text))
+    (problem,) = caught.value.problems
+    assert (problem.path, problem.code) == ("front[1]", "unknown_card")
+    assert f"unknown card {text!r}" in problem.message
+    assert "nothing around or between" in problem.message

@@ -42,7 +42,8 @@ CANONICAL = [str(card) for card in DECK]
 SPELLINGS = st.sampled_from(CANONICAL).flatmap(lambda c: st.sampled_from([
     c, c.lower(), c[0].lower() + c[1].upper(), ("10" + c[1]) if c[0] == "T" else c,
     {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}[c[1]] + c[0],
-    c[0] + {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}[c[1]], f" {c}\t",
+    c[0] + {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}[c[1]],
+    c[0] + {"s": "♤", "h": "♡", "d": "♢", "c": "♧"}[c[1]] + "\ufe0f",
 ]))
 # Near misses: a card with a character changed, added or dropped.
 NEAR_CARDS = st.builds(lambda c, i, ch: c[:i] + ch + c[i + 1:], st.sampled_from(CANONICAL),
@@ -168,7 +169,8 @@ def reshuffled(draw: st.DrawFn) -> dict[str, Any]:
                                         unique_by=lambda p: (id(p[0]), p[1], p[2]))):
         card = player[row][i]
         suit = {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}[card[1]]
-        player[row][i] = draw(st.sampled_from([card.lower(), card[0] + suit, f" {card} "]))
+        player[row][i] = draw(st.sampled_from([card.lower(), card[0] + suit,
+                                                 suit + "\ufe0f" + card[0]]))
     for player in draw(st.lists(st.sampled_from(value["players"]), max_size=2, unique_by=id)):
         player["cards"] = [c for row in ("front", "middle", "back") for c in player.pop(row)]
         player["auto"] = "keep_back"
