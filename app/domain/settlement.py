@@ -79,7 +79,7 @@ class Limit:
             value = getattr(self, name)
             if value is None:
                 continue
-            exact = _money(value, name, problems)
+            exact = _parameter(value, name, problems)
             if exact is not None and exact < 0:
                 problems.append(Problem(name, f"a limit cannot be negative, got {value}",
                                         "negative_limit"))
@@ -126,7 +126,7 @@ class MoneyRules:
             problems.append(Problem("precision", f"precision must be a whole number of decimals "
                                     f"from 0 to {MAX_PRECISION}, got {self.precision!r}",
                                     "bad_precision"))
-        rate = _money(self.fee_rate, "fee_rate", problems)
+        rate = _parameter(self.fee_rate, "fee_rate", problems)
         if rate is not None and not 0 <= rate < 1:
             problems.append(Problem("fee_rate", f"a fee rate must be at least 0 and below 1, "
                                     f"got {self.fee_rate}", "bad_fee_rate"))
@@ -500,6 +500,53 @@ def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None
         return Fraction(value)
     problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}", "not_money"))
     return None
+
+
+# Ruleset money parameters (fee rate, limits; settlement.md §1): at most 12 significant
+# digits, the leading one at most 10^12 and the last at least 10^-12.
+PARAMETER_DIGITS = 12
+PARAMETER_EXPONENT = 12
+
+
+def _parameter(value: object, path: str, problems: list[Problem]) -> Fraction | None:
+    """Read a money parameter as an exact fraction once its digits are known to be few.
+
+    Checked on the Decimal's digits and exponent alone: a Fraction of ``1E-100000000``
+    would build a number of a hundred million digits.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -10 ** (PARAMETER_EXPONENT + 1) < value < 10 ** (PARAMETER_EXPONENT + 1):
+            problems.append(_out_of_range(path))
+            return None
+        value = Decimal(value)
+    if not isinstance(value, Decimal) or not value.is_finite():
+        problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}",
+                                "not_money"))
+        return None
+    _, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):  # finite values have a whole exponent; narrows the type
+        problems.append(_out_of_range(path))
+        return None
+    kept = len(digits)
+    while kept > 1 and digits[kept - 1] == 0:  # trailing zeros are not significant
+        kept -= 1
+    lowest = exponent + len(digits) - kept
+    leading = exponent + len(digits) - 1
+    if digits == (0,):
+        ok = -PARAMETER_EXPONENT <= exponent <= PARAMETER_EXPONENT
+    else:
+        ok = (kept <= PARAMETER_DIGITS and lowest >= -PARAMETER_EXPONENT
+              and leading <= PARAMETER_EXPONENT)
+    if not ok:
+        problems.append(_out_of_range(path))
+        return None
+    return Fraction(value)
+
+
+def _out_of_range(path: str) -> Problem:
+    return Problem(path, f"a money parameter has at most {PARAMETER_DIGITS} significant "
+                         f"digits, none above 10^{PARAMETER_EXPONENT} or below "
+                         f"10^-{PARAMETER_EXPONENT}", "out_of_range")
 
 
 def _units_decimal(units: int, precision: int) -> Decimal:
