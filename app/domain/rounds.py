@@ -9,7 +9,7 @@ from decimal import Decimal
 from app.domain.errors import Problem, SettlementError
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand, RoundScore, score_round
-from app.domain.settlement import Debt, Settlement, check_continue, settle
+from app.domain.settlement import Debt, Settlement, check_amounts, check_continue, settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,8 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
     ``limits_enforced`` says the caller checked them, a balance below ``continue_min``
     refuses the round.
     """
+    check_amounts(ruleset.money, stake,
+                  {f"players[{i}].bet": p.bet for i, p in enumerate(players)})
     seated = _seat_balances(players, balances)
     if not limits_enforced:
         check_continue(ruleset.money, stake, seated)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from decimal import Context, Decimal
 from enum import StrEnum
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 from app.domain.errors import Problem, SettlementError
@@ -363,11 +364,13 @@ def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibil
     """Say whether ``balance`` may enter and may continue at ``stake`` (a balance equal to a
     limit is enough)."""
     problems: list[Problem] = []
-    _check_stake(stake, problems)
+    _check_stake(stake, problems, money.precision)
     held = _money(balance, "balance", problems)
     if held is not None and held < 0:
         problems.append(Problem("balance", f"a balance cannot be negative, got {balance}",
                                 "negative_balance"))
+    elif held is not None:
+        _check_decimals(held, balance, "balance", money.precision, problems)
     if problems:
         raise SettlementError(problems)
     reasons: list[str] = []
@@ -392,7 +395,7 @@ def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibil
 def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Decimal]) -> None:
     """Refuse a round with a player below ``continue_min``, naming each such player."""
     problems: list[Problem] = []
-    _check_stake(stake, problems)
+    _check_stake(stake, problems, money.precision)
     if problems:
         raise SettlementError(problems)
     held = _check_balances(balances, money.precision)
@@ -486,10 +489,39 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_O
     return owed
 
 
-def _check_stake(stake: Decimal, problems: list[Problem]) -> None:
+def _check_stake(stake: Decimal, problems: list[Problem], precision: int) -> None:
     exact = _money(stake, "stake", problems)
     if exact is not None and exact <= 0:
         problems.append(Problem("stake", f"a stake must be positive, got {stake}", "bad_stake"))
+    elif exact is not None:
+        _check_decimals(exact, stake, "stake", precision, problems)
+
+
+def _check_decimals(exact: Fraction, value: object, path: str, precision: int,
+                    problems: list[Problem]) -> None:
+    """Refuse an amount with more decimals than the precision: never truncated (§1)."""
+    if (exact * 10 ** precision).denominator != 1:
+        problems.append(Problem(path, f"{value} has more than {precision} decimals, the "
+                                      "ruleset's precision", "too_many_decimals"))
+
+
+def check_amounts(money: MoneyRules, stake: Decimal,
+                  bets: Mapping[str, Decimal | None] = MappingProxyType({})) -> None:
+    """Refuse a stake, or a bet (keyed by its path), that is not money at this precision.
+
+    The response shows the exact figures the money was computed from, so an amount the
+    precision cannot write is refused, as balances are, rather than shown cut.
+    """
+    problems: list[Problem] = []
+    _check_stake(stake, problems, money.precision)
+    for path, bet in bets.items():
+        if bet is None:
+            continue
+        exact = _money(bet, path, problems)
+        if exact is not None:
+            _check_decimals(exact, bet, path, money.precision, problems)
+    if problems:
+        raise SettlementError(problems)
 
 
 def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None:
