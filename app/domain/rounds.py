@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal, Inexact, Rounded
 
 from app.domain.errors import Problem, SettlementError
 from app.domain.rulesets import Ruleset, Topology
@@ -48,9 +48,15 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
             unit = bets[pair.second] or stake
         winner, loser = (pair.first, pair.second) if pair.points > 0 else (
             pair.second, pair.first)
-        debts.append(Debt(debtor=loser, creditor=winner, amount=abs(pair.points) * unit))
+        debts.append(Debt(debtor=loser, creditor=winner, amount=_times(abs(pair.points), unit)))
     settlement = settle(seated, debts, ruleset.money)
     return RoundResult(score, stake, tuple(debts), settlement)
+
+
+def _times(points: int, unit: Decimal) -> Decimal:
+    """Return points × unit exactly: the default context would round past 28 digits."""
+    digits = len(str(points)) + len(unit.as_tuple().digits)
+    return Context(prec=digits, traps=[Inexact, Rounded]).multiply(Decimal(points), unit)
 
 
 def _seat_balances(players: Sequence[PlayerHand],
