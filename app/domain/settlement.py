@@ -350,7 +350,10 @@ def check_settlement(settlement: Settlement) -> None:
         raise InvariantError(f"house fees {settlement.fees} differ from the players' fees "
                              f"{_decimal(fees)}")
     for s in settlement.players:
-        if s.amount != s.rounded - s.fee or s.balance_after != s.balance_before + s.amount:
+        # As fractions: Decimal arithmetic rounds past the context's 28 digits.
+        amount, before = Fraction(s.amount), Fraction(s.balance_before)
+        if (amount != Fraction(s.rounded) - Fraction(s.fee)
+                or Fraction(s.balance_after) != before + amount):
             raise InvariantError(f"player {s.player_id}: amount and balance do not add up")
         if settlement.payout is not Payout.UNLIMITED and s.balance_after < 0:
             raise InvariantError(f"player {s.player_id} pays {-s.amount}, more than its "
