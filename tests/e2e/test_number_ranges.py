@@ -164,6 +164,28 @@ def test_a_limit_multiple_out_of_bounds_or_not_plain_digits_is_refused(
     _problem(api.post(ELIGIBILITY, json=body), "ruleset.overrides.entry_min.multiple")
 
 
+# ----------------------------------------------------------------------- list sizes
+
+@pytest.mark.parametrize("limit", ["9" * 5000, "1e999999999", "201", "0", "-0", "+1", " 1",
+                                   "1_0", "٣", "1.0", "0000000001"])
+def test_a_page_size_is_1_to_200_in_ascii_digits(api: Any, limit: str) -> None:
+    assert api.get("/v1/rounds?limit=200").status_code == 200
+    _problem(api.get(f"/v1/rounds?limit={limit}"), "limit")
+
+
+HAND = ["As", "Kh", "4d", "8s", "9h", "Th", "Jd", "Qc", "6s", "6d", "6c", "7s", "7d"]
+
+
+@pytest.mark.parametrize("n", ["1" + "0" * 4000, "1E+999999999", "-1E+999999999",
+                               "1E-999999999", "51", "0"])
+def test_suggest_n_is_1_to_50(api: Any, n: str) -> None:
+    body = _raw({"cards": HAND, "mode": "suggest", "n": "@n"}, {"@n": n})
+    _problem(api.post("/v1/hands/arrange", data=body, content_type="application/json"), "n")
+    body = _raw({"cards": HAND, "mode": "suggest", "n": "@n"}, {"@n": "50"})
+    assert api.post("/v1/hands/arrange", data=body,
+                    content_type="application/json").status_code == 200
+
+
 # ----------------------------------------------------------------------- stake precision
 
 def test_bonus3_stake_with_a_decimal_is_refused_naming_stake(api: Any, count_rows: Any) -> None:
