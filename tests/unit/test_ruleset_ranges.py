@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,9 +201,6 @@ def test_points_stay_within_the_bound_the_ranges_promise(
 
 
 def test_the_decimal_pattern_is_the_one_openapi_declares() -> None:
-    from pathlib import Path
-
-    import yaml
     contract = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml")
                               .read_text(encoding="utf-8"))
     declared = contract["components"]["schemas"]["MoneyParameter"]["oneOf"][0]["pattern"]
