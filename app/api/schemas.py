@@ -91,6 +91,21 @@ class WholeNumber(fields.Integer):
         return value
 
 
+_QUERY_INTEGER = re.compile(r"[0-9]{1,9}", re.ASCII)
+
+
+class QueryInteger(fields.Integer):
+    """A whole number in a query string: 1-9 ASCII digits, as openapi.yaml's ``integer``.
+
+    ``int()`` alone also takes "٣", "+3", " 3" and "3_0", and thousands of digits.
+    """
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if not isinstance(value, str) or not _QUERY_INTEGER.fullmatch(value):
+            raise self.make_error("invalid")
+        return int(value)
+
+
 class RulesetField(fields.Field[Any]):
     """A preset name, or ``{"preset": NAME, "overrides": {...}}``."""
 
@@ -324,7 +339,7 @@ class RequiredPeriodQuerySchema(PeriodQuerySchema):
 class PageQuerySchema(PeriodQuerySchema):
     """A period filter with a page size and the cursor of the previous page."""
 
-    limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
+    limit = QueryInteger(load_default=50, validate=validate.Range(1, 200))
     cursor = fields.String(validate=validate.Length(1, 512))
 
 

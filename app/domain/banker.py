@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.domain.errors import Problem, SettlementError
-from app.domain.settlement import Debt, MoneyRules, Settlement, money_text, settle
+from app.domain.settlement import Debt, MoneyRules, Settlement, exact_product, money_text, settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class BankerPair:
 
     @property
     def gross(self) -> Decimal:
-        return abs(self.points) * self.price
+        return exact_product(self.price, abs(self.points))
 
 
 def banker_debts(pairs: Sequence[BankerPair]) -> tuple[Debt, ...]:
@@ -55,7 +55,7 @@ def settle_banker(pairs: Sequence[BankerPair], balances: Mapping[str, Decimal],
 
 def cover_needed(price: Decimal, top_multiplier: int) -> Decimal:
     """Return the balance a player needs to cover its worst pair: price × top multiplier."""
-    return price * top_multiplier
+    return exact_product(price, top_multiplier)
 
 
 def check_cover(players: Sequence[tuple[int, str, Decimal, Decimal]], top_multiplier: int,
@@ -82,4 +82,5 @@ def allowed_multiples(balance: Decimal, stake: Decimal, multiples: Sequence[int]
                       grab_multiple: int, top_multiplier: int) -> tuple[int, ...]:
     """Return the bet multiples a balance covers at ``stake`` (all, without the cover rule)."""
     return tuple(m for m in multiples
-                 if balance >= cover_needed(stake * m * grab_multiple, top_multiplier))
+                 if balance >= cover_needed(exact_product(stake, m, grab_multiple),
+                                            top_multiplier))

@@ -20,7 +20,7 @@ from app.domain.blackjack import Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies
 from app.domain.errors import CardError, Problem, RoundError, SettlementError
 from app.domain.games import BankerRules, Game
-from app.domain.settlement import Debt, Settlement, check_continue
+from app.domain.settlement import Debt, Settlement, check_continue, exact_product
 from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
@@ -264,7 +264,7 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
     grab = banker.grab_multiple or 1
     if rules.bet_requires_cover:
         check_cover([(i, s.player_id, seated[s.player_id],
-                      stake * (s.bet_multiple or 1) * grab)
+                      exact_product(stake, s.bet_multiple or 1, grab))
                      for i, s in enumerate(seats) if not s.banker],
                     rules.top_multiplier, rules.money.precision)
     evaluations = tuple(evaluate(s.hand, rules) for s in seats)
@@ -281,7 +281,7 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         comparisons.append(Comparison(
             banker.player_id, s.player_id,
             None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
-            grab, multiplier, points, abs(points) * stake))
+            grab, multiplier, points, exact_product(stake, abs(points))))
         pairs.append(BankerPair(banker.player_id, s.player_id, points, stake))
     debts, settlement = settle_banker(pairs, seated, rules.money)
     return BankerRoundResult(rules, stake, tuple(seats), evaluations, tuple(comparisons),

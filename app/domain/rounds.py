@@ -10,7 +10,14 @@ from app.domain.banker import BankerPair, settle_banker
 from app.domain.errors import Problem, SettlementError
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand, RoundScore, score_round
-from app.domain.settlement import Debt, Settlement, check_continue, settle
+from app.domain.settlement import (
+    Debt,
+    Settlement,
+    check_amounts,
+    check_continue,
+    exact_product,
+    settle,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +39,8 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
     ``limits_enforced`` says the caller checked them, a balance below ``continue_min``
     refuses the round.
     """
+    check_amounts(ruleset.money, stake,
+                  {f"players[{i}].bet": p.bet for i, p in enumerate(players)})
     seated = _seat_balances(players, balances)
     if not limits_enforced:
         check_continue(ruleset.money, stake, seated)
@@ -49,7 +58,8 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
             continue
         winner, loser = (pair.first, pair.second) if pair.points > 0 else (
             pair.second, pair.first)
-        debts.append(Debt(debtor=loser, creditor=winner, amount=abs(pair.points) * stake))
+        debts.append(Debt(debtor=loser, creditor=winner,
+                          amount=exact_product(stake, abs(pair.points))))
     settlement = settle(seated, debts, ruleset.money)
     return RoundResult(score, stake, tuple(debts), settlement)
 

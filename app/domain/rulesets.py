@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -243,49 +244,70 @@ class _Lookup:
 
 _FRONT_CATEGORIES = (Category.HIGH_CARD, Category.ONE_PAIR, Category.THREE_OF_A_KIND)
 
+# ---------------------------------------------------------------------------- ranges
+# Every whole-number parameter has a range, checked when the ruleset is built, before the
+# scorer does any arithmetic with it. Points parameters (row_base, scoop_points, additions,
+# row, holding and winner bonuses, special-hand and dragon points, row-bet points) are
+# 0..MAX_POINTS and multipliers 1..MAX_MULTIPLIER. From the formula of rules.md §3 a pair
+# is then worth at most MAX_PAIR_POINTS either way: rows and row bet (5 × MAX_POINTS)
+# multiplied twice, row bonuses (3 ×) multiplied too, plus two additions, three winner
+# bonuses, three holding bonuses and a special hand. A player meets at most three others,
+# and double_split at most doubles a home run's pairs, so its total stays within
+# MAX_PLAYER_POINTS, which round_players.points (a PostgreSQL integer) holds.
+MAX_POINTS = 100_000
+MAX_MULTIPLIER = 10
+MAX_PAIR_POINTS = MAX_POINTS * (8 * MAX_MULTIPLIER ** 2 + 9)
+MAX_PLAYER_POINTS = 6 * MAX_PAIR_POINTS
+POINTS_COLUMN_MAX = 2 ** 31 - 1
+if MAX_PLAYER_POINTS > POINTS_COLUMN_MAX:  # pragma: no cover - a guard on the constants
+    raise AssertionError("the parameter ranges let a player's points overflow the column")
+MIN_PLAYERS, MAX_PLAYERS = 2, 4
+
 
 def _check(r: Ruleset) -> list[Problem]:
-    """Find the values that make no sense together; each problem names its parameter."""
+    """Find the values out of range or that make no sense together, each by its parameter."""
     out: list[Problem] = []
 
     def bad(path: str, message: str) -> None:
         out.append(Problem(path, message, "invalid_parameter"))
 
+    def points(path: str, value: int) -> None:
+        # Only comparisons here: a value from a request may have thousands of digits.
+        if not 0 <= value <= MAX_POINTS:
+            bad(path, f"{path} must be a whole number of points from 0 to {MAX_POINTS}")
+
     if r.decks not in (1, 2):
-        bad("decks", f"decks must be 1 or 2, not {r.decks}")
-    if not 2 <= r.min_players <= r.max_players:
-        bad("min_players", "need 2 <= min_players <= max_players")
-    if r.max_players > 4:
-        bad("max_players", f"at most 4 players, not {r.max_players}")
-    if r.row_base < 0:
-        bad("row_base", "row_base must not be negative")
-    if r.scoop_points < 0:
-        bad("scoop_points", "scoop_points must not be negative")
+        bad("decks", f"decks must be 1 or 2, not {_shown(r.decks)}")
+    if not MIN_PLAYERS <= r.min_players <= r.max_players:
+        bad("min_players", f"need {MIN_PLAYERS} <= min_players <= max_players")
+    if r.max_players > MAX_PLAYERS:
+        bad("max_players", f"at most {MAX_PLAYERS} players, not {_shown(r.max_players)}")
+    points("row_base", r.row_base)
+    points("scoop_points", r.scoop_points)
     for name, effect in (("scoop", r.scoop), ("home_run", r.home_run)):
-        if effect.kind is EffectKind.MULTIPLY and effect.amount < 1:
-            bad(f"{name}.amount", "a multiplier must be at least 1")
-        if effect.kind is EffectKind.ADD and effect.amount < 0:
-            bad(f"{name}.amount", "an addition must not be negative")
+        if effect.kind is EffectKind.MULTIPLY:
+            if not 1 <= effect.amount <= MAX_MULTIPLIER:
+                bad(f"{name}.amount", f"a multiplier must be from 1 to {MAX_MULTIPLIER}")
+        else:
+            points(f"{name}.amount", effect.amount)
     if r.scoop.kind is EffectKind.DOUBLE_SPLIT:
         bad("scoop.kind", "double_split is a home-run effect only")
     for table_name in ("row_bonus", "holding_bonus", "winner_bonus"):
-        for row, category, points in getattr(r, table_name):
-            if points < 0:
-                bad(f"{table_name}.{row}.{category.label}", "points must not be negative")
+        for row, category, value in getattr(r, table_name):
+            points(f"{table_name}.{row}.{category.label}", value)
             if row is Row.FRONT and category not in _FRONT_CATEGORIES:
                 bad(f"{table_name}.front.{category.label}",
                     "a 3-card front is only high card, one pair or three of a kind")
-    for name, points in r.special_values:
-        if points < 0:
-            bad(f"special_values.{name}", "points must not be negative")
+    for name, value in r.special_values:
+        points(f"special_values.{name}", value)
         if r.dragon.enabled and name in DRAGONS:
             bad(f"special_values.{name}", "dragons are settled by the dragon policy here")
-    if r.dragon.points < 0:
-        bad("dragon.points", "points must not be negative")
-    if r.dragon.void_from is not None and r.dragon.void_from < 2:
-        bad("dragon.void_from", "void_from must be at least 2")
-    if r.row_bet is not None and (r.row_bet.single < 0 or r.row_bet.same_row < 0):
-        bad("row_bet", "row-bet points must not be negative")
+    points("dragon.points", r.dragon.points)
+    if r.dragon.void_from is not None and not 2 <= r.dragon.void_from <= MAX_PLAYERS:
+        bad("dragon.void_from", f"void_from must be from 2 to {MAX_PLAYERS}, or null")
+    if r.row_bet is not None:
+        points("row_bet.single", r.row_bet.single)
+        points("row_bet.same_row", r.row_bet.same_row)
     if r.topology is Topology.BANKER and r.home_run.kind is EffectKind.DOUBLE_SPLIT:
         bad("home_run.kind", "double_split needs every pair scored, not a banker game")
     if r.exchange.decks != r.decks:
@@ -456,7 +478,7 @@ def ruleset_to_dict(r: Ruleset) -> dict[str, Any]:
         "suit_tiebreak": r.suit_tiebreak.value,
         "exchange": {"mode": r.exchange.mode.value, "max_cards": r.exchange.max_cards},
         "payout": m.payout.value,
-        "fee_rate": str(m.fee_rate),
+        "fee_rate": _decimal_text(m.fee_rate),
         "precision": m.precision,
         "entry_min": _limit_dict(m.entry_min),
         "continue_min": _limit_dict(m.continue_min),
@@ -485,8 +507,13 @@ def _table_dict(table: RowTable) -> dict[str, dict[str, int]]:
 def _limit_dict(limit: Limit | None) -> dict[str, str | None] | None:
     if limit is None:
         return None
-    return {"multiple": None if limit.multiple is None else str(limit.multiple),
-            "absolute": None if limit.absolute is None else str(limit.absolute)}
+    return {"multiple": None if limit.multiple is None else _decimal_text(limit.multiple),
+            "absolute": None if limit.absolute is None else _decimal_text(limit.absolute)}
+
+
+def _decimal_text(d: Decimal) -> str:
+    """Write a money parameter as plain digits, as it is read back (never "1E-7")."""
+    return format(d, "f")
 
 
 def resolve_ruleset(spec: object, path: str = "ruleset") -> Ruleset:
@@ -581,6 +608,11 @@ def _fail(path: str, message: str, code: str = "wrong_type") -> RulesetError:
     return RulesetError(Problem(path, message, code))
 
 
+def _shown(n: int) -> str:
+    """Write a whole number for a message; one of thousands of digits is not echoed."""
+    return str(n) if -10 ** 15 < n < 10 ** 15 else "a number that large"
+
+
 def _int(v: object, path: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise _fail(path, f"expected a whole number, got {v!r}")
@@ -615,17 +647,27 @@ def _enum(kind: type[E]) -> Callable[[object, str], E]:
     return parse
 
 
+# A money parameter's text (settlement.md §1): plain digits as money is written, no sign,
+# no exponent, at most 13 integer digits and 12 decimals, so every digit's power of ten is
+# within ±12 before anything reads it; MoneyRules and Limit bound its significant digits.
+_PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]{0,12})(\.[0-9]{1,12})?", re.ASCII)
+DECIMAL_PATTERN = f"^{_PLAIN_DECIMAL.pattern}$"
+
+
 def _decimal(v: object, path: str) -> Decimal:
-    # Strings or integers only: a float would carry binary noise into money.
-    if isinstance(v, bool) or not isinstance(v, str | int | Decimal):
+    # A string, or a JSON integer; a number with a fraction or an exponent is refused like
+    # a float: money parameters are written as text, as the resolved ruleset writes them.
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not -10 ** 13 < v < 10 ** 13:
+            raise _fail(path, "a money parameter must be below 10^13", "out_of_range")
+        return Decimal(v)
+    if not isinstance(v, str):
         raise _fail(path, f"expected a decimal string such as \"0.05\", got {v!r}")
-    try:
-        d = Decimal(v)
-    except InvalidOperation:
-        raise _fail(path, f"expected a decimal string, got {v!r}") from None
-    if not d.is_finite():
-        raise _fail(path, f"expected a finite decimal, got {v!r}")
-    return d
+    if not _PLAIN_DECIMAL.fullmatch(v):
+        shown = repr(v) if len(v) <= 40 else f"{v[:40]!r}..."
+        raise _fail(path, f"expected plain decimal digits such as \"0.05\" (no sign or "
+                          f"exponent, at most 13 integer digits and 12 decimals), got {shown}")
+    return Decimal(v)
 
 
 def _object(v: object, path: str, keys: frozenset[str]) -> Mapping[str, Any]:

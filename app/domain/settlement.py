@@ -27,9 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Context, Decimal
+from decimal import Context, Decimal, Inexact, Rounded
 from enum import StrEnum
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 from app.domain.errors import Problem, SettlementError
@@ -39,6 +40,20 @@ ROUNDING_MODES = frozenset({"toward_zero"})
 MAX_PRECISION = 8
 # Shows a non-terminating exact amount (5000 × 25/39); money itself never goes through it.
 _DISPLAY = Context(prec=34)
+
+
+def exact_product(amount: Decimal, *factors: int) -> Decimal:
+    """Return ``amount`` × ``factors`` exactly: the default context rounds past 28 digits.
+
+    Money is bounded (15 integer digits, 8 decimals) and so are points and multiples, so the
+    product's digits are bounded too; a context as wide as them can never round.
+    """
+    product = amount
+    for factor in factors:
+        digits = len(str(abs(factor))) + len(product.as_tuple().digits)
+        product = Context(prec=digits, traps=[Inexact, Rounded]).multiply(product,
+                                                                           Decimal(factor))
+    return product
 
 
 class Payout(StrEnum):
@@ -86,7 +101,7 @@ class Limit:
             value = getattr(self, name)
             if value is None:
                 continue
-            exact = _money(value, name, problems)
+            exact = _parameter(value, name, problems)
             if exact is not None and exact < 0:
                 problems.append(Problem(name, f"a limit cannot be negative, got {value}",
                                         "negative_limit"))
@@ -141,7 +156,7 @@ class MoneyRules:
             problems.append(Problem("precision", f"precision must be a whole number of decimals "
                                     f"from 0 to {MAX_PRECISION}, got {self.precision!r}",
                                     "bad_precision"))
-        rate = _money(self.fee_rate, "fee_rate", problems)
+        rate = _parameter(self.fee_rate, "fee_rate", problems)
         if rate is not None and not 0 <= rate < 1:
             problems.append(Problem("fee_rate", f"a fee rate must be at least 0 and below 1, "
                                     f"got {self.fee_rate}", "bad_fee_rate"))
@@ -387,7 +402,10 @@ def check_settlement(settlement: Settlement) -> None:
         raise InvariantError(f"house fees {settlement.fees} differ from the players' fees "
                              f"{_decimal(fees)}")
     for s in settlement.players:
-        if s.amount != s.rounded - s.fee or s.balance_after != s.balance_before + s.amount:
+        # As fractions: Decimal arithmetic rounds past the context's 28 digits.
+        amount, before = Fraction(s.amount), Fraction(s.balance_before)
+        if (amount != Fraction(s.rounded) - Fraction(s.fee)
+                or Fraction(s.balance_after) != before + amount):
             raise InvariantError(f"player {s.player_id}: amount and balance do not add up")
         if settlement.payout is not Payout.UNLIMITED and s.balance_after < 0:
             raise InvariantError(f"player {s.player_id} pays {-s.amount}, more than its "
@@ -401,11 +419,13 @@ def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibil
     """Say whether ``balance`` may enter and may continue at ``stake`` (a balance equal to a
     limit is enough)."""
     problems: list[Problem] = []
-    _check_stake(stake, problems)
+    _check_stake(stake, problems, money.precision)
     held = _money(balance, "balance", problems)
     if held is not None and held < 0:
         problems.append(Problem("balance", f"a balance cannot be negative, got {balance}",
                                 "negative_balance"))
+    elif held is not None:
+        _check_decimals(held, balance, "balance", money.precision, problems)
     if problems:
         raise SettlementError(problems)
     reasons: list[str] = []
@@ -430,7 +450,7 @@ def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibil
 def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Decimal]) -> None:
     """Refuse a round with a player below ``continue_min``, naming each such player."""
     problems: list[Problem] = []
-    _check_stake(stake, problems)
+    _check_stake(stake, problems, money.precision)
     if problems:
         raise SettlementError(problems)
     held = _check_balances(balances, money.precision)
@@ -524,10 +544,39 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_O
     return owed
 
 
-def _check_stake(stake: Decimal, problems: list[Problem]) -> None:
+def _check_stake(stake: Decimal, problems: list[Problem], precision: int) -> None:
     exact = _money(stake, "stake", problems)
     if exact is not None and exact <= 0:
         problems.append(Problem("stake", f"a stake must be positive, got {stake}", "bad_stake"))
+    elif exact is not None:
+        _check_decimals(exact, stake, "stake", precision, problems)
+
+
+def _check_decimals(exact: Fraction, value: object, path: str, precision: int,
+                    problems: list[Problem]) -> None:
+    """Refuse an amount with more decimals than the precision: never truncated (§1)."""
+    if (exact * 10 ** precision).denominator != 1:
+        problems.append(Problem(path, f"{value} has more than {precision} decimals, the "
+                                      "ruleset's precision", "too_many_decimals"))
+
+
+def check_amounts(money: MoneyRules, stake: Decimal,
+                  bets: Mapping[str, Decimal | None] = MappingProxyType({})) -> None:
+    """Refuse a stake, or a bet (keyed by its path), that is not money at this precision.
+
+    The response shows the exact figures the money was computed from, so an amount the
+    precision cannot write is refused, as balances are, rather than shown cut.
+    """
+    problems: list[Problem] = []
+    _check_stake(stake, problems, money.precision)
+    for path, bet in bets.items():
+        if bet is None:
+            continue
+        exact = _money(bet, path, problems)
+        if exact is not None:
+            _check_decimals(exact, bet, path, money.precision, problems)
+    if problems:
+        raise SettlementError(problems)
 
 
 def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None:
@@ -538,6 +587,53 @@ def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None
         return Fraction(value)
     problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}", "not_money"))
     return None
+
+
+# Ruleset money parameters (fee rate, limits; settlement.md §1): at most 12 significant
+# digits, the leading one at most 10^12 and the last at least 10^-12.
+PARAMETER_DIGITS = 12
+PARAMETER_EXPONENT = 12
+
+
+def _parameter(value: object, path: str, problems: list[Problem]) -> Fraction | None:
+    """Read a money parameter as an exact fraction once its digits are known to be few.
+
+    Checked on the Decimal's digits and exponent alone: a Fraction of ``1E-100000000``
+    would build a number of a hundred million digits.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -10 ** (PARAMETER_EXPONENT + 1) < value < 10 ** (PARAMETER_EXPONENT + 1):
+            problems.append(_out_of_range(path))
+            return None
+        value = Decimal(value)
+    if not isinstance(value, Decimal) or not value.is_finite():
+        problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}",
+                                "not_money"))
+        return None
+    _, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):  # finite values have a whole exponent; narrows the type
+        problems.append(_out_of_range(path))
+        return None
+    kept = len(digits)
+    while kept > 1 and digits[kept - 1] == 0:  # trailing zeros are not significant
+        kept -= 1
+    lowest = exponent + len(digits) - kept
+    leading = exponent + len(digits) - 1
+    if digits == (0,):
+        ok = -PARAMETER_EXPONENT <= exponent <= PARAMETER_EXPONENT
+    else:
+        ok = (kept <= PARAMETER_DIGITS and lowest >= -PARAMETER_EXPONENT
+              and leading <= PARAMETER_EXPONENT)
+    if not ok:
+        problems.append(_out_of_range(path))
+        return None
+    return Fraction(value)
+
+
+def _out_of_range(path: str) -> Problem:
+    return Problem(path, f"a money parameter has at most {PARAMETER_DIGITS} significant "
+                         f"digits, none above 10^{PARAMETER_EXPONENT} or below "
+                         f"10^-{PARAMETER_EXPONENT}", "out_of_range")
 
 
 def _units_decimal(units: int, precision: int) -> Decimal:

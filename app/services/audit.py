@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
 from sqlalchemy import text
@@ -268,9 +269,11 @@ def _check_lines(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
             if getattr(line, name) != getattr(round_, name):
                 details.append(f"line {line.line_no} carries {name} {getattr(line, name)}, "
                                f"the round's is {getattr(round_, name)}")
-    total = sum((line.amount for line in round_.lines), Decimal(0))
+    # Exact: a Decimal sum rounds past 28 digits and could hide, or invent, a remainder.
+    total = sum((Fraction(line.amount) for line in round_.lines), Fraction(0))
     if total != 0:
-        details.append(f"stored lines sum to {total}, not zero")
+        shown = Decimal(total.numerator) / total.denominator
+        details.append(f"stored lines sum to {shown}, not zero")
     return [_difference(round_, LINES, detail) for detail in details]
 
 

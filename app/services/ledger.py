@@ -35,7 +35,8 @@ def reversal_result(original: Mapping[str, Any], *, reverses_round_id: str,
     precision = int(original["ruleset"]["parameters"]["precision"])
 
     def negated(text: str) -> str:
-        return money_text(-Decimal(text), precision)
+        # copy_negate is exact; unary minus would round past the context's 28 digits.
+        return money_text(Decimal(text).copy_negate(), precision)
 
     return {
         "table_id": original["table_id"],
