@@ -12,15 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal
+from decimal import Decimal
 from typing import cast
 
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
 from app.domain.blackjack import Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies
-from app.domain.errors import CardError, Problem, RoundError, SettlementError
+from app.domain.errors import CardError, Problem, RoundError
 from app.domain.games import BankerRules, Game
-from app.domain.settlement import Debt, Settlement, check_continue, exact_product
+from app.domain.settlement import (
+    Debt,
+    Settlement,
+    check_amounts,
+    check_continue,
+    exact_product,
+)
 from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
@@ -253,9 +259,7 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
     balance does not cover its bet at the top multiplier.
     """
     check_table(seats, rules)
-    if stake != stake.quantize(Decimal(1).scaleb(-rules.money.precision), rounding=ROUND_DOWN):
-        raise SettlementError(Problem("stake", f"stake {stake} has more than "
-                                      f"{rules.money.precision} decimals", "too_many_decimals"))
+    check_amounts(rules.money, stake)
     seated = {s.player_id: balances[s.player_id] for s in seats}
     if not limits_enforced:
         check_continue(rules.money, stake, seated)
