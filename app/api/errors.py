@@ -17,9 +17,11 @@ from typing import Any
 import marshmallow
 from flask import Flask, Response, current_app, request
 from marshmallow import ValidationError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 from werkzeug.wrappers import Response as BaseResponse
 
+from app.api.metrics import count_problem, count_unavailable
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
 from app.domain.errors import (
     CardError,
@@ -87,6 +89,7 @@ def problem(
     }
     if errors is not None:
         body["errors"] = [dict(e) for e in errors]
+    count_problem(status, body["type"])
     # A lone surrogate a client sent (an unknown field "\ud800") cannot be UTF-8: write it
     # back as the JSON escape it came in as, inside its string, rather than fail with a 500.
     text = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
@@ -342,6 +345,7 @@ def _on_domain(error: DomainError) -> Response:
 
 
 def _on_database_down(error: Exception) -> Response:
+    count_unavailable("pool_timeout" if isinstance(error, PoolTimeout) else "database")
     # One line per refused request; the traceback only at DEBUG, or an outage floods the log.
     log.warning("database unavailable: %s: %s", error.__class__.__name__,
                 (str(getattr(error, "orig", error)).splitlines() or [""])[0][:200])

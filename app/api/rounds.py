@@ -11,7 +11,7 @@ from marshmallow import Schema, fields, validate
 
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
-from app.api.metrics import count_settled_round
+from app.api.metrics import count_idempotency_conflict, count_replay, count_stored_round
 from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchema, page_cursor
 from app.db import get_database
 from app.db.models import ROUND_KINDS
@@ -48,13 +48,14 @@ def settle_round() -> Response:
         raise ProblemError(409, "Conflict", "another round already has this round_id",
                            [{"path": "round_id", "message": "already used",
                              "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
-    response = _stored(settled)
-    if not settled.replayed:
-        count_settled_round(settled.body["ruleset"]["name"])
-    return response
+    return _stored(settled, "settle")
 
 
-def _stored(settled: rounds.Settled) -> Response:
+def _stored(settled: rounds.Settled, route: str) -> Response:
+    if settled.replayed:
+        count_replay(route)
+    else:
+        count_stored_round(settled.body, operator_id())
     response = jsonify(settled.body)
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
@@ -64,6 +65,7 @@ def _stored(settled: rounds.Settled) -> Response:
 
 
 def _idempotency_conflict(conflict: rounds.IdempotencyConflict) -> ProblemError:
+    count_idempotency_conflict(conflict.reason)
     if conflict.reason == "in_flight":
         return ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
                             "being handled; retry shortly", type_="/problems/in-flight",
@@ -104,7 +106,7 @@ def reverse_round(round_id: uuid.UUID) -> Response:
                            [{"path": "round_id", "message": "already reversed",
                              "code": "already_reversed"}],
                            type_="/problems/already-reversed") from None
-    return _stored(settled)
+    return _stored(settled, "reversal")
 
 
 # Printable ASCII without spaces at either end, as openapi.yaml declares.
