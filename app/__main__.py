@@ -59,7 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["MIGRATE_ON_START"] = "true"
         os.execv(sys.executable, command)
 
-    url = start_embedded(settings.pgserver_data_dir)
+    try:
+        url = start_embedded(settings.pgserver_data_dir)
+    except ConfigError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return 2
     upgrade(url)
     _tell_about_keys(url, settings.default_operator)
     log.info("embedded PostgreSQL in %s is migrated; starting gunicorn", settings.pgserver_data_dir)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from app.config import Settings, normalize_database_url
+from app.config import ConfigError, Settings, normalize_database_url
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,13 @@ def start_embedded(data_dir: Path) -> str:
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and falls back
         # to /tmp/runtime-UID, which is fine for pgserver's lock file.
         warnings.simplefilter("ignore")
-        from pgserver.postgres_server import get_server
+        try:
+            from pgserver.postgres_server import get_server
+        except ImportError:
+            raise ConfigError(
+                "DATABASE_URL is unset and the embedded PostgreSQL is not installed: set "
+                "DATABASE_URL, or install the 'embedded' extra (requirements-embedded.lock, "
+                "or pip install -e '.[embedded]')") from None
 
     server = get_server(folder, cleanup_mode="stop")
     _embedded[folder] = server
