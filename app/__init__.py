@@ -15,8 +15,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     """Build the Flask app from ``settings`` (default: read from the environment now).
 
     Connects to DATABASE_URL, or starts the embedded PostgreSQL when it is unset; then
-    migrates (MIGRATE_ON_START=true, or the embedded database) or refuses to start on a
-    schema that is not at the migrations' head (unless CHECK_SCHEMA_ON_START=false).
+    migrates (as MIGRATIONS_DATABASE_URL's owner: MIGRATE_ON_START=true, or the embedded
+    database) or refuses to start on a schema that is not at the migrations' head (unless
+    CHECK_SCHEMA_ON_START=false). Refuses (RuntimeRoleError) to run as a superuser or the
+    tables' owner unless ALLOW_OWNER_RUNTIME=true (checked with the schema).
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
@@ -25,7 +27,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api.metrics import init_metrics
     from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
-    from app.db.engine import database_url, make_database
+    from app.db.engine import database_urls, make_database
+    from app.db.roles import check_runtime_role
     from app.db.schema import check_schema, head_revisions, upgrade
 
     settings = settings if settings is not None else Settings.from_env()
@@ -40,18 +43,20 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Keep keys in the order the schemas dump them: responses read top-down.
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
-    url = database_url(settings)
     # The embedded database is local and ours alone, so it is always brought to head.
-    if settings.migrate_on_start or settings.database_url is None:
-        upgrade(url)
-    database = make_database(settings, url)
+    urls = database_urls(settings)
+    if settings.migrate_on_start and not urls.embedded:
+        upgrade(urls.migrations)
+    database = make_database(settings, urls.runtime)
     app.extensions[DATABASE] = database
-    if settings.check_schema_on_start:
-        try:
+    try:
+        # Both need the database; CHECK_SCHEMA_ON_START=false lets a worker start without it.
+        if settings.check_schema_on_start:
             check_schema(database.engine)
-        except Exception:
-            database.dispose()
-            raise
+            check_runtime_role(database.engine, allow_owner=settings.allow_owner_runtime)
+    except Exception:
+        database.dispose()
+        raise
 
     register_error_handlers(app)
     init_metrics(app)

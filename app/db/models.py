@@ -221,3 +221,6 @@ class ApiKey(Base):
 
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
 ALL_TABLES = LEDGER_TABLES
+# Every table the migrations create for the service: its owner may alter or drop it, so
+# the service must never run as (a member of) that owner (app.db.roles).
+OWNED_TABLES = (*LEDGER_TABLES, "api_keys")
