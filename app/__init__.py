@@ -18,10 +18,12 @@ def create_app(settings: Settings | None = None) -> Flask:
     migrates (as MIGRATIONS_DATABASE_URL's owner: MIGRATE_ON_START=true, or the embedded
     database) or refuses to start on a schema that is not at the migrations' head (unless
     CHECK_SCHEMA_ON_START=false). Refuses (RuntimeRoleError) to run as a superuser or the
-    tables' owner unless ALLOW_OWNER_RUNTIME=true (checked with the schema).
+    tables' owner unless ALLOW_OWNER_RUNTIME=true (checked with the schema). Loads the
+    audit signing key from AUDIT_SIGNING_KEY_FILE, creating it there when missing.
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
+    from app.api.audit import SIGNER as AUDIT_SIGNER
     from app.api.auth import init_auth
     from app.api.errors import register_error_handlers
     from app.api.metrics import init_metrics
@@ -30,6 +32,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.db.engine import database_urls, make_database
     from app.db.roles import check_runtime_role
     from app.db.schema import check_schema, head_revisions, upgrade
+    from app.services.signing import load_signer
 
     settings = settings if settings is not None else Settings.from_env()
     configure_logging(settings.log_level)
@@ -57,6 +60,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     except Exception:
         database.dispose()
         raise
+
+    # Outside the database, so a rewrite of the ledger cannot forge what was signed.
+    app.extensions[AUDIT_SIGNER] = load_signer(settings.audit_signing_key_file)
 
     register_error_handlers(app)
     init_metrics(app)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from app.api.context import operator_id
-from app.api.schemas import PageQuerySchema, page_cursor
+from app.api.paging import invalid_cursor
+from app.api.schemas import PageQuerySchema
 from app.db import get_database
-from app.db.repositories import LineCursor
+from app.db.repositories import InvalidCursor
 from app.services import ledger
 
 bp = Blueprint("players", __name__, url_prefix="/v1/players")
@@ -16,8 +17,10 @@ bp = Blueprint("players", __name__, url_prefix="/v1/players")
 @bp.get("/<player_id>/ledger")
 def player_ledger(player_id: str) -> Response:
     query = PageQuerySchema().load(request.args.to_dict())
-    return jsonify(ledger.player_ledger(
-        operator_id=operator_id(), player_id=player_id, sessions=get_database().sessions,
-        table_id=query.get("table_id"), created_from=query.get("from_"),
-        created_to=query.get("to"), limit=query["limit"],
-        after=page_cursor(query, LineCursor.decode)))
+    try:
+        return jsonify(ledger.player_ledger(
+            operator_id=operator_id(), player_id=player_id, sessions=get_database().sessions,
+            table_id=query.get("table_id"), created_from=query.get("from_"),
+            created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor")))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None

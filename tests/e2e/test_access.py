@@ -134,7 +134,8 @@ def _example(route: tuple[str, str], seed: Seed) -> tuple[str, dict[str, Any], i
                  "headers": {"Idempotency-Key": uuid.uuid4().hex}}, None)
     # A route without an example yet: any answer but 401, 403 and 5xx shows access worked.
     method, template = route
-    path = template.format(round_id=seed.round_id, player_id=seed.player_id)
+    path = template.format(round_id=seed.round_id, player_id=seed.player_id,
+                           checkpoint_id=uuid.uuid4())
     return path, ({"json": {}} if method == "POST" else {}), None
 
 

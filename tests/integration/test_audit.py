@@ -165,8 +165,14 @@ def test_a_clean_ledger_with_a_reversal_verifies_clean(sessions):
     _reverse(sessions, operator, played[0]["round_id"])
     verification = _verify(sessions, operator)
     assert verification.ok, verification.differences
-    assert verification.to_json() == {"checked": {"rounds": 4, "chains": 2}, "ok": True,
-                                      "differences": []}
+    report = verification.to_json()
+    assert {k: report[k] for k in ("checked", "ok", "differences", "next_cursor")} == {
+        "checked": {"rounds": 4, "chains": 2}, "ok": True, "differences": [],
+        "next_cursor": None}
+    # The period reaches the present, so each chain is checked to its head.
+    heads = {first: (3, _chain(sessions, operator, first)[-1].content_hash),
+             second: (1, _chain(sessions, operator, second)[-1].content_hash)}
+    assert {c["table_id"]: (c["last_seq"], c["head_hash"]) for c in report["chains"]} == heads
     only_second = _verify(sessions, operator, table_id=second)
     assert (only_second.rounds, only_second.chains) == (1, 1)
 
