@@ -360,16 +360,21 @@ class RoundRepository:
         return [ChainHead(*row) for row in rows]
 
     def chain_rows(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
-                   limit: int) -> list[Round]:
-        """Return up to ``limit`` rounds of a chain after ``after_seq``, without their rows."""
+                   limit: int) -> Sequence[Any]:
+        """Return up to ``limit`` rounds of a chain after ``after_seq`` as plain rows.
+
+        Each row has a round's columns as attributes (what its content hash covers), read
+        without ORM objects: walking a chain reads every round once and keeps none.
+        """
+        rounds = Round.__table__
         stmt = (
-            select(Round)
-            .where(Round.operator_id == operator_id, Round.table_id == table_id,
-                   Round.chain_seq > after_seq, Round.chain_seq <= through_seq)
-            .order_by(Round.chain_seq)
+            select(rounds)
+            .where(rounds.c.operator_id == operator_id, rounds.c.table_id == table_id,
+                   rounds.c.chain_seq > after_seq, rounds.c.chain_seq <= through_seq)
+            .order_by(rounds.c.chain_seq)
             .limit(limit)
         )
-        return list(self._session.scalars(stmt))
+        return self._session.execute(stmt).all()
 
     def content_hash_at(self, operator_id: str, table_id: str, chain_seq: int) -> str | None:
         """Return the stored content hash of the round at ``chain_seq`` of a chain, or None."""

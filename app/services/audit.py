@@ -48,10 +48,11 @@ from app.services.rounds import as_json, content_hash, utc_text
 from app.services.uow import UnitOfWork
 
 BATCH = 200
-# Re-scoring is the work: a request does at most this many rounds (about a second each
-# thousand on one core), so a busy year is many short requests.
-DEFAULT_LIMIT = 1_000
-MAX_LIMIT = 5_000
+# Re-scoring is the work: a request does at most this many rounds (about 100 a second on
+# a busy 2-core machine, bench.ledger), so a busy year is many short requests, each well
+# inside the worker timeout.
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 2_000
 LIST = "audit.verify-period"
 MAX_DETAILS = 5
 

@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from decimal import Decimal
+from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -96,7 +97,28 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-def round_content(round_: Round) -> dict[str, Any]:
+class RoundColumns(Protocol):
+    """A round's columns: a Round, or a plain row of the rounds table."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    created_at: datetime
+    chain_seq: int
+    prev_hash: str | None
+    ruleset_name: str
+    ruleset: dict[str, Any]
+    ruleset_hash: str
+    stake: Decimal
+    request: dict[str, Any]
+    result: dict[str, Any]
+    idempotency_key: str | None
+    body_hash: str | None
+    reverses_round_id: uuid.UUID | None
+
+
+def round_content(round_: RoundColumns) -> dict[str, Any]:
     """Return what a round's content hash covers: every column of the round but the hash."""
     return {
         "round_id": str(round_.id), "operator_id": round_.operator_id,
@@ -111,7 +133,7 @@ def round_content(round_: Round) -> dict[str, Any]:
     }
 
 
-def content_hash(round_: Round) -> str:
+def content_hash(round_: RoundColumns) -> str:
     """Return the sha256 of a round's canonical content."""
     return sha256(round_content(round_))
 
