@@ -9,7 +9,11 @@ as they were.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from ledger_rows import fresh_id, make_round
@@ -22,6 +26,7 @@ from app.db import get_database
 from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
 from app.services.uow import UnitOfWork
 
+REPO = Path(__file__).resolve().parents[2]
 INSUFFICIENT_PRIVILEGE = "42501"  # "permission denied" and "must be owner" alike
 
 NOOP_FUNCTION = """
@@ -118,3 +123,13 @@ def test_a_member_of_the_owner_is_refused_too(settings, database_url, owner_engi
             connection.execute(text("ALTER TABLE api_keys OWNER TO postgres"))
             connection.execute(text(f"DROP ROLE {login}"))
             connection.execute(text(f"DROP ROLE {owner_role}"))
+
+
+def test_python_m_app_exits_2_before_serving_as_the_owner(database_url, signing_key_file):
+    env = {k: v for k, v in os.environ.items() if k != "MIGRATIONS_DATABASE_URL"}
+    env |= {"DATABASE_URL": database_url, "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}
+    done = subprocess.run([sys.executable, "-m", "app"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "start-up refused: refusing to run as database role 'postgres'" in done.stderr
+    assert "ALLOW_OWNER_RUNTIME" in done.stderr
