@@ -13,7 +13,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    AUDIT_SIGNING_KEY_FILE=/run/secrets/thirteen-audit-signing-key.pem
 
 WORKDIR /srv/thirteen
 

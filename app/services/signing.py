@@ -159,7 +159,12 @@ def load_signer(path: Path, *, create: bool = True) -> Signer:
     if not path.exists():
         if not create:
             raise SigningKeyError(f"no audit signing key at {path}")
-        _create(path)
+        try:
+            _create(path)
+        except OSError as error:
+            raise SigningKeyError(f"no audit signing key at {path}, and none can be made "
+                                  f"there ({error}); set AUDIT_SIGNING_KEY_FILE to the key's "
+                                  "file") from None
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as error:
