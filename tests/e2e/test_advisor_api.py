@@ -1,0 +1,86 @@
+"""POST /v1/hands/arrange mode best over HTTP, for every 十三支 preset, checked by the contract."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from app.domain.cards import DECK, parse_cards
+from app.domain.hands import evaluate_hand, parse_arrangement
+from app.domain.rulesets import PRESETS
+
+ROWS = ("front", "middle", "back")
+DRAGON = ["2s", "3h", "4d", "5c", "6s", "7h", "8d", "9c", "Ts", "Jh", "Qd", "Kc", "As"]
+
+
+def _best(api: Any, cards: list[str], ruleset: Any, **extra: Any) -> Any:
+    return api.post("/v1/hands/arrange",
+                    json={"cards": cards, "mode": "best", "ruleset": ruleset, **extra})
+
+
+def _hand(name: str, seed: int) -> list[str]:
+    rng = random.Random(f"{name}-{seed}")
+    return [str(c) for c in rng.sample(list(DECK) * PRESETS[name].decks, 13)]
+
+
+def _check_rows(body: dict[str, Any], cards: list[str], ruleset: str) -> None:
+    rules = PRESETS[ruleset]
+    got = [c for row in ROWS for c in body[row]]
+    assert Counter(got) == Counter(str(c) for c in parse_cards(cards))
+    hand = parse_arrangement({row: body[row] for row in ROWS}, rules.decks)
+    assert not evaluate_hand(hand, rules.ace_low_straight).foul
+
+
+@pytest.mark.parametrize("ruleset", sorted(PRESETS))
+def test_best_is_a_valid_arrangement_of_the_same_cards_for_every_preset(
+        api: Any, ruleset: str) -> None:
+    cards = _hand(ruleset, 1)
+    response = _best(api, cards, ruleset)
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    _check_rows(body, cards, ruleset)
+    for other in [*body["alternatives"], body["keep_back"]]:
+        _check_rows(other, cards, ruleset)
+    assert body["ruleset"] == ruleset
+    assert body["model"]["players"] == PRESETS[ruleset].max_players
+    assert body["model"]["opponents"] == "keep_back"
+    # The best by the sampled mean, so never below keep_back on the same deals.
+    assert body["expected_points"] >= body["keep_back"]["expected_points"]
+    assert body["keep_back"]["gain"] >= 0
+    assert all(a["expected_points"] <= body["expected_points"] for a in body["alternatives"])
+
+
+@pytest.mark.parametrize("ruleset", ["classic4", "bonus3"])
+def test_best_is_deterministic_for_a_request(api: Any, ruleset: str) -> None:
+    cards = _hand(ruleset, 2)
+    first = _best(api, cards, ruleset).get_json()
+    again = _best(api, list(reversed(cards)), ruleset).get_json()
+    assert first == again
+
+
+def test_best_says_a_dragon_is_worth_claiming(api: Any) -> None:
+    body = _best(api, DRAGON, "classic4").get_json()
+    assert body["special"]["name"] == "dragon"
+    assert body["special"]["value"] == 36
+    assert body["special"]["expected_points"] == 3 * 36
+    assert body["special"]["claim"] is True
+
+
+def test_best_takes_a_player_count_within_the_rulesets_range(api: Any) -> None:
+    cards = _hand("bonus3", 3)
+    body = _best(api, cards, "bonus3", players=2).get_json()
+    assert body["model"]["players"] == 2
+    response = _best(api, cards, "classic4", players=3)
+    assert response.status_code == 422
+    assert response.get_json()["errors"][0]["path"] == "players"
+
+
+def test_best_falls_back_to_sampling_for_an_opponent_model_without_a_table(api: Any) -> None:
+    cards = _hand("classic4", 4)
+    ruleset = {"preset": "classic4", "overrides": {"ace_low_straight": "second"}}
+    body = _best(api, cards, ruleset).get_json()
+    assert body["model"]["table"].startswith("sampled:")
+    _check_rows(body, cards, "classic4")
