@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from app.domain.arrange import _scale, keep_back
-from app.domain.cards import DECK
+from app.domain.cards import DECK, Card
 from app.domain.hands import AceLow, row_strength
 
 DATA = Path(__file__).with_name("data")
@@ -55,7 +55,7 @@ def _index(ace_low: AceLow) -> dict[object, int]:
 
 
 def opponent_rows(rng: random.Random, decks: int, ace_low: AceLow, hands: int,
-                  exclude: tuple[object, ...] = ()) -> np.ndarray:
+                  exclude: tuple[Card, ...] = ()) -> np.ndarray:
     """Deal ``hands`` keep_back hands from shuffled decks (minus ``exclude``): (hands, 3)."""
     index = _index(ace_low)
     pack = list(DECK) * decks
