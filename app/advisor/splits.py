@@ -40,6 +40,20 @@ def _positions() -> np.ndarray:
     return np.array(rows, dtype=np.int8)
 
 
+@cache
+def _subsets() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the 1,287 five-card and 286 three-card position subsets, and per split the
+    (back, middle, front) subset ids: a row's strength is computed once per subset."""
+    fives = list(combinations(range(13), 5))
+    threes = list(combinations(range(13), 3))
+    five_id = {c: i for i, c in enumerate(fives)}
+    three_id = {c: i for i, c in enumerate(threes)}
+    pos = _positions().tolist()
+    ids = np.array([(five_id[tuple(p[:5])], five_id[tuple(p[5:10])], three_id[tuple(p[10:])])
+                    for p in pos], dtype=np.int16)
+    return np.array(fives, dtype=np.int8), np.array(threes, dtype=np.int8), ids
+
+
 @dataclass(frozen=True)
 class Lookup:
     """The strength scale as sorted code arrays, for numpy lookups."""
@@ -85,25 +99,24 @@ class Splits:
                            [c[k] for k in p[:5]])
 
 
-def row_strengths(cards: tuple[Card, ...], ace_low: AceLow,
-                  positions: np.ndarray | None = None) -> np.ndarray:
-    """Return the (n, 3) front, middle, back strength indices of these splits."""
-    pos = _positions() if positions is None else positions
+def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
+    """Return the (72072, 3) front, middle, back strength indices of every split."""
+    fives, threes, ids = _subsets()
     lk = lookup(ace_low)
     rank = np.array([int(c.rank) for c in cards], dtype=np.int64)
     suit = np.array([_SUIT_CODE[c.suit] for c in cards], dtype=np.int8)
     enc = np.left_shift(np.int64(1), 3 * (rank - 2))
-    out = np.empty((len(pos), 3), dtype=np.int32)
-    for column, (lo, hi) in ((2, (0, 5)), (1, (5, 10))):
-        part = pos[:, lo:hi]
-        code = enc[part].sum(axis=1)
-        s = suit[part]
-        one_suit = (s == s[:, :1]).all(axis=1)
-        strength = _find(code, lk.plain_codes, lk.plain_index)
-        if one_suit.any():
-            strength[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
-        out[:, column] = strength
-    out[:, 0] = _find(enc[pos[:, 10:]].sum(axis=1), lk.three_codes, lk.three_index)
+    code = enc[fives].sum(axis=1)
+    s = suit[fives]
+    one_suit = (s == s[:, :1]).all(axis=1)
+    five = _find(code, lk.plain_codes, lk.plain_index)
+    if one_suit.any():
+        five[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
+    three = _find(enc[threes].sum(axis=1), lk.three_codes, lk.three_index)
+    out = np.empty((len(ids), 3), dtype=np.int32)
+    out[:, 2] = five[ids[:, 0]]
+    out[:, 1] = five[ids[:, 1]]
+    out[:, 0] = three[ids[:, 2]]
     return out
 
 
@@ -115,7 +128,7 @@ def splits(cards: tuple[Card, ...], ace_low: AceLow, strict_front: bool,
     less for some higher category in a row than for a lower one (see ``monotone``).
     """
     pos = _positions()
-    st = row_strengths(cards, ace_low, pos)
+    st = row_strengths(cards, ace_low)
     valid = (st[:, 0] <= st[:, 1]) & (st[:, 1] <= st[:, 2])
     st, pos = st[valid], pos[valid]
     key = (st[:, 2].astype(np.int64) << 28) | (st[:, 1].astype(np.int64) << 14) | st[:, 0]
