@@ -35,11 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.advisor import model, tables
-from app.advisor.splits import lookup, monotone, splits
+from app.advisor.splits import lookup, splits
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, Card
 from app.domain.hands import Arrangement, row_strength
-from app.domain.rulesets import DRAGONS, FrontOrder, Ruleset, Topology, ruleset_hash
+from app.domain.rulesets import DRAGONS, Ruleset, Topology, ruleset_hash
 from app.domain.scoring import PlayerHand, score_round
 from app.domain.specials import SpecialName, find_specials
 
@@ -136,7 +136,7 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     banker = rules.topology is Topology.BANKER
     category = lookup(low).category
 
-    found = splits(hand, low, rules.front_order is FrontOrder.STRICT, not monotone(rules))
+    found = splits(hand, rules)
     pool = tables.load(rules.decks, low)
     table = tables.name(rules.decks, low)
     if pool is None:

@@ -23,6 +23,7 @@ import numpy as np
 from app.domain.arrange import _scale
 from app.domain.cards import Card
 from app.domain.hands import AceLow, Arrangement, arrangement
+from app.domain.rulesets import FrontOrder, Ruleset
 
 _SUIT_CODE = {"s": 0, "h": 1, "d": 2, "c": 3}
 
@@ -120,13 +121,14 @@ def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
     return out
 
 
-def splits(cards: tuple[Card, ...], ace_low: AceLow, strict_front: bool,
-           by_category: bool) -> Splits:
+def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
     """Return the valid, distinct, undominated splits of 13 cards in canonical order.
 
-    ``by_category`` prunes only within one category triple: needed when the ruleset pays
-    less for some higher category in a row than for a lower one (see ``monotone``).
+    When a row table pays less for some higher category than for a lower one
+    (``monotone``), a split dominates another only if it is also paid at least as much
+    in every row by every table, so the pruning stays exact.
     """
+    ace_low = r.ace_low_straight
     pos = _positions()
     st = row_strengths(cards, ace_low)
     valid = (st[:, 0] <= st[:, 1]) & (st[:, 1] <= st[:, 2])
@@ -134,15 +136,18 @@ def splits(cards: tuple[Card, ...], ace_low: AceLow, strict_front: bool,
     key = (st[:, 2].astype(np.int64) << 28) | (st[:, 1].astype(np.int64) << 14) | st[:, 0]
     _, first = np.unique(key, return_index=True)
     st, pos = st[first], pos[first]
-    if strict_front:
+    if r.front_order is FrontOrder.STRICT:
         keep = _strictly_below(st[:, 0], st[:, 1], ace_low)
         st, pos = st[keep], pos[keep]
-    if by_category:
-        cats = lookup(ace_low).category[st].astype(np.int64)
-        group = cats[:, 2] * 100 + cats[:, 1] * 10 + cats[:, 0]
+    if monotone(r):
+        extra = np.zeros((len(st), 0), dtype=np.int64)
     else:
-        group = np.zeros(len(st), dtype=np.int64)
-    keep = _undominated(st, group)
+        cats = lookup(ace_low).category[st]
+        columns = [np.array(table[k], dtype=np.int64)[cats[:, k]]
+                   for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner)
+                   for k in range(3)]
+        extra = np.stack(columns, axis=1)
+    keep = _undominated(st, extra)
     return Splits(cards, st[keep], pos[keep])
 
 
@@ -157,31 +162,30 @@ def _strictly_below(front: np.ndarray, middle: np.ndarray, ace_low: AceLow) -> n
     return out
 
 
-def _undominated(st: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Keep the splits no other split of the same group beats on every row.
+def _undominated(st: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Keep the splits that no other split beats on every row and every ``extra`` column.
 
     Sorted best back first (then middle, then front), a split can only be dominated by one
     sorted before it, and, dominance being transitive, by one already kept: each chunk is
     checked against the kept splits and against the earlier splits of its own chunk.
     """
-    order = np.lexsort((-st[:, 0], -st[:, 1], -st[:, 2], group))
-    s, g = st[order], group[order]
+    order = np.lexsort((-st[:, 0], -st[:, 1], -st[:, 2]))
+    s = np.concatenate([st[order], extra[order]], axis=1)
+    check = [0, 1, *range(3, s.shape[1])]  # the back is never worse in that order
     keep = np.zeros(len(s), dtype=bool)
     kept = np.zeros(0, dtype=np.int64)
     chunk = 256
     for a in range(0, len(s), chunk):
         b = min(a + chunk, len(s))
-        part, pg = s[a:b], g[a:b]
+        part = s[a:b][:, check]
         dominated = np.zeros(b - a, dtype=bool)
         if len(kept):
-            ks, kg = s[kept], g[kept]
-            dominated |= ((kg[None, :] == pg[:, None]) & (ks[None, :, 0] >= part[:, None, 0])
-                          & (ks[None, :, 1] >= part[:, None, 1])).any(axis=1)
+            ks = s[kept][:, check]
+            covers: np.ndarray = (ks[None, :, :] >= part[:, None, :]).all(axis=2)
+            dominated |= covers.any(axis=1)
         earlier = np.tri(b - a, k=-1, dtype=bool)
-        dominated |= (earlier & (pg[None, :] == pg[:, None])
-                      & (part[None, :, 0] >= part[:, None, 0])
-                      & (part[None, :, 1] >= part[:, None, 1])
-                      & (part[None, :, 2] >= part[:, None, 2])).any(axis=1)
+        within = np.logical_and(earlier, (part[None, :, :] >= part[:, None, :]).all(axis=2))
+        dominated |= within.any(axis=1)
         new = np.nonzero(~dominated)[0] + a
         keep[new] = True
         kept = np.concatenate([kept, new])
@@ -190,17 +194,19 @@ def _undominated(st: np.ndarray, group: np.ndarray) -> np.ndarray:
     return out
 
 
-def monotone(r: object) -> bool:
+def monotone(r: Ruleset) -> bool:
     """Say whether every row table pays at least as much for each higher category.
 
-    Then a split at least as strong on every row is at least as good against any
-    opponent, and dominance prunes across category triples; otherwise only within one.
+    Only the categories a row can hold count: the front holds high card, one pair or
+    three of a kind, and five of a kind needs two decks. Then a split at least as strong
+    on every row is at least as good against any opponent, and dominance prunes across
+    category triples; otherwise only within one.
     """
-    from app.domain.rulesets import Ruleset
-
-    assert isinstance(r, Ruleset)
+    five = 10 if r.decks > 1 else 9
+    possible = ((0, 1, 3), tuple(range(five)), tuple(range(five)))
     for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner):
-        for row in table:
-            if any(row[c] > row[c + 1] for c in range(len(row) - 1)):
+        for row, cats in zip(table, possible, strict=True):
+            values = [row[c] for c in cats]
+            if any(a > b for a, b in zip(values, values[1:], strict=False)):
                 return False
     return True

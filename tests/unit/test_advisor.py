@@ -27,7 +27,7 @@ def _hand(seed: int, decks: int = 1) -> tuple:
 def test_splits_are_valid_undominated_and_keep_back_is_never_beaten_on_all_rows(
         seed: int) -> None:
     cards = _hand(seed)
-    found = splits(cards, AceLow.LOWEST, False, False)
+    found = splits(cards, PRESETS["classic4"])
     st = found.strengths
     assert len(st) >= 1
     for i in range(len(st)):
@@ -44,6 +44,19 @@ def test_splits_are_valid_undominated_and_keep_back_is_never_beaten_on_all_rows(
     sample = valid[np.random.default_rng(seed).choice(len(valid), 200)]
     for row in sample:
         assert (st >= row).all(axis=1).any()
+
+
+def test_a_house_paying_less_for_a_higher_category_keeps_the_split_it_pays_more() -> None:
+    # monster4 pays a middle four of a kind 3 and five of a kind nothing: a middle five of
+    # a kind does not dominate a middle four of a kind there.
+    from app.domain.cards import parse_cards
+
+    rules = PRESETS["monster4"]
+    cards = tuple(sorted(parse_cards(["As", "As", "Ah", "Ah", "Ad", "2c", "3d", "4h", "6s",
+                                      "8c", "9d", "Jh", "Qs"]), key=lambda c: c.order))
+    found = splits(cards, rules)
+    cats = lookup(AceLow.LOWEST).category[found.strengths]
+    assert {9, 7} <= set(cats[:, 1].tolist()) | set(cats[:, 2].tolist())
 
 
 def test_the_position_table_is_every_split_once() -> None:
