@@ -181,8 +181,8 @@ def _undominated(st: np.ndarray, extra: np.ndarray) -> np.ndarray:
         dominated = np.zeros(b - a, dtype=bool)
         if len(kept):
             ks = s[kept][:, check]
-            covers: np.ndarray = (ks[None, :, :] >= part[:, None, :]).all(axis=2)
-            dominated |= covers.any(axis=1)
+            covers = np.all(ks[None, :, :] >= part[:, None, :], axis=2)
+            dominated |= np.any(covers, axis=1)
         earlier = np.tri(b - a, k=-1, dtype=bool)
         within = np.logical_and(earlier, (part[None, :, :] >= part[:, None, :]).all(axis=2))
         dominated |= within.any(axis=1)
