@@ -84,3 +84,30 @@ def test_best_falls_back_to_sampling_for_an_opponent_model_without_a_table(api: 
     body = _best(api, cards, ruleset).get_json()
     assert body["model"]["table"].startswith("sampled:")
     _check_rows(body, cards, "classic4")
+
+
+def test_best_under_a_strict_front_never_ties_the_front_with_the_middle(api: Any) -> None:
+    from app.domain.hands import row_strength
+
+    ruleset = {"preset": "classic4", "overrides": {"front_order": "strict"}}
+    for seed in range(3):
+        cards = _hand("classic4", 10 + seed)
+        body = _best(api, cards, ruleset).get_json()
+        for hand in [body, *body["alternatives"], body["keep_back"]]:
+            front = row_strength(parse_cards(hand["front"]))
+            middle = row_strength(parse_cards(hand["middle"]))
+            assert front < middle
+            assert not (front.category == middle.category
+                        and middle.key[:len(front.key)] == front.key)
+
+
+def test_best_reads_an_overridden_bonus_table(api: Any) -> None:
+    # keep_back makes a full house of the fours and threes; with trips in front worth 50 a
+    # won row, the advisor plays trips on every row instead.
+    cards = ["2s", "2h", "2d", "3s", "3h", "3d", "4s", "4h", "4d", "7c", "9c", "Jd", "Kh"]
+    ruleset = {"preset": "classic4",
+               "overrides": {"row_bonus": {"front": {"three_of_a_kind": 50}}}}
+    body = _best(api, cards, ruleset).get_json()
+    assert body["keep_back"]["categories"]["back"] == "full_house"
+    assert body["categories"] == {row: "three_of_a_kind" for row in ROWS}
+    assert body["model"]["table"] == "keep_back-1deck-lowest"
