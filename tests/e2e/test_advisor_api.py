@@ -103,11 +103,15 @@ def test_best_under_a_strict_front_never_ties_the_front_with_the_middle(api: Any
 
 def test_best_reads_an_overridden_bonus_table(api: Any) -> None:
     # keep_back makes a full house of the fours and threes; with trips in front worth 50 a
-    # won row, the advisor plays trips on every row instead.
+    # won row the advisor plays trips on every row, and its points carry the 50s.
     cards = ["2s", "2h", "2d", "3s", "3h", "3d", "4s", "4h", "4d", "7c", "9c", "Jd", "Kh"]
     ruleset = {"preset": "classic4",
                "overrides": {"row_bonus": {"front": {"three_of_a_kind": 50}}}}
     body = _best(api, cards, ruleset).get_json()
+    plain = _best(api, cards, "classic4").get_json()
     assert body["keep_back"]["categories"]["back"] == "full_house"
     assert body["categories"] == {row: "three_of_a_kind" for row in ROWS}
     assert body["model"]["table"] == "keep_back-1deck-lowest"
+    # Three opponents, nearly every front beaten by trips: about 3 × 49 more points.
+    assert body["expected_points"] > plain["expected_points"] + 100
+    assert body["keep_back"]["gain"] > 100
