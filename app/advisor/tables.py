@@ -4,9 +4,9 @@ One table per opponent model, and the model is what an opponent's rows depend on
 number of decks and ``ace_low_straight`` (a keep_back player arranges the same way at
 every table; scoring does not change it). Each table holds ``HANDS`` hands, each the
 front, middle and back strength indices (``app.domain.arrange._scale``) of the keep_back
-arrangement of 13 cards from a seeded random deal, so the per-row win probabilities (the
-share of opponents' rows below, equal to, above a strength: ``row_tables``) and their
-joint behaviour (scoops) both come from it. Every preset maps to the table of its decks
+arrangement of 13 cards from a seeded random deal: kept joint rather than as three
+per-row win tables, so the ranking model reads each row's win chance and the chance of
+winning all three (scoops) from the same hands. Every preset maps to the table of its decks
 and ace_low; a ruleset whose model has no table gets a smaller pool sampled per request.
 
 Regenerate (seeded, reproducible; about a minute):
@@ -85,17 +85,6 @@ def load(decks: int, ace_low: AceLow) -> np.ndarray | None:
                                "with python -m app.advisor.tables")
         rows: np.ndarray = data["rows"].astype(np.int32)
     return rows
-
-
-def row_tables(rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return per row the chance an opponent's row is below, and equal to, each strength."""
-    below = np.empty((3, size))
-    equal = np.empty((3, size))
-    for k in range(3):
-        counts = np.bincount(rows[:, k], minlength=size) / len(rows)
-        equal[k] = counts
-        below[k] = np.cumsum(counts) - counts
-    return below, equal
 
 
 def generate(decks: int, ace_low: AceLow, hands: int = HANDS, seed: int = SEED) -> Path:

@@ -73,8 +73,7 @@ def test_every_preset_has_its_opponent_table_on_the_current_scale(name: str) -> 
     rows = tables.load(rules.decks, rules.ace_low_straight)
     assert rows is not None and rows.shape == (tables.HANDS, 3)
     assert (rows[:, 0] <= rows[:, 1]).all() and (rows[:, 1] <= rows[:, 2]).all()
-    below, equal = tables.row_tables(rows, len(lookup(rules.ace_low_straight).category))
-    assert np.allclose(below[:, -1] + equal[:, -1], 1.0)
+    assert rows.max() < len(lookup(rules.ace_low_straight).category)
 
 
 def test_the_table_generator_is_seeded_and_reproducible() -> None:
