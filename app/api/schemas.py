@@ -144,9 +144,11 @@ class EvaluateRequestSchema(HandRowsSchema):
 class ArrangeRequestSchema(Schema):
     cards = _card_list(required=True)
     mode = fields.String(load_default="keep_back",
-                         validate=validate.OneOf(["keep_back", "suggest"]))
+                         validate=validate.OneOf(["keep_back", "suggest", "best"]))
     n = WholeNumber(load_default=5, validate=validate.Range(1, 50))
     ruleset = RulesetField(load_default="classic4")
+    # mode best: the table's size (the ruleset's range narrows it); default its largest.
+    players = WholeNumber(validate=validate.Range(2, 4))
 
 
 class PlayerSchema(Schema):
