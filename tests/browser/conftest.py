@@ -92,4 +92,5 @@ def shoot() -> Any:
         driver.set_window_size(1280, 1000)
         return path
 
+    save.folder = ARTIFACTS  # type: ignore[attr-defined]
     return save

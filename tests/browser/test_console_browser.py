@@ -256,3 +256,19 @@ def test_docs_try_it_out_with_a_bearer_key(browser, live_url, admin_key, example
     body = browser.find_element(By.CSS_SELECTOR, "[id$='-getRound'] .live-responses-table")
     assert '"8205"' in body.text
     shoot(browser, "14-docs-try-it-out")
+
+
+def test_a_phone_sized_window_scrolls_tables_not_the_page(browser, live_url, admin_key,
+                                                          example, shoot):
+    sign_in(browser, live_url, admin_key)
+    browser.set_window_size(390, 844)
+    try:
+        for name, path in (("15-phone-round", f"/console/rounds/{example['round']['round_id']}"),
+                           ("16-phone-table", f"/console/tables/{example['table']}")):
+            browser.get(f"{live_url}{path}")
+            width = browser.execute_script("return document.documentElement.clientWidth")
+            page = browser.execute_script("return document.documentElement.scrollWidth")
+            assert page <= width, f"{path} is {page}px wide in a {width}px window"
+            browser.save_screenshot(str(shoot.folder / f"{name}.png"))
+    finally:
+        browser.set_window_size(1280, 1000)
