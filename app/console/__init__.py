@@ -17,7 +17,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from app.config import Settings
+from app.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,14 @@ def init_console(app: Flask, settings: Settings) -> None:
     """Give ``app`` the console's signed cookie session and its blueprint."""
     from app.console.views import bp
 
+    try:
+        secret = settings.secret_key or _kept_secret(settings.secret_key_file)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot make the console session key in {settings.secret_key_file} ({error}); "
+            "set SECRET_KEY (32+ characters) or SECRET_KEY_FILE to a writable place") from None
     app.config.update(
-        SECRET_KEY=settings.secret_key or _kept_secret(settings.secret_key_file),
+        SECRET_KEY=secret,
         SESSION_COOKIE_NAME="console_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
