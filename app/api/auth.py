@@ -82,6 +82,12 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/v1/players/{player_id}/ledger"): needs(Scope.LEDGER_READ),
     ("GET", "/v1/reconciliation"): needs(Scope.RECONCILE_READ),
     ("GET", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
+    ("POST", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
+    ("POST", "/v1/audit/checkpoints"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/audit/checkpoints"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/audit/checkpoints/{checkpoint_id}"): needs(Scope.RECONCILE_READ),
+    # The key that checks receipts and checkpoints: anyone may hold it, like the rulesets.
+    ("GET", "/v1/audit/public-key"): PUBLIC,
     # Pages for people, not in openapi.yaml (app.api.PAGE_BLUEPRINTS): the contract
     # rendered by Swagger UI, and the read-only console behind its own cookie session.
     ("GET", "/docs"): PUBLIC,

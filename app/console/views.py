@@ -26,16 +26,17 @@ from flask import (
 from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.api.audit import VerifyQuerySchema
+from app.api.audit import VerifyQuerySchema, signer
 from app.api.auth import access_of, route_template
 from app.api.extensions import SCHEMA_GATE
 from app.api.rounds import RoundQuerySchema
-from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema, page_cursor
+from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
 from app.db import get_database
-from app.db.repositories import Cursor, LineCursor
+from app.db.repositories import InvalidCursor
 from app.services import audit, ledger, rounds
 from app.services.keys import Caller, InvalidToken, Scope, authenticate, caller_of_key
 from app.services.reconcile import reconcile
+from app.services.signing import sign_receipt
 from app.text import is_identifier
 
 bp = Blueprint("console", __name__, url_prefix="/console", template_folder="templates",
@@ -145,6 +146,12 @@ def _invalid(error: ValidationError) -> Response:
     return _page("console/error.html", 422, title="Check the filters", message=named)
 
 
+def _invalid_cursor() -> Response:
+    return _page("console/error.html", 400, title="Check the filters",
+                 message="cursor: not a cursor from this list (follow Next, or clear the "
+                         "filters)")
+
+
 # --- sign-in ------------------------------------------------------------------------------------
 
 @bp.get("")
@@ -211,7 +218,7 @@ def tables() -> Response:
     for table in report.tables:
         newest = rounds.list_rounds(
             operator_id=caller.operator_id, sessions=sessions, table_id=table.table_id,
-            player_id=None, created_from=None, created_to=None, limit=1, after=None)["items"]
+            player_id=None, created_from=None, created_to=None, limit=1, cursor=None)["items"]
         rows.append({"report": table.to_json(),
                      "last_round_at": newest[0]["created_at"] if newest else None})
     return _page("console/tables.html", tables=rows)
@@ -238,15 +245,17 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
     except ValidationError as error:
         return _invalid(error)
     sessions = get_database().sessions
-    page = rounds.list_rounds(
-        operator_id=caller.operator_id, sessions=sessions, table_id=table_id,
-        player_id=query.get("player_id"), created_from=query.get("from_"),
-        created_to=query.get("to"), limit=query["limit"],
-        after=page_cursor(query, Cursor.decode), kind=query.get("kind"),
-        game=query.get("game"))
+    try:
+        page = rounds.list_rounds(
+            operator_id=caller.operator_id, sessions=sessions, table_id=table_id,
+            player_id=query.get("player_id"), created_from=query.get("from_"),
+            created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor"),
+            kind=query.get("kind"), game=query.get("game"))
+    except InvalidCursor:
+        return _invalid_cursor()
     newest = rounds.list_rounds(operator_id=caller.operator_id, sessions=sessions,
                                 table_id=table_id, player_id=None, created_from=None,
-                                created_to=None, limit=1, after=None)["items"]
+                                created_to=None, limit=1, cursor=None)["items"]
     if not newest:
         return _not_found(f"table {table_id!r} with rounds of yours")
     head = rounds.get_round(uuid.UUID(newest[0]["round_id"]), operator_id=caller.operator_id,
@@ -258,7 +267,7 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
             {**kept, "cursor": page["next_cursor"]})
     return _page("console/table.html", status, table_id=table_id, rounds=page["items"],
                  next_link=next_link, filters=filters,
-                 head=None if head is None else head.body,
+                 head=None if head is None else sign_receipt(head.body, signer()),
                  verification=verification, verify_error=verify_error,
                  may_reconcile=caller.may({Scope.RECONCILE_READ}),
                  default_from=(_now() - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"),
@@ -348,7 +357,8 @@ def round_page(round_id: str) -> Response:
                               sessions=get_database().sessions)
     if stored is None:
         return _not_found(f"round {round_id}")
-    body = stored.body
+    # The receipt the API hands out: the chain signed with the audit key (app.api.rounds).
+    body = sign_receipt(stored.body, signer())
     names = [p["player_id"] for p in body["players"]]
     matrix = {(pair["players"][0], pair["players"][1]): pair for pair in body.get("pairs", [])}
     return _page("console/round.html", round=body, names=names, matrix=matrix)
@@ -365,10 +375,13 @@ def player(player_id: str) -> Response:
         query = PageQuerySchema().load({"limit": "200", **args})
     except ValidationError as error:
         return _invalid(error)
-    page = ledger.player_ledger(
-        operator_id=_caller().operator_id, player_id=player_id,
-        sessions=get_database().sessions, table_id=query.get("table_id"),
-        limit=query["limit"], after=page_cursor(query, LineCursor.decode))
+    try:
+        page = ledger.player_ledger(
+            operator_id=_caller().operator_id, player_id=player_id,
+            sessions=get_database().sessions, table_id=query.get("table_id"),
+            limit=query["limit"], cursor=query.get("cursor"))
+    except InvalidCursor:
+        return _invalid_cursor()
     if not page["items"] and "cursor" not in args:
         return _not_found(f"player {player_id!r} with ledger lines of yours")
     next_link = None

@@ -7,6 +7,7 @@ numbers the API answers.
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 import uuid
@@ -14,9 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from flask import Flask
 
 from app.services.keys import revoke_key
+from app.services.signing import receipt_statement
 from tests.e2e.test_access import round_request
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -193,6 +196,15 @@ def test_each_page_shows_what_the_api_answers(app, api, admin_key):
         for bonus in pair["bonuses"]:
             assert f'{bonus["name"]}: {bonus["points"]}' in round_page
     assert stored["chain"]["content_hash"] in round_page and stored["ruleset"]["hash"] in round_page
+    # The receipt's signature, as the API signs it (Ed25519 is deterministic), and valid.
+    chain = stored["chain"]
+    assert f'<code class="hash">{chain["signature"]}</code>' in round_page
+    assert f'<code class="hash">{chain["key_id"]}</code>' in round_page
+    public = api.with_key(None).get("/v1/audit/public-key").get_json()
+    statement = receipt_statement(stored["operator_id"], stored["table_id"], chain["seq"],
+                                  chain["prev_hash"], chain["content_hash"])
+    Ed25519PublicKey.from_public_bytes(base64.b64decode(public["public_key"])).verify(
+        base64.b64decode(chain["signature"]), statement)
     assert f'/console/rounds/{reversal["round_id"]}' in round_page  # reversed by
     assert 'aria-label="A of hearts"' in round_page and 'class="card red"' in round_page
     back = text(client.get(f"/console/rounds/{reversal['round_id']}"))
@@ -241,3 +253,4 @@ def test_sign_in_sends_you_only_to_console_pages(app, admin_key, target):
     client = browser(app)
     signed = sign_in(client, admin_key, next_=target)
     assert signed.headers["Location"] == "/console/tables"
+

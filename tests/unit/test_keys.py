@@ -167,12 +167,12 @@ def test_flask_rules_map_to_contract_paths(rule, template):
     assert route_template(rule) == template
 
 
-def test_only_health_metrics_the_contract_and_rulesets_are_public():
+def test_only_health_metrics_the_contract_the_rulesets_and_the_public_key_are_public():
     public = {route for route, access in ACCESS.items() if access == PUBLIC}
     pages = {route for route in public if route[1].startswith(("/docs", "/console"))}
     assert public - pages == {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.yaml"),
-        ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"),
+        ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"), ("GET", "/v1/audit/public-key"),
     }
     # Of the pages, only the docs, the console's assets and its way in and out show
     # without a signed-in key; every page with data is 'page' access, checked per scope.
