@@ -1,4 +1,6 @@
-"""The read-only console at /console: server-rendered pages over the same services as the API.
+"""The auditor's console at /console: server-rendered pages over the services the API uses.
+
+It reads, and writes nothing but audit checkpoints.
 
 Sign-in takes an API key once; the session is Flask's signed cookie (HttpOnly,
 SameSite=Strict, ``CONSOLE_SESSION_S`` long) holding the key's id, never its secret, and

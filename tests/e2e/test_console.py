@@ -8,6 +8,9 @@ numbers the API answers.
 from __future__ import annotations
 
 import base64
+import html
+import io
+import json
 import re
 import time
 import uuid
@@ -254,3 +257,106 @@ def test_sign_in_sends_you_only_to_console_pages(app, admin_key, target):
     signed = sign_in(client, admin_key, next_=target)
     assert signed.headers["Location"] == "/console/tables"
 
+
+AUDIT = "/console/audit"
+
+
+def take_and_download(client: Any) -> tuple[str, Any]:
+    taken = client.post(f"{AUDIT}/checkpoints", data={"csrf": csrf_of(client, AUDIT)})
+    assert taken.status_code == 303
+    checkpoint_id = taken.headers["Location"].split("taken=")[1]
+    page = text(client.get(taken.headers["Location"]))
+    assert f"Checkpoint <code>{checkpoint_id}</code> taken" in page
+    link = f"{AUDIT}/checkpoints/{checkpoint_id}.json"
+    assert f'href="{link}"' in page
+    return checkpoint_id, client.get(link)
+
+
+def upload(client: Any, content: bytes, **fields: str) -> Any:
+    return client.post(f"{AUDIT}/verify", content_type="multipart/form-data", data={
+        "csrf": csrf_of(client, AUDIT), **fields,
+        "checkpoint_file": (io.BytesIO(content), "checkpoint.json")})
+
+
+def test_the_audit_page_takes_a_checkpoint_downloads_it_and_verifies_it_back(app, api,
+                                                                            make_key):
+    operator = f"audit-{uuid.uuid4().hex[:8]}"
+    key = make_key("reconcile:read", operator_id=operator)
+    tables = [new_table(), new_table()]
+    for table in tables:
+        settle(api, round_request(table), make_key("admin", operator_id=operator))
+    client = browser(app)
+    sign_in(client, key)
+    checkpoint_id, download = take_and_download(client)
+    assert download.status_code == 200 and download.mimetype == "application/json"
+    assert "attachment" in download.headers["Content-Disposition"]
+    kept = download.get_json()
+    assert kept == api.with_key(key).get(f"/v1/audit/checkpoints/{checkpoint_id}").get_json()
+    assert kept["tree_size"] == 2
+
+    clean = upload(client, download.get_data())
+    assert clean.status_code == 200, text(clean)
+    assert (f"Checkpoint <code>{checkpoint_id}</code>: signature good, 2 rounds in 2 chain(s)"
+            in text(clean))
+
+    # One round per page: the page offers to go on, carrying the checkpoint and the cursor.
+    paged = upload(client, download.get_data(), limit="1")
+    assert "1 rounds in 1 chain(s)" in text(paged) and 'id="continue"' in text(paged)
+    carried = {name: value for name, value in re.findall(
+        r'<input type="hidden" name="(\w+)" value="([^"]*)">',
+        text(paged).split('id="continue"')[1])}
+    rest = client.post(f"{AUDIT}/verify", data={
+        **{k: html.unescape(v) for k, v in carried.items()}})
+    assert rest.status_code == 200 and "1 rounds in 1 chain(s)" in text(rest)
+    assert 'id="continue"' not in text(rest)
+
+    moved = {**kept, "heads": [{**kept["heads"][0], "seq": 2}, *kept["heads"][1:]]}
+    forged = upload(client, json.dumps(moved).encode())
+    assert forged.status_code == 200
+    assert "1 finding(s)" in text(forged)
+    assert "do not hash to the signed Merkle root" in text(forged)
+    zeros = base64.b64encode(bytes(68)).decode()
+    note = kept["note"].rstrip("\n").rsplit(" ", 1)[0] + f" {zeros}\n"
+    unsigned = upload(client, json.dumps({**kept, "note": note}).encode())
+    assert "not signed by the service" in text(unsigned)
+
+
+@pytest.mark.parametrize(("content", "named"), [
+    (b"not json", "not valid JSON"),
+    (b"[1]", "one JSON object"),
+    (b"\xff{}", "not UTF-8"),
+    (b'{"checkpoint_id": "x\\u0007"}', "checkpoint_id: "),
+    (b'{"checkpoint_id": "x"}', "note: "),
+    (b"", "choose the checkpoint file"),
+])
+def test_an_upload_that_is_not_a_checkpoint_is_a_422_naming_why(app, admin_key, content, named):
+    client = browser(app)
+    sign_in(client, admin_key)
+    refused = upload(client, content)
+    assert refused.status_code == 422 and named in text(refused)
+    assert 'id="verify-error"' in text(refused)
+
+
+@pytest.mark.parametrize("limit", ["0", "10001", "²", "1.5", "9" * 40])
+def test_a_page_size_outside_1_to_10000_is_a_422_naming_limit(app, admin_key, limit):
+    client = browser(app)
+    sign_in(client, admin_key)
+    _, download = take_and_download(client)
+    refused = upload(client, download.get_data(), limit=limit)
+    assert refused.status_code == 422 and "limit: must be a whole number from 1 to 10000" in text(
+        refused)
+
+
+def test_the_audit_page_needs_reconcile_read_and_shows_only_your_checkpoints(app, make_key):
+    client = browser(app)
+    sign_in(client, make_key("rounds:read"))
+    assert client.get(AUDIT).status_code == 403
+    other = browser(app)
+    sign_in(other, make_key("admin", operator_id=f"other-{uuid.uuid4().hex[:8]}"))
+    theirs, _ = take_and_download(other)
+    mine = browser(app)
+    sign_in(mine, make_key("admin"))
+    assert theirs not in text(mine.get(AUDIT))
+    assert mine.get(f"{AUDIT}/checkpoints/{theirs}.json").status_code == 404
+    assert mine.get(f"{AUDIT}/checkpoints/not-a-uuid.json").status_code == 404
+    assert mine.get(AUDIT, query_string={"cursor": "forged"}).status_code == 400
