@@ -37,7 +37,10 @@ RUN pip install --no-cache-dir --no-deps . \
 COPY alembic.ini gunicorn.conf.py openapi.yaml ./
 COPY migrations ./migrations
 
-# Code and migrations stay owned by root: the service cannot rewrite itself.
+# Code and migrations stay owned by root: the service cannot rewrite itself. var/ is the
+# service's own, for the console's session key that is made there when SECRET_KEY is unset
+# (give SECRET_KEY to every replica instead when several serve the console).
+RUN mkdir -p var && chown 10001:10001 var && chmod 0700 var
 USER 10001:10001
 EXPOSE 8000
 

@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api.metrics import init_metrics
     from app.api.requestlog import init_request_log
     from app.cli import register_commands
+    from app.console import init_console
     from app.db import EXTENSION as DATABASE
     from app.db.schema import head_revisions
     from app.services.signing import load_signer
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     # After metrics, so refused requests are timed and counted too.
     init_auth(app)
     register_blueprints(app)
+    init_console(app, settings)
     register_commands(app)
     log.debug("app created with %s", settings.redacted())
     return app

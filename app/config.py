@@ -51,6 +51,11 @@ class Settings:
     retry_after_s: int = 5
     # Browser origins allowed to call the API (CORS); empty: no cross-origin calls.
     cors_origins: tuple[str, ...] = ()
+    # Signs the console's session cookie. None: a random key kept in ``secret_key_file``.
+    secret_key: str | None = None
+    secret_key_file: Path = Path("var/secret_key")
+    console_session_s: int = 8 * 3600
+    console_cookie_secure: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -83,6 +88,10 @@ class Settings:
             default_operator=_nonempty(env, "DEFAULT_OPERATOR", "default"),
             retry_after_s=_int(env, "RETRY_AFTER_S", 5, minimum=1),
             cors_origins=_origins(env),
+            secret_key=_secret(env),
+            secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
+            console_session_s=_int(env, "CONSOLE_SESSION_S", 8 * 3600, minimum=60),
+            console_cookie_secure=_bool(env, "CONSOLE_COOKIE_SECURE", False),
         )
 
     def redacted(self) -> dict[str, object]:
@@ -91,6 +100,8 @@ class Settings:
         for name in ("database_url", "migrations_database_url"):
             if shown[name]:
                 shown[name] = _redact(str(shown[name]))
+        if self.secret_key is not None:
+            shown["secret_key"] = "***"
         return shown
 
 
@@ -181,3 +192,13 @@ def _nonempty(env: Mapping[str, str], name: str, default: str) -> str:
     if not raw.strip():
         raise ConfigError(f"{name} must not be empty")
     return raw.strip()
+
+
+def _secret(env: Mapping[str, str]) -> str | None:
+    raw = env.get("SECRET_KEY", "")
+    if not raw:
+        return None
+    if len(raw) < 32:
+        raise ConfigError("SECRET_KEY must be at least 32 characters (it signs console "
+                          "sessions); unset, a random one is kept in SECRET_KEY_FILE")
+    return raw

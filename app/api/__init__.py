@@ -6,6 +6,7 @@ from flask import Blueprint, Flask
 
 from app.api.audit import bp as audit_bp
 from app.api.contract import bp as contract_bp
+from app.api.docs import bp as docs_bp
 from app.api.eligibility import bp as eligibility_bp
 from app.api.hands import bp as hands_bp
 from app.api.health import bp as health_bp
@@ -26,7 +27,12 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     reconciliation_bp,
     players_bp,
     audit_bp,
+    docs_bp,
 )
+
+# Blueprints of pages for people (HTML), not operations of the API: openapi.yaml leaves
+# them out, and tests/e2e/test_contract.py with it. Their access is in ACCESS all the same.
+PAGE_BLUEPRINTS = frozenset({"docs", "console"})
 
 
 def register_blueprints(app: Flask) -> None:

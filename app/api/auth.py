@@ -31,9 +31,14 @@ TYPE_INSUFFICIENT_SCOPE = "/problems/insufficient-scope"
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """Who may call a route: anyone (no scopes), or a key holding one of ``scopes``."""
+    """Who may call a route: anyone (no scopes), or a key holding one of ``scopes``.
+
+    ``session``: a console page, whose key comes from the console's signed cookie session
+    instead of the Authorization header; app.console checks it and ``scopes`` itself.
+    """
 
     scopes: frozenset[Scope]
+    session: bool = False
 
     @property
     def public(self) -> bool:
@@ -48,6 +53,12 @@ def needs(*scopes: Scope) -> Access:
     if not scopes:
         raise ValueError("a protected route needs at least one scope; use PUBLIC otherwise")
     return Access(frozenset(scopes))
+
+
+def page(*scopes: Scope) -> Access:
+    """Return the access of a console page open to a signed-in key holding one of ``scopes``."""
+    return Access(frozenset(scopes), session=True)
+
 
 
 # (method, path as openapi.yaml writes it) -> access. HEAD is looked up as GET.
@@ -77,6 +88,26 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/v1/audit/checkpoints/{checkpoint_id}"): needs(Scope.RECONCILE_READ),
     # The key that checks receipts and checkpoints: anyone may hold it, like the rulesets.
     ("GET", "/v1/audit/public-key"): PUBLIC,
+    # Pages for people, not in openapi.yaml (app.api.PAGE_BLUEPRINTS): the contract
+    # rendered by Swagger UI, and the read-only console behind its own cookie session.
+    ("GET", "/docs"): PUBLIC,
+    ("GET", "/docs/assets/{name}"): PUBLIC,
+    ("GET", "/console"): PUBLIC,
+    ("GET", "/console/static/{filename}"): PUBLIC,
+    ("GET", "/console/sign-in"): PUBLIC,
+    ("POST", "/console/sign-in"): PUBLIC,
+    ("POST", "/console/sign-out"): PUBLIC,
+    ("GET", "/console/tables"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/tables/{table_id}"): page(Scope.ROUNDS_READ),
+    ("POST", "/console/tables/{table_id}/verify"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/tables/{table_id}/reconciliation"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/tables/{table_id}/reconciliation.csv"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/rounds/{round_id}"): page(Scope.ROUNDS_READ),
+    ("GET", "/console/players/{player_id}"): page(Scope.LEDGER_READ),
+    ("GET", "/console/audit"): page(Scope.RECONCILE_READ),
+    ("POST", "/console/audit/checkpoints"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/audit/checkpoints/{checkpoint_id}.json"): page(Scope.RECONCILE_READ),
+    ("POST", "/console/audit/verify"): page(Scope.RECONCILE_READ),
 }
 
 _CONVERTER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
@@ -126,7 +157,8 @@ def authorize() -> None:
                   template)
         raise ProblemError(500, "Internal Server Error", "this route has no access rule yet",
                            type_=TYPE_INTERNAL)
-    if access.public:
+    if access.public or access.session:
+        # A console page: app.console reads the key from its cookie session.
         return
     # Keys live in the database: first make sure it holds the schema this code expects
     # (get_database connects first when the app was built for the command line).

@@ -129,7 +129,7 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
     if _depth(value) > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
-    refuse_text_faults(_string_faults(value, newlines_at))
+    refuse_text_faults(string_faults(value, newlines_at))
     if not isinstance(value, dict):
         raise ProblemError(
             400,
@@ -165,7 +165,7 @@ def _depth(value: object) -> int:
     return deepest
 
 
-def _string_faults(value: object,
+def string_faults(value: object,
                    newlines_at: frozenset[str] = frozenset()) -> list[dict[str, str]]:
     """Return a ``{path, message, code}`` for every key or string of ``value`` that
     app.text refuses, in document order; without recursion."""

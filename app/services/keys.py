@@ -241,3 +241,19 @@ def sorted_scopes(scopes: Iterable[Scope]) -> Sequence[str]:
     """Return scope names in the order the Scope enum lists them."""
     chosen = set(scopes)
     return [s.value for s in Scope if s in chosen]
+
+
+def caller_of_key(sessions: sessionmaker[Session], key_id: str) -> Caller:
+    """Return who key ``key_id`` is now, for a console session that signed in with it.
+
+    The session holds the key's id, never its secret (which was checked at sign-in); the
+    key is read again here so a revoked or expired key ends its sessions at once.
+    """
+    found = check_key(sessions.kw["bind"], key_id)
+    if found is None:
+        raise InvalidToken("invalid", "the API key is not valid")
+    if found.revoked_at is not None:
+        raise InvalidToken("revoked", "the API key was revoked")
+    if found.expires_at is not None and found.expires_at <= found.now:
+        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
+    return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes))

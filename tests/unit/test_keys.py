@@ -169,10 +169,19 @@ def test_flask_rules_map_to_contract_paths(rule, template):
 
 def test_only_health_metrics_the_contract_the_rulesets_and_the_public_key_are_public():
     public = {route for route, access in ACCESS.items() if access == PUBLIC}
-    assert public == {
+    pages = {route for route in public if route[1].startswith(("/docs", "/console"))}
+    assert public - pages == {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.yaml"),
         ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"), ("GET", "/v1/audit/public-key"),
     }
+    # Of the pages, only the docs, the console's assets and its way in and out show
+    # without a signed-in key; every page with data is 'page' access, checked per scope.
+    assert pages == {
+        ("GET", "/docs"), ("GET", "/docs/assets/{name}"), ("GET", "/console"),
+        ("GET", "/console/static/{filename}"), ("GET", "/console/sign-in"),
+        ("POST", "/console/sign-in"), ("POST", "/console/sign-out"),
+    }
+    assert all(access.scopes for route, access in ACCESS.items() if access.session)
 
 
 def test_every_path_of_the_service_spec_has_an_access_rule():

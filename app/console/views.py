@@ -1,0 +1,596 @@
+"""The console's pages: each one a call to the service the matching API route uses."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from marshmallow import ValidationError
+from werkzeug.wrappers import Response as BaseResponse
+
+from app.api.audit import CheckpointSchema, VerifyQuerySchema, signer
+from app.api.auth import access_of, route_template
+from app.api.errors import string_faults
+from app.api.extensions import SCHEMA_GATE
+from app.api.rounds import RoundQuerySchema
+from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
+from app.db import get_database
+from app.db.repositories import InvalidCursor
+from app.services import audit, checkpoints, ledger, rounds
+from app.services.keys import Caller, InvalidToken, Scope, authenticate, caller_of_key
+from app.services.reconcile import reconcile
+from app.services.signing import sign_receipt
+from app.text import is_identifier
+
+bp = Blueprint("console", __name__, url_prefix="/console", template_folder="templates",
+               static_folder="static", static_url_path="/static")
+
+# The console's idea of "all time" for the tables overview: rounds exist from 2000 on.
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_KEY_TEXT = 200
+
+
+# --- session and access -----------------------------------------------------------------------
+
+@bp.before_request
+def signed_in() -> BaseResponse | None:
+    """Load the session's key for a page that needs one; refuse with the sign-in or a 403."""
+    rule = request.url_rule
+    if rule is None:
+        return None
+    access = access_of(current_app, request.method, route_template(rule.rule))
+    if request.method == "POST" and not _csrf_ok():
+        return _page("console/error.html", 400, title="Form expired",
+                     message="This form was not sent from this session; reload the page and "
+                             "send it again.")
+    if access is None or not access.session:
+        return None
+    caller = _session_caller()
+    if caller is None:
+        target = request.full_path.rstrip("?") if request.method == "GET" else None
+        return redirect(url_for("console.sign_in", next=target) if target
+                        else url_for("console.sign_in"))
+    g.console_caller = caller
+    if not caller.may(access.scopes):
+        named = " or ".join(s.value for s in Scope if s in access.scopes)
+        return _page("console/error.html", 403, title="Forbidden",
+                     message=f"Your API key lacks the scope {named} that this page needs.")
+    return None
+
+
+def _session_caller() -> Caller | None:
+    key_id = session.get("key_id")
+    expires = session.get("expires")
+    if not isinstance(key_id, str) or not isinstance(expires, int) or expires <= time.time():
+        if key_id is not None:
+            session.clear()
+            session["notice"] = "Your session has expired; sign in again."
+        return None
+    get_database()
+    current_app.extensions[SCHEMA_GATE].ensure()
+    try:
+        return caller_of_key(get_database().sessions, key_id)
+    except InvalidToken as refused:
+        session.clear()
+        session["notice"] = f"Signed out: {refused.detail}."
+        return None
+
+
+def _csrf_token() -> str:
+    token = session.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        session["csrf"] = token
+    return token
+
+
+def _csrf_ok() -> bool:
+    token = session.get("csrf")
+    sent = request.form.get("csrf", "")
+    return isinstance(token, str) and hmac.compare_digest(token.encode(), sent.encode())
+
+
+@bp.app_context_processor
+def _globals() -> dict[str, Any]:
+    return {"csrf_token": _csrf_token, "caller": g.get("console_caller"), "fmt": _fmt,
+            "card": card_parts, "money_class": _money_class}
+
+
+def _page(template: str, status: int = 200, **values: Any) -> Response:
+    response = Response(render_template(template, **values), status=status,
+                        mimetype="text/html")
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; "
+        "form-action 'self'; frame-ancestors 'none'")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    return response
+
+
+def _caller() -> Caller:
+    caller: Caller = g.console_caller
+    return caller
+
+
+def _not_found(what: str) -> Response:
+    return _page("console/error.html", 404, title="Not found", message=f"There is no {what}.")
+
+
+def _messages(error: ValidationError) -> dict[str, Any]:
+    messages = error.messages
+    return messages if isinstance(messages, dict) else {"query": messages}
+
+
+def _invalid(error: ValidationError) -> Response:
+    messages = _messages(error)
+    named = "; ".join(f"{'from' if k == 'from_' else k}: {' '.join(map(str, v))}"
+                      if isinstance(v, list) else f"{k}: {v}" for k, v in messages.items())
+    return _page("console/error.html", 422, title="Check the filters", message=named)
+
+
+def _invalid_cursor() -> Response:
+    return _page("console/error.html", 400, title="Check the filters",
+                 message="cursor: not a cursor from this list (follow Next, or clear the "
+                         "filters)")
+
+
+# --- sign-in ------------------------------------------------------------------------------------
+
+@bp.get("")
+def home() -> BaseResponse:
+    return redirect(url_for("console.tables"))
+
+
+def _safe_next(target: str | None) -> str:
+    # Only a path of this console: never another site, never a scheme-relative //host.
+    if target and target.startswith("/console/") and not target.startswith("//") \
+            and "\\" not in target:
+        return target
+    return url_for("console.tables")
+
+
+@bp.get("/sign-in")
+def sign_in() -> Response:
+    return _page("console/sign_in.html", next=request.args.get("next", ""),
+                 notice=session.pop("notice", None))
+
+
+@bp.post("/sign-in")
+def sign_in_post() -> BaseResponse:
+    key = request.form.get("key", "").strip()
+    target = request.form.get("next", "")
+    if not key or len(key) > MAX_KEY_TEXT:
+        return _page("console/sign_in.html", 401, next=target, error="Enter an API key.")
+    get_database()
+    current_app.extensions[SCHEMA_GATE].ensure()
+    try:
+        caller = authenticate(get_database().sessions, key)
+    except InvalidToken as refused:
+        return _page("console/sign_in.html", 401, next=target,
+                     error=f"Not signed in: {refused.detail}.")
+    session.clear()
+    session.permanent = True
+    lifetime = current_app.permanent_session_lifetime
+    assert isinstance(lifetime, timedelta)
+    session.update(key_id=caller.key_id, operator_id=caller.operator_id,
+                   expires=int(time.time() + lifetime.total_seconds()),
+                   csrf=secrets.token_urlsafe(32))
+    return redirect(_safe_next(target), 303)
+
+
+@bp.post("/sign-out")
+def sign_out() -> BaseResponse:
+    session.clear()
+    return redirect(url_for("console.sign_in"), 303)
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@bp.get("/tables")
+def tables() -> Response:
+    caller = _caller()
+    sessions = get_database().sessions
+    report = reconcile(sessions, created_from=EPOCH, created_to=_now() + timedelta(minutes=1),
+                       operator_id=caller.operator_id)
+    rows = []
+    for table in report.tables:
+        newest = rounds.list_rounds(
+            operator_id=caller.operator_id, sessions=sessions, table_id=table.table_id,
+            player_id=None, created_from=None, created_to=None, limit=1, cursor=None)["items"]
+        rows.append({"report": table.to_json(),
+                     "last_round_at": newest[0]["created_at"] if newest else None})
+    return _page("console/tables.html", tables=rows)
+
+
+def _table_id(table_id: str) -> str | None:
+    return table_id if is_identifier(table_id) else None
+
+
+@bp.get("/tables/<table_id>")
+def table(table_id: str) -> Response:
+    return _table_page(table_id, verification=None)
+
+
+def _table_page(table_id: str, verification: Mapping[str, Any] | None,
+                verify_error: str | None = None, status: int = 200) -> Response:
+    if _table_id(table_id) is None:
+        return _not_found(f"table {table_id!r}")
+    caller = _caller()
+    filters = {k: v for k, v in request.args.items()
+               if k in ("player_id", "game", "kind", "from", "to", "cursor", "limit") and v}
+    try:
+        query = RoundQuerySchema().load({**filters, "table_id": table_id})
+    except ValidationError as error:
+        return _invalid(error)
+    sessions = get_database().sessions
+    try:
+        page = rounds.list_rounds(
+            operator_id=caller.operator_id, sessions=sessions, table_id=table_id,
+            player_id=query.get("player_id"), created_from=query.get("from_"),
+            created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor"),
+            kind=query.get("kind"), game=query.get("game"))
+    except InvalidCursor:
+        return _invalid_cursor()
+    newest = rounds.list_rounds(operator_id=caller.operator_id, sessions=sessions,
+                                table_id=table_id, player_id=None, created_from=None,
+                                created_to=None, limit=1, cursor=None)["items"]
+    if not newest:
+        return _not_found(f"table {table_id!r} with rounds of yours")
+    head = rounds.get_round(uuid.UUID(newest[0]["round_id"]), operator_id=caller.operator_id,
+                            sessions=sessions)
+    next_link = None
+    if page["next_cursor"]:
+        kept = {k: v for k, v in filters.items() if k != "cursor"}
+        next_link = url_for("console.table", table_id=table_id) + "?" + urlencode(
+            {**kept, "cursor": page["next_cursor"]})
+    return _page("console/table.html", status, table_id=table_id, rounds=page["items"],
+                 next_link=next_link, filters=filters,
+                 head=None if head is None else sign_receipt(head.body, signer()),
+                 verification=verification, verify_error=verify_error,
+                 may_reconcile=caller.may({Scope.RECONCILE_READ}),
+                 default_from=(_now() - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"),
+                 default_to=(_now() + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M"))
+
+
+def _period(values: Mapping[str, str], schema: Any) -> dict[str, Any]:
+    """Load from/to as the API does; a datetime-local field's value gets UTC's offset."""
+    given = {k: _utc_text(values.get(k, "")) for k in ("from", "to")}
+    loaded: dict[str, Any] = schema.load({k: v for k, v in given.items() if v})
+    return loaded
+
+
+def _utc_text(value: str) -> str:
+    value = value.strip()
+    # <input type="datetime-local"> sends 2026-12-01T10:00 without seconds or a zone.
+    if len(value) == 16 and value[10:11] == "T":
+        return f"{value}:00Z"
+    return value
+
+
+@bp.post("/tables/<table_id>/verify")
+def verify_table(table_id: str) -> Response:
+    if _table_id(table_id) is None:
+        return _not_found(f"table {table_id!r}")
+    try:
+        period = _period(request.form, VerifyQuerySchema())
+    except ValidationError as error:
+        detail = "; ".join(f"{'from' if k == 'from_' else k}: {' '.join(map(str, v))}"
+                           for k, v in _messages(error).items())
+        return _table_page(table_id, None, verify_error=detail, status=422)
+    result = audit.verify(get_database().sessions, operator_id=_caller().operator_id,
+                          created_from=period["from_"], created_to=period["to"],
+                          table_id=table_id)
+    return _table_page(table_id, {**result.to_json(), "from": period["from_"].isoformat(),
+                                  "to": period["to"].isoformat()})
+
+
+def _reconciliation(table_id: str) -> tuple[Any, dict[str, str]] | Response:
+    if _table_id(table_id) is None:
+        return _not_found(f"table {table_id!r}")
+    args = {k: request.args.get(k, "") for k in ("from", "to")}
+    if not args["from"] and not args["to"]:
+        args = {"from": (_now() - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"),
+                "to": (_now() + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")}
+    try:
+        period = _period(args, RequiredPeriodQuerySchema())
+    except ValidationError as error:
+        return _invalid(error)
+    report = reconcile(get_database().sessions, created_from=period["from_"],
+                       created_to=period["to"], operator_id=_caller().operator_id,
+                       table_id=table_id)
+    return report, args
+
+
+@bp.get("/tables/<table_id>/reconciliation")
+def table_reconciliation(table_id: str) -> Response:
+    found = _reconciliation(table_id)
+    if isinstance(found, Response):
+        return found
+    report, args = found
+    return _page("console/reconciliation.html", table_id=table_id, report=report.to_json(),
+                 period=args, csv_link=url_for("console.table_reconciliation_csv",
+                                               table_id=table_id) + "?" + urlencode(args))
+
+
+@bp.get("/tables/<table_id>/reconciliation.csv")
+def table_reconciliation_csv(table_id: str) -> Response:
+    found = _reconciliation(table_id)
+    if isinstance(found, Response):
+        return found
+    report, _ = found
+    return Response(report.to_csv(), mimetype="text/csv", headers={
+        "Content-Disposition": f"attachment; filename=reconciliation-{table_id}.csv",
+        "Cache-Control": "no-store"})
+
+
+# --- a round ----------------------------------------------------------------------------------
+
+@bp.get("/rounds/<round_id>")
+def round_page(round_id: str) -> Response:
+    try:
+        parsed = uuid.UUID(round_id)
+    except ValueError:
+        return _not_found(f"round {round_id!r}")
+    stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
+                              sessions=get_database().sessions)
+    if stored is None:
+        return _not_found(f"round {round_id}")
+    # The receipt the API hands out: the chain signed with the audit key (app.api.rounds).
+    body = sign_receipt(stored.body, signer())
+    names = [p["player_id"] for p in body["players"]]
+    matrix = {(pair["players"][0], pair["players"][1]): pair for pair in body.get("pairs", [])}
+    return _page("console/round.html", round=body, names=names, matrix=matrix)
+
+
+# --- a player -----------------------------------------------------------------------------------
+
+@bp.get("/players/<player_id>")
+def player(player_id: str) -> Response:
+    if not is_identifier(player_id):
+        return _not_found(f"player {player_id!r}")
+    args = {k: v for k, v in request.args.items() if k in ("table_id", "cursor", "limit") and v}
+    try:
+        query = PageQuerySchema().load({"limit": "200", **args})
+    except ValidationError as error:
+        return _invalid(error)
+    try:
+        page = ledger.player_ledger(
+            operator_id=_caller().operator_id, player_id=player_id,
+            sessions=get_database().sessions, table_id=query.get("table_id"),
+            limit=query["limit"], cursor=query.get("cursor"))
+    except InvalidCursor:
+        return _invalid_cursor()
+    if not page["items"] and "cursor" not in args:
+        return _not_found(f"player {player_id!r} with ledger lines of yours")
+    next_link = None
+    if page["next_cursor"]:
+        kept = {k: v for k, v in args.items() if k != "cursor"}
+        next_link = url_for("console.player", player_id=player_id) + "?" + urlencode(
+            {**kept, "cursor": page["next_cursor"]})
+    return _page("console/player.html", player_id=player_id, lines=page["items"],
+                 next_link=next_link, chart=balance_chart(page["items"]),
+                 table_filter=query.get("table_id"))
+
+
+# --- audit: checkpoints taken, kept and checked back -----------------------------------------
+
+AUDIT_PAGE = 20
+MAX_CHECKPOINT_TEXT = 128 * 1024
+
+
+@bp.get("/audit")
+def audit_page() -> Response:
+    return _audit_page()
+
+
+def _audit_page(status: int = 200, *, verification: Mapping[str, Any] | None = None,
+                kept: str | None = None, verify_error: str | None = None) -> Response:
+    args = {k: v for k, v in request.args.items() if k == "cursor" and v}
+    try:
+        listed = checkpoints.list_checkpoints(get_database().sessions, _caller().operator_id,
+                                              limit=AUDIT_PAGE, cursor=args.get("cursor"))
+    except InvalidCursor:
+        return _invalid_cursor()
+    taken = request.args.get("taken")
+    if taken is not None and not _is_uuid(taken):
+        taken = None
+    next_link = None
+    if listed["next_cursor"]:
+        next_link = url_for("console.audit_page") + "?" + urlencode(
+            {"cursor": listed["next_cursor"]})
+    return _page("console/audit.html", status, checkpoints=listed["items"],
+                 next_link=next_link, taken=taken, verification=verification, kept=kept,
+                 verify_error=verify_error, default_limit=checkpoints.DEFAULT_LIMIT,
+                 max_limit=checkpoints.MAX_LIMIT)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+@bp.post("/audit/checkpoints")
+def take_checkpoint() -> BaseResponse:
+    body = checkpoints.create_checkpoint(get_database().sessions, signer(),
+                                         _caller().operator_id)
+    return redirect(url_for("console.audit_page", taken=body["checkpoint_id"]), 303)
+
+
+@bp.get("/audit/checkpoints/<checkpoint_id>.json")
+def download_checkpoint(checkpoint_id: str) -> Response:
+    try:
+        parsed = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return _not_found(f"checkpoint {checkpoint_id!r}")
+    body = checkpoints.get_checkpoint(get_database().sessions, _caller().operator_id, parsed)
+    if body is None:
+        return _not_found(f"checkpoint {checkpoint_id}")
+    # The same JSON GET /v1/audit/checkpoints/{id} answers, which POST /v1/audit/verify takes.
+    return Response(json.dumps(body, indent=2) + "\n", mimetype="application/json", headers={
+        "Content-Disposition": f"attachment; filename=checkpoint-{parsed}.json",
+        "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
+
+
+def _uploaded_checkpoint() -> str:
+    """Return the checkpoint's JSON text: the uploaded file, else the form's kept text."""
+    upload = request.files.get("checkpoint_file")
+    if upload is not None and upload.filename:
+        raw = upload.read(MAX_CHECKPOINT_TEXT + 1)
+    else:
+        raw = request.form.get("checkpoint", "").encode()
+    if not raw.strip():
+        raise ValueError("choose the checkpoint file you downloaded")
+    if len(raw) > MAX_CHECKPOINT_TEXT:
+        raise ValueError(f"the file is larger than {MAX_CHECKPOINT_TEXT // 1024} KiB")
+    try:
+        decoded: str = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"the file is not UTF-8 (byte {error.start})") from None
+    return decoded
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _load_checkpoint(text_: str) -> dict[str, Any]:
+    """Load a kept checkpoint as POST /v1/audit/verify does: app.text's rule, then the schema."""
+    try:
+        value = json.loads(text_, parse_float=Decimal, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("the file nests too deeply") from None
+    except ValueError as error:
+        raise ValueError(f"the file is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError("the file must hold one JSON object, a checkpoint")
+    faults = string_faults(value, frozenset({"note"}))
+    if faults:
+        raise ValueError("; ".join(f"{f['path']}: {f['message']}" for f in faults))
+    try:
+        loaded: dict[str, Any] = CheckpointSchema().load(value)
+    except ValidationError as error:
+        raise ValueError("; ".join(f"{k}: {v}" for k, v in _messages(error).items())) from None
+    return loaded
+
+
+@bp.post("/audit/verify")
+def verify_checkpoint() -> Response:
+    cursor = request.form.get("cursor") or None
+    try:
+        text_ = _uploaded_checkpoint()
+        checkpoint = _load_checkpoint(text_)
+        limit_text = request.form.get("limit", "").strip() or str(checkpoints.DEFAULT_LIMIT)
+        if not (limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 6
+                and 1 <= int(limit_text) <= checkpoints.MAX_LIMIT):
+            raise ValueError(f"limit: must be a whole number from 1 to {checkpoints.MAX_LIMIT}")
+        if cursor is not None and len(cursor) > 512:
+            raise ValueError("cursor: longer than 512 characters")
+    except ValueError as error:
+        return _audit_page(422, verify_error=str(error))
+    try:
+        report = checkpoints.verify_anchored(
+            get_database().sessions, signer().verifier, _caller().operator_id,
+            checkpoint=checkpoint, receipts=[], limit=int(limit_text), cursor=cursor)
+    except InvalidCursor:
+        return _invalid_cursor()
+    # Kept compact (the note's line feeds escaped) for the form that continues the walk.
+    kept = json.dumps(json.loads(text_), ensure_ascii=True)
+    return _audit_page(verification={**report.to_json(), "limit": int(limit_text),
+                                     "checkpoint_id": checkpoint["checkpoint_id"]}, kept=kept)
+
+
+# --- drawing ------------------------------------------------------------------------------------
+
+SUITS = {"s": ("♠", "black"), "h": ("♥", "red"), "d": ("♦", "red"), "c": ("♣", "black")}
+TILES = {"wd": ("白板", "white")}
+
+
+def card_parts(text: str) -> dict[str, str]:
+    """Return how to draw a card (``Ts``) or tile (``5p``, ``wd``): its face, suit and colour."""
+    if text in TILES:
+        face, colour = TILES[text]
+        return {"rank": face, "suit": "", "colour": colour, "label": "white dragon tile"}
+    if len(text) == 2 and text[1] == "p":
+        return {"rank": text[0], "suit": "筒", "colour": "tile", "label": f"{text[0]} dots tile"}
+    rank, suit = text[:-1], text[-1:]
+    symbol, colour = SUITS.get(suit, ("?", "black"))
+    shown = "10" if rank == "T" else rank
+    names = {"s": "spades", "h": "hearts", "d": "diamonds", "c": "clubs"}
+    return {"rank": shown, "suit": symbol, "colour": colour,
+            "label": f"{shown} of {names.get(suit, suit)}"}
+
+
+def _fmt(value: Any) -> str:
+    return "—" if value is None else str(value)
+
+
+def _money_class(text: Any) -> str:
+    if text is None:
+        return ""
+    try:
+        value = Decimal(str(text))
+    except ArithmeticError:
+        return ""
+    return "neg" if value < 0 else "pos" if value > 0 else ""
+
+
+CHART_W, CHART_H, PAD = 640, 220, 40
+
+
+def balance_chart(lines: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Return an SVG polyline per table of the player's running total after each line."""
+    series: dict[str, list[tuple[int, Decimal]]] = {}
+    for i, line in enumerate(lines):
+        series.setdefault(line["table_id"], []).append((i, Decimal(line["running_total"])))
+    if not series:
+        return None
+    values = [v for points in series.values() for _, v in points] + [Decimal(0)]
+    low, high = min(values), max(values)
+    span = high - low or Decimal(1)
+    count = max(len(lines) - 1, 1)
+
+    def x(i: int) -> float:
+        return PAD + (CHART_W - 2 * PAD) * i / count
+
+    def y(v: Decimal) -> float:
+        return PAD / 2 + float((high - v) / span) * (CHART_H - PAD)
+
+    colours = ("#1f5fbf", "#b8520a", "#2e7d32", "#8e24aa", "#c62828", "#00838f")
+    return {
+        "width": CHART_W, "height": CHART_H, "zero": round(y(Decimal(0)), 1),
+        "low": str(low), "high": str(high), "left": PAD, "right": CHART_W - PAD,
+        "top": round(y(high), 1), "bottom": round(y(low), 1),
+        "series": [{"table_id": table, "colour": colours[n % len(colours)],
+                    "points": " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in points),
+                    "last": str(points[-1][1])}
+                   for n, (table, points) in enumerate(series.items())],
+    }
+
+
