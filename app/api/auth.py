@@ -69,6 +69,10 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/v1/rounds"): needs(Scope.ROUNDS_READ),
     ("GET", "/v1/rounds/{round_id}"): needs(Scope.ROUNDS_READ),
     ("GET", "/v1/players/{player_id}/ledger"): needs(Scope.LEDGER_READ),
+    ("POST", "/v1/matches"): needs(Scope.ROUNDS_WRITE),
+    ("GET", "/v1/matches"): needs(Scope.ROUNDS_READ),
+    ("GET", "/v1/matches/{match_id}"): needs(Scope.ROUNDS_READ),
+    ("POST", "/v1/matches/{match_id}/leave"): needs(Scope.ROUNDS_WRITE),
     ("GET", "/v1/reconciliation"): needs(Scope.RECONCILE_READ),
     ("GET", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
 }

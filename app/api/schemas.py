@@ -289,6 +289,8 @@ class RoundRequestSchema(Schema):
     limits_enforced = StrictBoolean(load_default=False)
     round_id = fields.UUID()
     deal = fields.Nested(DealSchema)
+    # A round of a match (將): checked against the match and counted by it.
+    match_id = fields.UUID()
 
 
 class EligibilityRequestSchema(Schema):
