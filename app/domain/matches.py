@@ -13,6 +13,7 @@ Everything here is pure: the service reads the match's rows and hands the counts
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -26,6 +27,8 @@ MAX_ROUNDS_PER_MATCH = 1000
 MAX_PENALTY_MULTIPLE = Decimal(100)
 PENALTY_DECIMALS = 4
 HOUSE_SEAT_PRESETS = frozenset({"bonus3"})
+# Plain digits, no sign or exponent: 1-3 integer digits and at most PENALTY_DECIMALS decimals.
+_MULTIPLE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,4})?")
 
 
 class MatchError(DomainError):
@@ -133,18 +136,13 @@ def _multiple(value: object, path: str, problems: list[Problem], default: Decima
     text = value if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         text = str(value)
-    try:
-        if text is None or len(text) > 16:
-            raise ValueError
-        number = Decimal(text)
-        if not number.is_finite() or number.as_tuple().exponent < -PENALTY_DECIMALS:  # type: ignore[operator]
-            raise ValueError
-    except (ValueError, ArithmeticError):
+    if text is None or _MULTIPLE.fullmatch(text) is None:
         problems.append(Problem(path, f"leave_penalty is a multiple of the stake from 0 to "
                                 f"{MAX_PENALTY_MULTIPLE} with at most {PENALTY_DECIMALS} "
                                 f"decimals, as a string such as \"1\" or \"0.5\", not {value!r}",
                                 "invalid_parameter"))
         return default
+    number = Decimal(text)
     if not 0 <= number <= MAX_PENALTY_MULTIPLE:
         problems.append(Problem(path, f"leave_penalty is from 0 to {MAX_PENALTY_MULTIPLE}, "
                                 f"not {value!r}", "invalid_parameter"))
