@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.rounds import _idempotency_conflict, _idempotency_key
-from app.api.schemas import IDENTIFIER_FIELD, Money, PageQuerySchema, RulesetField, page_cursor
+from app.api.schemas import (
+    IDENTIFIER_FIELD,
+    Money,
+    PageQuerySchema,
+    RulesetField,
+    StrictBoolean,
+    page_cursor,
+)
 from app.db import get_database
 from app.db.repositories import Cursor
 from app.domain.matches import LeaveReason
@@ -22,12 +30,30 @@ bp = Blueprint("matches", __name__, url_prefix="/v1/matches")
 MAX_SEATS = 10
 
 
+class HouseSeatSchema(Schema):
+    player_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
+    house = StrictBoolean(required=True)
+
+
+class Seat(fields.Field[dict[str, Any]]):
+    """A seat: a player id, or ``{"player_id": ..., "house": true}`` for the house's seat."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any,
+                     **kwargs: Any) -> dict[str, Any]:
+        if isinstance(value, str):
+            player_id: str = fields.String(validate=IDENTIFIER_FIELD).deserialize(value)
+            return {"player_id": player_id, "house": False}
+        if isinstance(value, dict):
+            seat: dict[str, Any] = HouseSeatSchema().load(value)
+            return seat
+        raise ValidationError("a seat is a player id or {\"player_id\": ..., \"house\": true}")
+
+
 class MatchRequestSchema(Schema):
     ruleset = RulesetField(required=True)
     table_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
     stake = Money(required=True, positive=True)
-    seats = fields.List(fields.String(validate=IDENTIFIER_FIELD), required=True,
-                        validate=validate.Length(2, MAX_SEATS))
+    seats = fields.List(Seat(), required=True, validate=validate.Length(2, MAX_SEATS))
 
 
 class LeaveRequestSchema(Schema):

@@ -15,13 +15,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
 from app.domain.errors import DomainError, Problem, RulesetError
+from app.domain.settlement import Settlement
 
 MAX_ROUNDS_PER_MATCH = 1000
 MAX_PENALTY_MULTIPLE = Decimal(100)
@@ -210,6 +211,32 @@ def check_round(seats: Sequence[str], left: Sequence[str], played: int, rules: M
             raise MatchError(Problem(path, f"round {played + 1} of the match has {turn!r} as "
                                      f"banker (turns rotate in seat order), not {banker!r}",
                                      "banker_turn"))
+
+
+# --- the house seat (matches.md §2, 000's 與莊家對賭) -----------------------------------------
+
+HOUSE_GAME = "house_game"
+# What the house seat is played with: it never runs out, so no payout rule ever scales what
+# it pays (a round's amounts stay far below this: README, "Every number ... has a range").
+HOUSE_SEAT_BALANCE = Decimal(10) ** 30
+
+
+def house_seat_allowed(preset: str) -> bool:
+    """Say whether a round outside a match may seat the house (the preset's default)."""
+    return defaults(preset).house_seat
+
+
+def as_house_seat(settlement: Settlement, seat: str) -> Settlement:
+    """Move the house seat's money to the ``house_game`` account, without balances.
+
+    The seat has no wallet: its lines go to ``house_game`` with no balance, apart from the
+    house's fees and rounding, and its row shows its amount from zero.
+    """
+    players = tuple(replace(p, balance_before=Decimal(0), balance_after=p.amount)
+                    if p.player_id == seat else p for p in settlement.players)
+    lines = tuple(replace(line, account=HOUSE_GAME, balance_before=None, balance_after=None)
+                  if line.account == seat else line for line in settlement.lines)
+    return replace(settlement, players=players, lines=lines)
 
 
 # --- leaving -------------------------------------------------------------------------------

@@ -204,7 +204,8 @@ def load_request(stored: Mapping[str, Any]) -> dict[str, Any]:
     players = []
     for raw in stored["players"]:
         player = dict(raw)
-        player["balance"] = _decimal(raw["balance"])
+        if "balance" in raw:  # the house seat has none
+            player["balance"] = _decimal(raw["balance"])
         if raw.get("bet") is not None:
             player["bet"] = _decimal(raw["bet"])
         players.append(player)

@@ -80,6 +80,7 @@ class MatchSpec:
     table_id: str
     stake: Decimal
     seats: tuple[str, ...]
+    house: tuple[str, ...] = ()  # the house's seat, if any
 
 
 def resolve_match(data: Mapping[str, Any]) -> MatchSpec:
@@ -103,16 +104,26 @@ def resolve_match(data: Mapping[str, Any]) -> MatchSpec:
     if problems or rules is None or match is None:
         raise RulesetError(problems)
     check_amounts(rules.money, data["stake"])
-    seats = tuple(data["seats"])
+    seats = tuple(s["player_id"] for s in data["seats"])
+    house = tuple(s["player_id"] for s in data["seats"] if s["house"])
     low, high = _player_range(rules)
     seat_problems = [Problem(f"seats[{i}]", f"player {p!r} has two seats", "duplicate_player")
                      for i, p in enumerate(seats) if p in seats[:i]]
+    for i, seat in enumerate(data["seats"]):
+        if not seat["house"]:
+            continue
+        if not match.house_seat or isinstance(rules, BankerRules):
+            seat_problems.append(Problem(f"seats[{i}].house", f"{rules.name} has no house "
+                                         "seat (house_seat: false)", "no_house_seat"))
+        elif seat["player_id"] != house[0]:
+            seat_problems.append(Problem(f"seats[{i}].house", "a match seats the house once",
+                                         "house_seat_twice"))
     if not low <= len(seats) <= high:
         seat_problems.append(Problem("seats", f"{rules.name} seats {low} to {high} players, "
                                      f"not {len(seats)}", "player_count"))
     if seat_problems:
         raise MatchError(seat_problems)
-    return MatchSpec(rules, match, data["table_id"], data["stake"], seats)
+    return MatchSpec(rules, match, data["table_id"], data["stake"], seats, house[:1])
 
 
 def _player_range(rules: AnyRules) -> tuple[int, int]:
@@ -153,7 +164,8 @@ def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
             id=uuid.uuid4(), operator_id=operator_id, table_id=spec.table_id,
             ruleset_name=spec.rules.name, ruleset=rules_json["parameters"],
             ruleset_hash=rules_json["hash"], match_rules=spec.match.to_dict(),
-            stake=spec.stake, seats=[{"player_id": p, "house": False} for p in spec.seats],
+            stake=spec.stake,
+            seats=[{"player_id": p, "house": p in spec.house} for p in spec.seats],
             idempotency_key=key, body_hash=body_hash)
         uow.session.add(match)
         uow.session.flush()
@@ -311,6 +323,12 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
                        if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
         check_round(_seat_ids(match), left, played_count, rules, players, banker,
                     _has_banker(r.ruleset))
+        house = next((s["player_id"] for s in match.seats if s["house"]), None)
+        if r.house_seat != house:
+            named = r.house_seat if r.house_seat is not None else house
+            at = players.index(named) if named in players else 0
+            raise MatchError(Problem(f"players[{at}].house", f"the match's house seat is "
+                                     f"{house!r}", "match_house_seat"))
         session.add(MatchRound(match_id=match.id, number=played_count + 1, round_id=round_id,
                                banker=banker if _has_banker(r.ruleset) else None))
         session.flush()
@@ -360,6 +378,9 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         if req.player_id not in seats:
             raise MatchError(Problem("player_id", f"player {req.player_id!r} has no seat in "
                                      "the match", "not_seated"))
+        if any(s["house"] and s["player_id"] == req.player_id for s in match.seats):
+            raise MatchError(Problem("player_id", "the house seat does not leave a match",
+                                     "house_seat_leaves"))
         leaves = _leaves_of(session, match.id)
         if any(leave_.player_id == req.player_id for leave_ in leaves):
             raise AlreadyLeft(req.player_id)
@@ -377,7 +398,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         except SettlementError as error:
             raise MatchError(error.problems) from None
         left = [leave_.player_id for leave_ in leaves]
-        stayers = [s for s in seated(seats, left) if s != req.player_id]
+        houses = {s["player_id"] for s in match.seats if s["house"]}
+        stayers = [s for s in seated(seats, left) if s != req.player_id and s not in houses]
         stored = {
             "match_id": str(match.id), "player_id": req.player_id,
             "seat": seats.index(req.player_id), "reason": req.reason.value,

@@ -401,3 +401,92 @@ def test_a_penalty_round_can_be_reversed_like_any_round(api):
                         json={"reason": "disconnect was the server's fault"}, headers=_key())
     assert response.status_code == 201, response.get_json()
     assert [line["amount"] for line in response.get_json()["lines"]] == ["100.00", "-100.00"]
+
+
+# service.md's player A and openapi.yaml's player B: no special hand between them.
+PLAYER_CARDS = ["Ah", "Ad", "Ac", "4h", "5h", "6h", "7h", "8h", "9s", "Ts", "Js", "Qs", "Ks"]
+HOUSE_CARDS = ["Qh", "Qd", "Jh", "2s", "2h", "2d", "2c", "4s", "3s", "3h", "3d", "3c", "5s"]
+
+
+def _house_round(table: str, *, match_id: str | None = None, ruleset: str = "bonus3",
+                 house_rows: bool = False) -> dict[str, Any]:
+    house: dict[str, Any] = {"player_id": "H", "house": True}
+    if house_rows:
+        house.update({"front": HOUSE_CARDS[:3], "middle": HOUSE_CARDS[3:8],
+                      "back": HOUSE_CARDS[8:]})
+    else:
+        house["cards"] = HOUSE_CARDS
+    body: dict[str, Any] = {
+        "ruleset": ruleset, "table_id": table, "stake": "200",
+        "players": [{"player_id": "A", "balance": "20000", "cards": PLAYER_CARDS,
+                     "auto": "keep_back"}, house]}
+    if match_id is not None:
+        body["match_id"] = match_id
+    return body
+
+
+def test_000_a_player_alone_plays_the_house_seat_whose_money_goes_to_house_game(api):
+    """000: 與莊家對賭; the house seat has no balance and sends 13 cards (keep_back)."""
+    table = _table()
+    response = api.post("/v1/rounds", json=_house_round(table), headers=_key())
+    assert response.status_code == 201, response.get_json()
+    body = response.get_json()
+    house = next(p for p in body["players"] if p["player_id"] == "H")
+    assert house["house"] is True and house["arrangement"] is not None
+    assert house["balance_before"] == "0" and house["balance_after"] == house["amount"]
+    accounts = {line["account"] for line in body["lines"]}
+    assert "house_game" in accounts and "H" not in accounts
+    game_lines = [line for line in body["lines"] if line["account"] == "house_game"]
+    assert all(line["balance_before"] is None for line in game_lines)
+    assert sum(Decimal(line["amount"]) for line in game_lines) == Decimal(house["amount"])
+    assert sum(Decimal(line["amount"]) for line in body["lines"]) == 0
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    verify = api.get("/v1/audit/verify?" + _period(start, table)).get_json()
+    assert verify["ok"], verify
+    row = api.get("/v1/reconciliation?" + _period(start, table)).get_json()["tables"][0]
+    assert row["house_game"] == house["amount"] and row["net"] == "0"
+
+
+@pytest.mark.parametrize(("change", "path", "code"), [
+    ({"ruleset": "dagiang4"}, "players[1].house", "no_house_seat"),
+])
+def test_a_house_seat_where_the_ruleset_has_none_is_refused(api, change, path, code):
+    body = {**_house_round(_table()), **change}
+    body["players"] = body["players"] + [
+        {"player_id": "C", "balance": "20000", "auto": "keep_back",
+         "cards": [c for c in DECK if c not in PLAYER_CARDS + HOUSE_CARDS][:13]}]
+    response = api.post("/v1/rounds", json=body, headers=_key())
+    assert response.status_code == 422, response.get_json()
+    assert (path, code) in {(e["path"], e["code"]) for e in response.get_json()["errors"]}
+
+
+def test_a_house_seat_with_a_balance_or_a_player_without_one_is_refused(api):
+    body = _house_round(_table())
+    body["players"][1]["balance"] = "100"
+    response = api.post("/v1/rounds", json=body, headers=_key())
+    assert response.status_code == 422 and "players[1].balance" in _paths(response)
+    body = _house_round(_table())
+    del body["players"][0]["balance"]
+    response = api.post("/v1/rounds", json=body, headers=_key())
+    assert response.status_code == 422 and "players[0].balance" in _paths(response)
+
+
+def test_a_match_seats_the_house_where_allowed_and_its_rounds_must_too(api):
+    table = _table()
+    refused = api.post("/v1/matches", json={
+        "ruleset": "dagiang4", "table_id": table, "stake": "100",
+        "seats": ["A", {"player_id": "H", "house": True}]}, headers=_key())
+    assert refused.status_code == 422 and "seats[1].house" in _paths(refused)
+    match = _opened(api, table, ["A", {"player_id": "H", "house": True}], ruleset="bonus3",
+                    stake="200")
+    assert [s["house"] for s in match["seats"]] == [False, True]
+    played = api.post("/v1/rounds", json=_house_round(table, match_id=match["match_id"],
+                                                      house_rows=True), headers=_key())
+    assert played.status_code == 201, played.get_json()
+    plain = _house_round(table, match_id=match["match_id"])
+    plain["players"][1] = {"player_id": "H", "balance": "20000", "cards": HOUSE_CARDS,
+                           "auto": "keep_back"}
+    response = api.post("/v1/rounds", json=plain, headers=_key())
+    assert response.status_code == 422 and _codes(response) == {"match_house_seat"}
+    leave = _leave(api, match["match_id"], "H", "quit")
+    assert leave.status_code == 422 and _codes(leave) == {"house_seat_leaves"}
