@@ -490,3 +490,26 @@ def test_a_match_seats_the_house_where_allowed_and_its_rounds_must_too(api):
     assert response.status_code == 422 and _codes(response) == {"match_house_seat"}
     leave = _leave(api, match["match_id"], "H", "quit")
     assert leave.status_code == 422 and _codes(leave) == {"house_seat_leaves"}
+
+
+def test_concurrent_leaves_of_one_player_with_different_keys_make_one_leave(api, count_rows):
+    """Real commits: under the table's chain lock the second leave finds the first (409)."""
+    match = _opened(api, _table(), SEATS)
+    before = count_rows()
+    answers: list[int] = []
+    ready = threading.Barrier(3)
+
+    def send() -> None:
+        client = api.fresh()
+        ready.wait()
+        answers.append(_leave(client, match["match_id"], "S", "disconnect").status_code)
+
+    threads = [threading.Thread(target=send) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(answers) == [201, 409, 409]
+    after = count_rows()
+    assert after["rounds"] == before["rounds"] + 1
+    assert after["match_leaves"] == before["match_leaves"] + 1
