@@ -13,7 +13,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    AUDIT_SIGNING_KEY_FILE=/run/secrets/thirteen-audit-signing-key.pem
 
 WORKDIR /srv/thirteen
 
@@ -34,4 +35,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 
 # Migrate first (migrations/env.py holds an advisory lock, so replicas starting together
 # take turns), then exec so gunicorn is PID 1 and receives docker stop's SIGTERM.
-CMD ["sh", "-c", ": \"${DATABASE_URL:?set DATABASE_URL to a PostgreSQL URL}\" && alembic upgrade head && exec gunicorn --config gunicorn.conf.py 'app:create_app()'"]
+# Migrates as MIGRATIONS_DATABASE_URL (the tables' owner), then serves as DATABASE_URL (a
+# login granted the runtime role); the service refuses to run as the owner or a superuser.
+CMD ["sh", "-c", ": \"${DATABASE_URL:?set DATABASE_URL to the runtime login's PostgreSQL URL}\" && : \"${MIGRATIONS_DATABASE_URL:?set MIGRATIONS_DATABASE_URL to the owner's PostgreSQL URL}\" && alembic upgrade head && exec gunicorn --config gunicorn.conf.py 'app:create_app()'"]

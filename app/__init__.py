@@ -20,11 +20,15 @@ def create_app(settings: Settings | None = None) -> Flask:
     """Build the Flask app from ``settings`` (default: read from the environment now).
 
     Connects to DATABASE_URL, or starts the embedded PostgreSQL when it is unset; then
-    migrates (MIGRATE_ON_START=true, or the embedded database) or refuses to start on a
-    schema that is not at the migrations' head (unless CHECK_SCHEMA_ON_START=false).
+    migrates (as MIGRATIONS_DATABASE_URL's owner: MIGRATE_ON_START=true, or the embedded
+    database) or refuses to start on a schema that is not at the migrations' head (unless
+    CHECK_SCHEMA_ON_START=false). Refuses (RuntimeRoleError) to run as a superuser or the
+    tables' owner unless ALLOW_OWNER_RUNTIME=true (checked with the schema). Loads the
+    audit signing key from AUDIT_SIGNING_KEY_FILE, creating it there when missing.
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
+    from app.api.audit import SIGNER as AUDIT_SIGNER
     from app.api.auth import init_auth
     from app.api.cors import init_cors
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
@@ -33,6 +37,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.cli import register_commands
     from app.db import EXTENSION as DATABASE
     from app.db.schema import head_revisions
+    from app.services.signing import load_signer
 
     settings = settings if settings is not None else Settings.from_env()
     configure_logging(settings.log_level)
@@ -52,6 +57,9 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.extensions[DATABASE] = lambda: _connect(app, settings, serve_when_down=False)
     else:
         app.extensions[DATABASE] = _connect(app, settings, serve_when_down=True)
+
+    # Outside the database, so a rewrite of the ledger cannot forge what was signed.
+    app.extensions[AUDIT_SIGNER] = load_signer(settings.audit_signing_key_file)
 
     register_error_handlers(app)
     init_request_log(app)
@@ -74,15 +82,20 @@ def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Databa
     and requests are answered 503 until it answers (SchemaGate).
     """
     from app.api.extensions import SCHEMA_GATE
-    from app.db.engine import database_url, make_database
+    from app.db.engine import database_urls, make_database
+    from app.db.roles import RuntimeRoleError, check_runtime_role
     from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, SchemaGate
 
-    url = database_url(settings)
-    database = make_database(settings, url)
-    # The embedded database is local and ours alone, so it is always brought to head.
-    migrate = settings.migrate_on_start or settings.database_url is None
-    gate = SchemaGate(database.engine, migrate_url=url if migrate else None,
-                      check=settings.check_schema_on_start)
+    # The embedded database is local and ours alone: database_urls migrates it as its
+    # superuser and hands back the runtime login the service connects as.
+    urls = database_urls(settings)
+    database = make_database(settings, urls.runtime)
+    migrate = settings.migrate_on_start and not urls.embedded
+    gate = SchemaGate(
+        database.engine, migrate_url=urls.migrations if migrate else None,
+        check=settings.check_schema_on_start,
+        # The role may never be one that could disable the ledger's triggers (issue 11).
+        also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime))
     app.extensions[SCHEMA_GATE] = gate
     try:
         gate.ensure()
@@ -94,7 +107,7 @@ def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Databa
         # schema is seen at head (SchemaGate).
         log.warning("database unavailable at start (%s); the schema is checked on the first "
                     "request it answers", error.__class__.__name__)
-    except SchemaError:
+    except (SchemaError, RuntimeRoleError):
         database.dispose()
         raise
     return database

@@ -1,8 +1,11 @@
 """``python -m app``: make sure the database is there and migrated, then serve with gunicorn.
 
-With DATABASE_URL set this process becomes gunicorn (exec). Without it, it starts the
-embedded PostgreSQL, runs gunicorn as a child pointed at it, passes signals on, and stops
-PostgreSQL once gunicorn has exited, so Ctrl-C leaves nothing running.
+With DATABASE_URL set this process migrates as MIGRATIONS_DATABASE_URL (the owner; else
+DATABASE_URL), checks that DATABASE_URL's role is not the owner or a superuser (exit 2
+otherwise, unless ALLOW_OWNER_RUNTIME=true), then becomes gunicorn (exec). Without it, it
+starts the embedded PostgreSQL, migrates it as its superuser, makes the runtime login, runs
+gunicorn as a child pointed at that login, passes signals on, and stops PostgreSQL once
+gunicorn has exited, so Ctrl-C leaves nothing running.
 """
 
 from __future__ import annotations
@@ -43,27 +46,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level)
 
-    from app.db.engine import start_embedded
+    from app.db.engine import database_urls
+    from app.db.roles import REFUSED_EXIT, RuntimeRoleError
     from app.db.schema import DATABASE_UNAVAILABLE, upgrade
 
     command = gunicorn_command(extra)
-    if settings.database_url is not None:
-        try:
-            upgrade(settings.database_url)
-            _tell_about_keys(settings.database_url, settings.default_operator)
-            log.info("schema at head; starting gunicorn")
-        except DATABASE_UNAVAILABLE as error:
-            # Serve anyway (503 until the database answers); the workers migrate then.
-            log.warning("database unavailable (%s); starting gunicorn, which migrates once "
-                        "it answers", error.__class__.__name__)
-            os.environ["MIGRATE_ON_START"] = "true"
+    try:
+        # The embedded default is started, migrated and given its runtime login here.
+        urls = database_urls(settings)
+    except ConfigError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return 2
+    try:
+        if not urls.embedded:
+            upgrade(urls.migrations)
+        _check_role(urls.runtime, settings)
+        _tell_about_keys(urls.runtime, settings.default_operator)
+    except RuntimeRoleError as refused:
+        print(f"start-up refused: {refused}", file=sys.stderr)
+        return REFUSED_EXIT
+    except DATABASE_UNAVAILABLE as error:
+        if urls.embedded:
+            raise
+        # Serve anyway (503 until the database answers); the workers migrate and check
+        # the role then.
+        log.warning("database unavailable (%s); starting gunicorn, which migrates once "
+                    "it answers", error.__class__.__name__)
+        os.environ["MIGRATE_ON_START"] = "true"
+    if not urls.embedded:
+        log.info("starting gunicorn")
         os.execv(sys.executable, command)
-
-    url = start_embedded(settings.pgserver_data_dir)
-    upgrade(url)
-    _tell_about_keys(url, settings.default_operator)
     log.info("embedded PostgreSQL in %s is migrated; starting gunicorn", settings.pgserver_data_dir)
-    return _serve_child(command, {**os.environ, "DATABASE_URL": url})
+    return _serve_child(command, {**os.environ, "DATABASE_URL": urls.runtime,
+                                  "MIGRATIONS_DATABASE_URL": urls.migrations})
+
+
+def _check_role(url: str, settings: Settings) -> None:
+    # Before gunicorn: a refused worker would only say that it failed to boot.
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from app.db.roles import check_runtime_role
+
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        check_runtime_role(engine, allow_owner=settings.allow_owner_runtime)
+    finally:
+        engine.dispose()
 
 
 def _tell_about_keys(url: str, operator_id: str) -> None:

@@ -1,6 +1,7 @@
 """Command line: ``flask --app app GROUP COMMAND``; each group is one concern.
 
-``keys`` creates, lists and revokes API keys. To add a group, define it below as a
+``keys`` creates, lists and revokes API keys; ``reconcile`` writes period reports;
+``audit verify`` checks the ledger against a kept checkpoint. To add a group, define it below as a
 ``click`` group (``AppGroup`` runs its commands inside the app, so they can reach the
 database with ``get_database()``) and list it in ``COMMANDS``.
 """
@@ -10,17 +11,20 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import click
-from flask import Flask
+from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
+from marshmallow import ValidationError
 
 from app.db import get_database
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
+from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
 from app.text import IDENTIFIER_RULE, is_identifier
@@ -223,10 +227,61 @@ def _moment_option(text: str, name: str) -> datetime:
     return moment
 
 
+# --- audit -----------------------------------------------------------------------------
+
+audit = AppGroup("audit", help="Verify the ledger against checkpoints kept outside it.")
+
+# As reconcile: 2 is click's usage error.
+AUDIT_FINDINGS_EXIT = 3
+
+
+@audit.command("verify")
+@click.option("--checkpoint", "checkpoint_file", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A checkpoint as POST /v1/audit/checkpoints answered it (JSON).")
+@click.option("--limit", type=click.IntRange(1, checkpoint_service.MAX_LIMIT),
+              default=checkpoint_service.DEFAULT_LIMIT, show_default=True,
+              help="Rounds walked per page.")
+@needs_database
+def audit_verify(checkpoint_file: Path, limit: int) -> None:
+    """Check a kept checkpoint's signature, then walk every chain it names to its head.
+
+    Prints one line per finding; exits 0 when clean and 3 on any finding.
+    """
+    from app.api.audit import SIGNER, KeptCheckpointSchema
+
+    try:
+        checkpoint = KeptCheckpointSchema().load(json.loads(checkpoint_file.read_text("utf-8")))
+    except (ValueError, ValidationError) as error:
+        raise click.BadParameter(f"not a checkpoint: {error}", param_hint="--checkpoint") \
+            from None
+    verifier = current_app.extensions[SIGNER].verifier
+    total = sum(head["seq"] for head in checkpoint["heads"])
+    findings, rounds, cursor = 0, 0, None
+    with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
+        while True:
+            page = checkpoint_service.verify_anchored(
+                get_database().sessions, verifier, checkpoint["operator_id"],
+                checkpoint=checkpoint, receipts=[], limit=limit, cursor=cursor)
+            for finding in page.findings:
+                click.echo(f"{finding.what}\ttable {finding.table_id or '-'}\tseq "
+                           f"{finding.seq if finding.seq is not None else '-'}\t{finding.detail}")
+            findings += len(page.findings)
+            rounds += page.rounds
+            bar.update(page.rounds)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    click.echo(f"checked {rounds} round(s) of {len(checkpoint['heads'])} chain(s) against "
+               f"checkpoint {checkpoint['checkpoint_id']}: {findings} finding(s)", err=True)
+    if findings:
+        raise SystemExit(AUDIT_FINDINGS_EXIT)
+
+
 # --- registration ----------------------------------------------------------------------
 
-# Every command group of the service; add new groups (reconcile, verify) here.
-COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command)
+# Every command group of the service; add new groups here.
+COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit)
 
 
 def register_commands(app: Flask) -> None:

@@ -14,6 +14,9 @@ _POSTGRES_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 _LOG_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
+# A role name we put into SQL unquoted: lower-case letters, digits and underscores.
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+DEFAULT_RUNTIME_ROLE = "thirteen_runtime"
 
 
 class ConfigError(ValueError):
@@ -26,6 +29,12 @@ class Settings:
 
     # None means: start the embedded PostgreSQL (pgserver) in ``pgserver_data_dir``.
     database_url: str | None = None
+    # The owner's URL, for migrations; None: DATABASE_URL (which then must be allowed to).
+    migrations_database_url: str | None = None
+    db_runtime_role: str = DEFAULT_RUNTIME_ROLE
+    # Development only: let the service run as a superuser or the tables' owner.
+    allow_owner_runtime: bool = False
+    audit_signing_key_file: Path = Path("var/audit-signing-key.pem")
     pgserver_data_dir: Path = Path("var/pgdata")
     max_body_bytes: int = 256 * 1024
     db_statement_timeout_ms: int = 5_000
@@ -48,8 +57,15 @@ class Settings:
         """Build settings from ``environ`` (default: ``os.environ``), read now."""
         env = os.environ if environ is None else environ
         url = env.get("DATABASE_URL", "").strip()
+        owner_url = env.get("MIGRATIONS_DATABASE_URL", "").strip()
         return cls(
             database_url=normalize_database_url(url) if url else None,
+            migrations_database_url=normalize_database_url(owner_url, "MIGRATIONS_DATABASE_URL")
+            if owner_url else None,
+            db_runtime_role=runtime_role_from_env(env),
+            allow_owner_runtime=_bool(env, "ALLOW_OWNER_RUNTIME", False),
+            audit_signing_key_file=Path(env.get("AUDIT_SIGNING_KEY_FILE", "").strip()
+                                        or "var/audit-signing-key.pem"),
             pgserver_data_dir=Path(env.get("PGSERVER_DATA_DIR", "") or "var/pgdata"),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 256 * 1024, minimum=1),
             db_statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 5_000, minimum=0),
@@ -72,17 +88,28 @@ class Settings:
     def redacted(self) -> dict[str, object]:
         """Return the settings as a dict safe to log (no database password)."""
         shown: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.database_url:
-            shown["database_url"] = _redact(self.database_url)
+        for name in ("database_url", "migrations_database_url"):
+            if shown[name]:
+                shown[name] = _redact(str(shown[name]))
         return shown
 
 
-def normalize_database_url(url: str) -> str:
+def runtime_role_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """Return the runtime role's name (DB_RUNTIME_ROLE), which migrations grant to."""
+    env = os.environ if environ is None else environ
+    name = env.get("DB_RUNTIME_ROLE", "").strip() or DEFAULT_RUNTIME_ROLE
+    if not _ROLE_NAME.match(name):
+        raise ConfigError(f"DB_RUNTIME_ROLE must be 1-63 lower-case letters, digits or _, "
+                          f"starting with a letter or _, got {name!r}")
+    return name
+
+
+def normalize_database_url(url: str, name: str = "DATABASE_URL") -> str:
     """Return ``url`` with the psycopg 3 driver, refusing anything but PostgreSQL."""
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in _POSTGRES_SCHEMES:
         raise ConfigError(
-            f"DATABASE_URL must be a PostgreSQL URL (postgresql://...), got scheme {scheme!r}"
+            f"{name} must be a PostgreSQL URL (postgresql://...), got scheme {scheme!r}"
         )
     return f"postgresql+psycopg://{rest}"
 

@@ -12,15 +12,20 @@ from __future__ import annotations
 import re
 
 _FAULT = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# The same, but a line feed passes: for the few fields that are documents of lines.
+_FAULT_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
 IDENTIFIER_RULE = ("1-64 characters: letters, digits and . _ : @ -, starting with a letter "
                    "or digit")
 
 
-def text_fault(value: str) -> tuple[str, str] | None:
-    """Return ``(code, message)`` saying why ``value`` is refused, or None when it is fine."""
-    found = _FAULT.search(value)
+def text_fault(value: str, *, newlines: bool = False) -> tuple[str, str] | None:
+    """Return ``(code, message)`` saying why ``value`` is refused, or None when it is fine.
+
+    ``newlines`` lets line feeds through (a signed note's lines), and nothing else.
+    """
+    found = (_FAULT_BUT_NEWLINE if newlines else _FAULT).search(value)
     if found is None:
         return None
     char, at = found.group(), found.start()

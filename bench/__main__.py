@@ -1,6 +1,7 @@
 """``python -m bench``: run the benchmarks one after another and print their figures.
 
-Without options it runs the in-process ones (seconds each). ``--service`` adds the ones
+Without options it runs the in-process ones (seconds each; the advisor's at a small
+size, ``python -m bench.advisor --deals 2000`` for the issue's). ``--service`` adds the ones
 that start the service on a scratch database (wrk load, soak, ledger at 100,000 rounds;
 about ten minutes); ``--full`` runs those at the issues' sizes (ledger at 1,000,000 rounds,
 a 10-minute soak; well over half an hour).
@@ -17,6 +18,7 @@ DOMAIN = [
     ["bench.arrange"],
     ["bench.specials"],
     ["bench.scoring"],
+    ["bench.advisor", "--hands", "100", "--deals", "25"],
 ]
 SERVICE = [
     ["bench.load", "--duration", "15"],

@@ -45,6 +45,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 import psycopg
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
@@ -56,12 +57,13 @@ from app.db.models import Round
 from app.db.schema import upgrade
 from app.domain.cards import DECK, format_cards
 from app.domain.settlement import money_text
-from app.services import audit
+from app.services import audit, checkpoints
 from app.services import ledger as ledger_service
 from app.services import rounds as rounds_service
 from app.services.play import parse_round, play, round_body
 from app.services.reconcile import reconcile
 from app.services.rounds import canonical_json, stored_input
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -465,6 +467,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
     outcome = _verify_table(sessions, tables[0], loaded)
     print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
           f"{outcome} ({load_average()})")
+    _checkpoint_and_verify(sessions)
 
     sample_player, sample_table = players[0], tables[0]
     with Statements(pooled) as captured:
@@ -488,12 +491,43 @@ def _ledger_page(sessions: Any) -> Callable[[str], object]:
 
 
 def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
-    """Verify one table's chain over the loaded period and summarise the outcome."""
-    report = audit.verify(sessions, operator_id=OPERATOR, table_id=table,
-                          created_from=loaded.first, created_to=loaded.end)
-    first = f"; first: {report.differences[0]}" if report.differences else ""
-    return (f"{report.rounds} rounds re-scored and re-hashed, "
-            f"{len(report.differences)} differences{first}")
+    """Verify one table's chain over the loaded period (every page) and summarise it."""
+    rounds, differences, cursor = 0, [], None
+    while True:
+        report = audit.verify(sessions, operator_id=OPERATOR, table_id=table,
+                              created_from=loaded.first, created_to=loaded.end,
+                              limit=audit.MAX_LIMIT, cursor=cursor)
+        rounds += report.rounds
+        differences.extend(report.differences)
+        cursor = report.next_cursor
+        if cursor is None:
+            break
+    first = f"; first: {differences[0]}" if differences else ""
+    return f"{rounds} rounds re-scored and re-hashed, {len(differences)} differences{first}"
+
+
+def _checkpoint_and_verify(sessions: Any) -> None:
+    """Time a checkpoint of every chain head, then a verify of every chain against it."""
+    signer = Signer(Ed25519PrivateKey.generate())  # a key of this run only
+    t = time.perf_counter()
+    checkpoint = checkpoints.create_checkpoint(sessions, signer, OPERATOR)
+    print(f"checkpoint of every chain head: {(time.perf_counter() - t) * 1000:.1f} ms, "
+          f"{checkpoint['tree_size']:,} chains ({load_average()})", flush=True)
+    t = time.perf_counter()
+    rounds, findings, pages, cursor = 0, 0, 0, None
+    while True:
+        page = checkpoints.verify_anchored(sessions, signer.verifier, OPERATOR,
+                                           checkpoint=checkpoint, receipts=[],
+                                           limit=checkpoints.MAX_LIMIT, cursor=cursor)
+        rounds, findings, pages = rounds + page.rounds, findings + len(page.findings), pages + 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    seconds = time.perf_counter() - t
+    print(f"verify against that checkpoint (every chain walked to its head, every content "
+          f"hash recomputed): {seconds:.1f} s, {rounds:,} rounds in {pages} pages of "
+          f"{checkpoints.MAX_LIMIT:,} ({rounds / seconds:,.0f} rounds/s), {findings} findings "
+          f"({load_average()})")
 
 
 def main(argv: list[str] | None = None) -> int:

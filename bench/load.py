@@ -173,6 +173,20 @@ def scratch_database(server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(server, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            connection.execute(f"DROP ROLE IF EXISTS {RUNTIME_LOGIN}")
+
+
+# The service runs as a member of the runtime role, as deployed (app/db/roles.py); the
+# scratch database's owner URL stays for migrations, keys and the bare insert app.
+RUNTIME_LOGIN = f"thirteen_bench_{os.getpid()}"
+
+
+def runtime_url(owner_url: str) -> str:
+    """Return the URL of ``owner_url``'s database as this benchmark's runtime login."""
+    from app.config import runtime_role_from_env
+    from app.db.roles import ensure_login
+
+    return ensure_login(owner_url, RUNTIME_LOGIN, runtime_role_from_env())
 
 
 def api_key(url: str, scopes: Sequence[str] = ("rounds:write",),
@@ -335,14 +349,18 @@ def free_port() -> int:
         return port
 
 
-def _server_env(database_url: str, port: int,
-                extra: Mapping[str, str] | None = None) -> dict[str, str]:
+SERVICE_APP = "app:create_app()"
+
+
+def _server_env(database_url: str, port: int, extra: Mapping[str, str] | None = None, *,
+                service: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     # Each server gets its own metrics folder from gunicorn.conf.py, and no access log:
     # writing a line per request would be measured too.
     for name in ("PROMETHEUS_MULTIPROC_DIR", "ACCESS_LOG", "MIGRATE_ON_START"):
         env.pop(name, None)
-    env.update(DATABASE_URL=database_url, HOST="127.0.0.1", PORT=str(port),
+    env.update(DATABASE_URL=runtime_url(database_url) if service else database_url,
+               MIGRATIONS_DATABASE_URL=database_url, HOST="127.0.0.1", PORT=str(port),
                LOG_LEVEL=env.get("BENCH_LOG_LEVEL", "WARNING"))
     env.update(extra or {})
     return env
@@ -373,7 +391,8 @@ def gunicorn(app_spec: str, database_url: str, label: str,
     with tempfile.TemporaryFile() as log:
         # Its own session, so stopping it reaches the master and every worker it forked.
         process = subprocess.Popen(command, cwd=REPO,
-                                   env=_server_env(database_url, port, env),
+                                   env=_server_env(database_url, port, env,
+                                                   service=app_spec == SERVICE_APP),
                                    stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
@@ -536,7 +555,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"database {make_url(url).database} migrated; wrk {load.threads} threads, "
               f"{load.connections} connections, {load.duration_s} s per run "
               f"(+{load.warmup_s} s warm-up)", flush=True)
-        with gunicorn("app:create_app()", url, "service") as service:
+        with gunicorn(SERVICE_APP, url, "service") as service:
             health_runs = measure(load, "GET /healthz", service, "GET", "/healthz")
             settle_runs = measure(load, "POST /v1/rounds (settle)", service, "POST",
                                   "/v1/rounds", bodies_file, f"bench-{run_id}", token)
@@ -579,7 +598,9 @@ def profile(args: argparse.Namespace) -> int:
     server, source = choose_server()
     print(f"database server: {source}", flush=True)
     with scratch_database(server) as url:
-        app = create_app(Settings.from_env({"DATABASE_URL": url, "LOG_LEVEL": "WARNING"}))
+        app = create_app(Settings.from_env({"DATABASE_URL": runtime_url(url),
+                                            "MIGRATIONS_DATABASE_URL": url,
+                                            "LOG_LEVEL": "WARNING"}))
         client = app.test_client()
         authorization = f"Bearer {api_key(url)}"
 

@@ -4,7 +4,11 @@ Where the database is, first match wins:
 1. a connection handed over by app.db.schema (``config.attributes["connection"]``);
 2. ``alembic -x url=postgresql://...``;
 3. ``sqlalchemy.url`` set on the config by code;
-4. the service's own rule: DATABASE_URL, or the embedded PostgreSQL in PGSERVER_DATA_DIR.
+4. the service's own rule: MIGRATIONS_DATABASE_URL (the owner), else DATABASE_URL, else the
+   embedded PostgreSQL in PGSERVER_DATA_DIR.
+
+Revisions that grant to the runtime role read its name from ``config.attributes
+["runtime_role"]``: DB_RUNTIME_ROLE, default thirteen_runtime, unless code set it.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from alembic import context
 from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
-from app.config import Settings, normalize_database_url
-from app.db.engine import database_url
+from app.config import Settings, normalize_database_url, runtime_role_from_env
+from app.db.engine import migrations_url
 from app.db.models import Base
 from app.db.schema import MIGRATION_LOCK
 
 config = context.config
 target_metadata = Base.metadata
+config.attributes.setdefault("runtime_role", runtime_role_from_env())
 
 # Only the command line configures logging; from code the caller's logging stays as it is.
 if config.config_file_name is not None and "connection" not in config.attributes:
@@ -35,7 +40,7 @@ def _url() -> str:
     configured = config.get_main_option("sqlalchemy.url")
     if configured:
         return normalize_database_url(configured)
-    return database_url(Settings.from_env())
+    return migrations_url(Settings.from_env())
 
 
 def _migrate(connection: Connection) -> None:

@@ -9,9 +9,13 @@ Where the test database lives, first match wins:
    ``var/test-pgdata``, kept between runs so only the first run pays for ``initdb``.
 
 Each session (each xdist worker) creates its own uniquely named database on that server,
-migrates it with ``alembic upgrade head`` and drops it at the end. The ledger is
-append-only, so tests never clean up rows: they use fresh table and player ids and
-compare row counts before and after (``count_rows``).
+migrates it with ``alembic upgrade head`` as the server's superuser (the owner) and drops
+it at the end. The app, ``engine`` and ``sessions`` connect as the session's own login role,
+a member of the runtime role the migrations create, as the service runs in production;
+``owner_engine`` is the owner, for tests that tamper with the ledger behind the service's
+back. Roles belong to the whole server, so each session's login has a unique name and is
+dropped at the end. The ledger is append-only, so tests never clean up rows: they use
+fresh table and player ids and compare row counts before and after (``count_rows``).
 """
 
 from __future__ import annotations
@@ -32,10 +36,11 @@ from sqlalchemy import Engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import create_app
-from app.config import Settings, libpq_url, normalize_database_url
+from app.config import DEFAULT_RUNTIME_ROLE, Settings, libpq_url, normalize_database_url
 from app.db import get_database
 from app.db.engine import make_engine, make_sessionmaker, start_embedded
 from app.db.models import ALL_TABLES
+from app.db.roles import drop_login, ensure_login
 from app.db.schema import upgrade
 from app.services.keys import create_key
 
@@ -100,14 +105,60 @@ def database_url(make_database: MakeDatabase) -> str:
 
 
 @pytest.fixture(scope="session")
-def settings(database_url: str) -> Settings:
-    """Return default settings aimed at the session database, ignoring the caller's env."""
-    return Settings.from_env({"DATABASE_URL": database_url})
+def make_runtime_url(database_server: str) -> Iterator[Callable[[str], str]]:
+    """Return a function giving, for a migrated database's owner URL, the runtime login's URL.
+
+    The login (one per session, unique on the server) is a member of the runtime role.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    login = f"thirteen_test_{worker}_{uuid.uuid4().hex[:12]}"
+    made: list[str] = []
+
+    def runtime_url(owner_url: str) -> str:
+        url = ensure_login(owner_url, login, DEFAULT_RUNTIME_ROLE)
+        made.append(login)
+        return url
+
+    yield runtime_url
+    if made:
+        drop_login(normalize_database_url(database_server), login)
+
+
+@pytest.fixture(scope="session")
+def runtime_url(database_url: str, make_runtime_url: Callable[[str], str]) -> str:
+    """Return the URL of this session's database as the runtime login (what the app uses)."""
+    return make_runtime_url(database_url)
+
+
+@pytest.fixture(scope="session")
+def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return where this session's audit signing key lives (the app creates it)."""
+    return tmp_path_factory.mktemp("audit-key") / "audit-signing-key.pem"
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Settings:
+    """Return default settings aimed at the session database, ignoring the caller's env.
+
+    The service connects as the runtime login and migrates as the owner.
+    """
+    return Settings.from_env({"DATABASE_URL": runtime_url,
+                              "MIGRATIONS_DATABASE_URL": database_url,
+                              "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)})
 
 
 @pytest.fixture(scope="session")
 def engine(settings: Settings) -> Iterator[Engine]:
+    """The runtime login's engine: what the service may do, and nothing more."""
     engine = make_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def owner_engine(settings: Settings, database_url: str) -> Iterator[Engine]:
+    """The owner's engine, for tests that change the ledger behind the service's back."""
+    engine = make_engine(settings, database_url)
     yield engine
     engine.dispose()
 

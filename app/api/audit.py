@@ -1,25 +1,60 @@
-"""/v1/audit: verify the hash chains and re-score the rounds of a period."""
+"""/v1/audit: the signing key, signed checkpoints, and verifying the ledger.
+
+``GET /verify`` recomputes the hash chains and re-scores the rounds of a period;
+``POST /verify`` checks kept checkpoints and receipts (with their signatures) against the
+chains as they are now. Both do bounded work per request and continue by ``next_cursor``.
+"""
 
 from __future__ import annotations
 
+import re
+import uuid
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
-from marshmallow import ValidationError, validates_schema
+from flask import Blueprint, Response, current_app, jsonify, request
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from app.api.context import operator_id
-from app.api.schemas import RequiredPeriodQuerySchema
+from app.api.errors import ProblemError, json_body
+from app.api.paging import invalid_cursor
+from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySchema, WholeNumber
 from app.db import get_database
-from app.services import audit
+from app.db.repositories import InvalidCursor
+from app.services import audit, checkpoints
+from app.services.signing import Signer
 
 bp = Blueprint("audit", __name__, url_prefix="/v1/audit")
 
+SIGNER = "audit_signer"
+
 # Verify re-scores every round of the period inside one request, so the period is bounded.
 MAX_PERIOD = timedelta(days=366)
+# Both at most, with the longest ids and a note, stay under the default body limit (256 KiB),
+# so a request the contract allows is never refused as too large. Checkpoints of more
+# chains verify from the command line (``flask --app app audit verify``).
+MAX_RECEIPTS = 200
+MAX_HEADS = 500
+CLI_MAX_HEADS = 1_000_000
+# Within WholeNumber's 15 digits: a round a millisecond for 30,000 years.
+MAX_SEQ = 10**15 - 1
+_HASH = FullMatch(re.compile("[0-9a-f]{64}"), "must be 64 lower-case hex digits (sha256)")
+_TABLE = IDENTIFIER_FIELD
+# The signed note's lines end in newlines: the one control character this body may carry.
+NOTE_PATH = "checkpoint.note"
+
+
+def signer() -> Signer:
+    """Return the app's audit signing key (loaded once, at start)."""
+    found: Signer = current_app.extensions[SIGNER]
+    return found
 
 
 class VerifyQuerySchema(RequiredPeriodQuerySchema):
+    limit = fields.Integer(load_default=audit.DEFAULT_LIMIT,
+                           validate=validate.Range(1, audit.MAX_LIMIT))
+    cursor = fields.String(validate=validate.Length(1, 512))
+
     @validates_schema
     def bounded(self, data: dict[str, Any], **kwargs: Any) -> None:
         if "from_" in data and "to" in data and data["to"] - data["from_"] > MAX_PERIOD:
@@ -29,7 +64,114 @@ class VerifyQuerySchema(RequiredPeriodQuerySchema):
 @bp.get("/verify")
 def verify() -> Response:
     query = VerifyQuerySchema().load(request.args.to_dict())
-    verification = audit.verify(
-        get_database().sessions, operator_id=operator_id(), created_from=query["from_"],
-        created_to=query["to"], table_id=query.get("table_id"))
+    try:
+        verification = audit.verify(
+            get_database().sessions, operator_id=operator_id(), created_from=query["from_"],
+            created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
+            cursor=query.get("cursor"))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None
     return jsonify(verification.to_json())
+
+
+@bp.get("/public-key")
+def public_key() -> Response:
+    return jsonify(signer().verifier.to_json())
+
+
+class PageSchema(Schema):
+    limit = fields.Integer(load_default=50, validate=validate.Range(1, 200))
+    cursor = fields.String(validate=validate.Length(1, 512))
+
+
+@bp.post("/checkpoints")
+def create_checkpoint() -> Response:
+    body = checkpoints.create_checkpoint(get_database().sessions, signer(), operator_id())
+    response = jsonify(body)
+    response.status_code = 201
+    return response
+
+
+@bp.get("/checkpoints")
+def list_checkpoints() -> Response:
+    query = PageSchema().load(request.args.to_dict())
+    try:
+        page = checkpoints.list_checkpoints(get_database().sessions, operator_id(),
+                                            limit=query["limit"], cursor=query.get("cursor"))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None
+    return jsonify(page)
+
+
+@bp.get("/checkpoints/<uuid:checkpoint_id>")
+def get_checkpoint(checkpoint_id: uuid.UUID) -> Response:
+    body = checkpoints.get_checkpoint(get_database().sessions, operator_id(), checkpoint_id)
+    if body is None:
+        raise ProblemError(404, "Not Found", f"no checkpoint {checkpoint_id}")
+    return jsonify(body)
+
+
+class HeadSchema(Schema):
+    table_id = fields.String(required=True, validate=_TABLE)
+    seq = WholeNumber(required=True, validate=validate.Range(1, MAX_SEQ))
+    head_hash = fields.String(required=True, validate=_HASH)
+
+
+class CheckpointSchema(Schema):
+    """A checkpoint as the service returned it; only its signed note is trusted."""
+
+    checkpoint_id = fields.String(required=True, validate=validate.Length(1, 64))
+    operator_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
+    created_at = fields.String(required=True, validate=validate.Length(1, 64))
+    tree_size = WholeNumber(required=True, validate=validate.Range(0, MAX_HEADS))
+    root_hash = fields.String(required=True, validate=validate.Length(1, 128))
+    key_id = fields.String(required=True, validate=validate.Length(1, 64))
+    heads = fields.List(fields.Nested(HeadSchema), required=True,
+                        validate=validate.Length(max=MAX_HEADS))
+    note = fields.String(required=True, validate=validate.Length(1, 4096))
+
+
+class KeptCheckpointSchema(CheckpointSchema):
+    """A checkpoint read from a file by the command line, where no body limit applies."""
+
+    tree_size = WholeNumber(required=True, validate=validate.Range(0, CLI_MAX_HEADS))
+    heads = fields.List(fields.Nested(HeadSchema), required=True,
+                        validate=validate.Length(max=CLI_MAX_HEADS))
+
+
+class ReceiptSchema(Schema):
+    """A round's ``chain`` as the service answered it, with the round's ``table_id``."""
+
+    table_id = fields.String(required=True, validate=_TABLE)
+    seq = WholeNumber(required=True, validate=validate.Range(1, MAX_SEQ))
+    prev_hash = fields.String(required=True, allow_none=True, validate=_HASH)
+    content_hash = fields.String(required=True, validate=_HASH)
+    signature = fields.String(required=True, validate=validate.Length(1, 128))
+    key_id = fields.String(validate=validate.Length(1, 64))
+
+
+class VerifyRequestSchema(Schema):
+    checkpoint = fields.Nested(CheckpointSchema)
+    receipts = fields.List(fields.Nested(ReceiptSchema),
+                           validate=validate.Length(max=MAX_RECEIPTS))
+    limit = WholeNumber(load_default=checkpoints.DEFAULT_LIMIT,
+                        validate=validate.Range(1, checkpoints.MAX_LIMIT))
+    cursor = fields.String(validate=validate.Length(1, 512))
+
+    @validates_schema
+    def something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if "checkpoint" not in data and not data.get("receipts"):
+            raise ValidationError("give a checkpoint, receipts, or both", "checkpoint")
+
+
+@bp.post("/verify")
+def verify_kept() -> Response:
+    data = VerifyRequestSchema().load(json_body(newlines_at=frozenset({NOTE_PATH})))
+    try:
+        report = checkpoints.verify_anchored(
+            get_database().sessions, signer().verifier, operator_id(),
+            checkpoint=data.get("checkpoint"), receipts=data.get("receipts", []),
+            limit=data["limit"], cursor=data.get("cursor"))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None
+    return jsonify(report.to_json())

@@ -75,6 +75,12 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("POST", "/v1/matches/{match_id}/leave"): needs(Scope.ROUNDS_WRITE),
     ("GET", "/v1/reconciliation"): needs(Scope.RECONCILE_READ),
     ("GET", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
+    ("POST", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
+    ("POST", "/v1/audit/checkpoints"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/audit/checkpoints"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/audit/checkpoints/{checkpoint_id}"): needs(Scope.RECONCILE_READ),
+    # The key that checks receipts and checkpoints: anyone may hold it, like the rulesets.
+    ("GET", "/v1/audit/public-key"): PUBLIC,
 }
 
 _CONVERTER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")

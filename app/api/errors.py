@@ -17,9 +17,11 @@ from typing import Any
 import marshmallow
 from flask import Flask, Response, current_app, request
 from marshmallow import ValidationError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 from werkzeug.wrappers import Response as BaseResponse
 
+from app.api.metrics import count_problem, count_unavailable
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
 from app.domain.errors import (
     CardError,
@@ -89,6 +91,7 @@ def problem(
     }
     if errors is not None:
         body["errors"] = [dict(e) for e in errors]
+    count_problem(status, body["type"])
     # A lone surrogate a client sent (an unknown field "\ud800") cannot be UTF-8: write it
     # back as the JSON escape it came in as, inside its string, rather than fail with a 500.
     text = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
@@ -98,8 +101,11 @@ def problem(
     return response
 
 
-def json_body() -> dict[str, Any]:
-    """Return the request's JSON object, or raise a problem (415, 413 or 400).
+def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Return the request's JSON object, or raise a problem (415, 413, 400 or 422).
+
+    Every string must pass app.text's rule; ``newlines_at`` names the JSON paths of the
+    strings that may hold line feeds too (documents of lines, such as a signed note).
 
     Decimals stay exact (``parse_float=Decimal``); NaN and Infinity are refused, as JSON
     itself does not have them.
@@ -125,7 +131,7 @@ def json_body() -> dict[str, Any]:
     if _depth(value) > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
-    refuse_text_faults(_string_faults(value))
+    refuse_text_faults(_string_faults(value, newlines_at))
     if not isinstance(value, dict):
         raise ProblemError(
             400,
@@ -161,7 +167,8 @@ def _depth(value: object) -> int:
     return deepest
 
 
-def _string_faults(value: object) -> list[dict[str, str]]:
+def _string_faults(value: object,
+                   newlines_at: frozenset[str] = frozenset()) -> list[dict[str, str]]:
     """Return a ``{path, message, code}`` for every key or string of ``value`` that
     app.text refuses, in document order; without recursion."""
     faults: list[dict[str, str]] = []
@@ -169,7 +176,7 @@ def _string_faults(value: object) -> list[dict[str, str]]:
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
-            fault = text_fault(node)
+            fault = text_fault(node, newlines=path in newlines_at)
             if fault is not None:
                 faults.append({"path": path, "message": fault[1], "code": fault[0]})
         elif isinstance(node, dict):
@@ -344,6 +351,7 @@ def _on_domain(error: DomainError) -> Response:
 
 
 def _on_database_down(error: Exception) -> Response:
+    count_unavailable("pool_timeout" if isinstance(error, PoolTimeout) else "database")
     # One line per refused request; the traceback only at DEBUG, or an outage floods the log.
     log.warning("database unavailable: %s: %s", error.__class__.__name__,
                 (str(getattr(error, "orig", error)).splitlines() or [""])[0][:200])

@@ -8,8 +8,11 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
+from app.api.audit import signer
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
+from app.api.metrics import count_replay, count_stored_round
+from app.api.paging import invalid_cursor
 from app.api.rounds import _idempotency_conflict, _idempotency_key
 from app.api.schemas import (
     IDENTIFIER_FIELD,
@@ -17,13 +20,13 @@ from app.api.schemas import (
     PageQuerySchema,
     RulesetField,
     StrictBoolean,
-    page_cursor,
 )
 from app.db import get_database
-from app.db.repositories import Cursor
+from app.db.repositories import InvalidCursor
 from app.domain.matches import LeaveReason
 from app.services import matches
 from app.services.rounds import IdempotencyConflict, Settled
+from app.services.signing import sign_receipt
 
 bp = Blueprint("matches", __name__, url_prefix="/v1/matches")
 
@@ -108,10 +111,12 @@ class MatchQuerySchema(Schema):
 @bp.get("")
 def list_matches() -> Response:
     query = MatchQuerySchema().load(request.args.to_dict())
-    return jsonify(matches.list_matches(
-        operator_id=operator_id(), sessions=get_database().sessions,
-        table_id=query.get("table_id"), limit=query["limit"],
-        after=page_cursor(query, Cursor.decode)))
+    try:
+        return jsonify(matches.list_matches(
+            operator_id=operator_id(), sessions=get_database().sessions,
+            table_id=query.get("table_id"), limit=query["limit"], cursor=query.get("cursor")))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None
 
 
 @bp.post("/<uuid:match_id>/leave")
@@ -131,4 +136,12 @@ def leave_match(match_id: uuid.UUID) -> Response:
                            "match {match_id}", [{"path": "player_id", "message": "already left",
                                                  "code": "already_left"}],
                            type_="/problems/already-left") from None
+    penalty = settled.body.get("penalty")
+    if settled.replayed:
+        count_replay("leave")
+    elif penalty is not None:
+        count_stored_round(penalty, operator_id())
+    if penalty is not None:
+        # The penalty is a stored round: it carries the receipt settles and reversals carry.
+        sign_receipt(penalty, signer())
     return _answer(settled, url_for("matches.get_match", match_id=match_id))

@@ -1,4 +1,14 @@
-"""Prometheus metrics: requests by route and status, their latency, rounds settled by preset.
+"""Prometheus metrics: what an operator watches, every label with a bounded set of values.
+
+Requests by method, route template and status, and their latency; rounds stored by game,
+preset and kind; replays and idempotency conflicts; refusals by problem type; money moved in
+minor units by operator and line kind; the database pool's connections in use and the
+requests refused because the database was unavailable or the pool ran dry.
+
+Label values come from fixed sets (methods, route templates, statuses, games, kinds,
+problem types), from preset names (validated against the presets), or from operator ids,
+which only an administrator creates (a key belongs to one): nothing a client invents
+becomes a new series.
 
 Each app has its own CollectorRegistry, so several apps in one process (tests) do not
 clash. Under gunicorn with several workers every worker counts for itself; with
@@ -10,12 +20,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, request
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from flask import Blueprint, Flask, Response, current_app, g, has_app_context, request
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
+from sqlalchemy import Engine, event
 
 bp = Blueprint("metrics", __name__)
 
@@ -37,6 +51,12 @@ class Metrics:
     requests: Counter
     latency: Histogram
     rounds_settled: Counter
+    replays: Counter
+    idempotency_conflicts: Counter
+    problems: Counter
+    money: Counter
+    unavailable: Counter
+    pool_in_use: Gauge
 
 
 def _make_metrics() -> Metrics:
@@ -58,16 +78,59 @@ def _make_metrics() -> Metrics:
         ),
         rounds_settled=Counter(
             "rounds_settled_total",
-            "Rounds settled and stored, by ruleset preset.",
-            ("preset",),
+            "Rounds stored (settlements, reversals, leave penalties), by game, preset, kind.",
+            ("game", "preset", "kind"),
             registry=registry,
+        ),
+        replays=Counter(
+            "idempotent_replays_total",
+            "Requests answered with the stored answer of their Idempotency-Key, by route.",
+            ("route",),
+            registry=registry,
+        ),
+        idempotency_conflicts=Counter(
+            "idempotency_conflicts_total",
+            "Requests refused for their Idempotency-Key: in_flight (409) or mismatch (422).",
+            ("reason",),
+            registry=registry,
+        ),
+        problems=Counter(
+            "problems_total",
+            "Problem answers (4xx and 5xx), by status and problem type.",
+            ("status", "type"),
+            registry=registry,
+        ),
+        money=Counter(
+            "ledger_money_minor_units_total",
+            "Money moved by stored rounds' ledger lines, in minor units of the ruleset's "
+            "precision (absolute values), by operator and line kind.",
+            ("operator", "kind"),
+            registry=registry,
+        ),
+        unavailable=Counter(
+            "database_unavailable_total",
+            "Requests answered 503 because the database was down or busy, by cause.",
+            ("cause",),
+            registry=registry,
+        ),
+        pool_in_use=Gauge(
+            "db_pool_connections_in_use",
+            "Database connections checked out of the workers' pools.",
+            registry=registry,
+            multiprocess_mode="livesum",
         ),
     )
 
 
 def init_metrics(app: Flask) -> None:
     """Create ``app``'s instruments and time every request it handles."""
+    from app.db import EXTENSION as DATABASE
+    from app.db.engine import Database
+
     app.extensions[EXTENSION] = _make_metrics()
+    database = app.extensions.get(DATABASE)
+    if isinstance(database, Database):  # an app built for the command line has none yet
+        watch_pool(app, database.engine)
     app.before_request(_start_timer)
     app.after_request(_observe)
 
@@ -91,10 +154,51 @@ def _observe(response: Response) -> Response:
     return response
 
 
-def count_settled_round(preset: str) -> None:
-    """Count one round settled under ``preset`` (call after its transaction committed)."""
+def count_stored_round(body: Mapping[str, Any], operator_id: str) -> None:
+    """Count a round just stored (after its transaction committed): kind, game, money."""
     metrics: Metrics = current_app.extensions[EXTENSION]
-    metrics.rounds_settled.labels(preset).inc()
+    metrics.rounds_settled.labels(body["game"], body["ruleset"]["name"], body["kind"]).inc()
+    scale = 10 ** int(body["ruleset"]["parameters"].get("precision", 0))
+    moved: dict[str, Decimal] = {}
+    for line in body["lines"]:
+        moved[line["kind"]] = moved.get(line["kind"], Decimal(0)) + abs(Decimal(line["amount"]))
+    for kind, amount in moved.items():
+        if amount:
+            metrics.money.labels(operator_id, kind).inc(float(amount * scale))
+
+
+def count_replay(route: str) -> None:
+    """Count a request answered with its Idempotency-Key's stored answer."""
+    current_app.extensions[EXTENSION].replays.labels(route).inc()
+
+
+def count_idempotency_conflict(reason: str) -> None:
+    """Count a request refused for its Idempotency-Key (``in_flight`` or ``mismatch``)."""
+    current_app.extensions[EXTENSION].idempotency_conflicts.labels(reason).inc()
+
+
+def count_problem(status: int, type_: str) -> None:
+    """Count one problem answer; a no-op outside an app (problem() built in a unit test)."""
+    if has_app_context() and EXTENSION in current_app.extensions:
+        current_app.extensions[EXTENSION].problems.labels(str(status), type_).inc()
+
+
+def count_unavailable(cause: str) -> None:
+    """Count a request answered 503 for the database (``pool_timeout``, ``database``)."""
+    current_app.extensions[EXTENSION].unavailable.labels(cause).inc()
+
+
+def watch_pool(app: Flask, engine: Engine) -> None:
+    """Keep ``db_pool_connections_in_use`` in step with ``engine``'s pool."""
+    in_use = app.extensions[EXTENSION].pool_in_use
+
+    @event.listens_for(engine, "checkout")
+    def _out(*_: Any) -> None:
+        in_use.inc()
+
+    @event.listens_for(engine, "checkin")
+    def _in(*_: Any) -> None:
+        in_use.dec()
 
 
 @bp.get("/metrics")

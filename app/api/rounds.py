@@ -9,15 +9,18 @@ from datetime import datetime
 from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, fields, validate
 
+from app.api.audit import signer
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
-from app.api.metrics import count_settled_round
-from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchema, page_cursor
+from app.api.metrics import count_idempotency_conflict, count_replay, count_stored_round
+from app.api.paging import invalid_cursor
+from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchema
 from app.db import get_database
 from app.db.models import ROUND_KINDS
-from app.db.repositories import Cursor
+from app.db.repositories import InvalidCursor
 from app.domain.games import Game
 from app.services import matches, rounds
+from app.services.signing import sign_receipt
 
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
 
@@ -50,14 +53,15 @@ def settle_round() -> Response:
         raise ProblemError(409, "Conflict", "another round already has this round_id",
                            [{"path": "round_id", "message": "already used",
                              "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
-    response = _stored(settled)
-    if not settled.replayed:
-        count_settled_round(settled.body["ruleset"]["name"])
-    return response
+    return _stored(settled, "settle")
 
 
-def _stored(settled: rounds.Settled) -> Response:
-    response = jsonify(settled.body)
+def _stored(settled: rounds.Settled, route: str) -> Response:
+    if settled.replayed:
+        count_replay(route)
+    else:
+        count_stored_round(settled.body, operator_id())
+    response = jsonify(sign_receipt(settled.body, signer()))
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
     if settled.replayed:
@@ -66,6 +70,7 @@ def _stored(settled: rounds.Settled) -> Response:
 
 
 def _idempotency_conflict(conflict: rounds.IdempotencyConflict) -> ProblemError:
+    count_idempotency_conflict(conflict.reason)
     if conflict.reason == "in_flight":
         return ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
                             "being handled; retry shortly", type_="/problems/in-flight",
@@ -106,7 +111,7 @@ def reverse_round(round_id: uuid.UUID) -> Response:
                            [{"path": "round_id", "message": "already reversed",
                              "code": "already_reversed"}],
                            type_="/problems/already-reversed") from None
-    return _stored(settled)
+    return _stored(settled, "reversal")
 
 
 # Printable ASCII without spaces at either end, as openapi.yaml declares.
@@ -131,7 +136,8 @@ def get_round(round_id: uuid.UUID) -> Response:
                               sessions=get_database().sessions)
     if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
-    response = jsonify(stored.body)
+    # The signature is deterministic (Ed25519), so the tag still names what is shown.
+    response = jsonify(sign_receipt(stored.body, signer()))
     response.set_etag(stored.etag)
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"
@@ -151,9 +157,12 @@ class RoundQuerySchema(PageQuerySchema):
 def list_rounds() -> Response:
     query = RoundQuerySchema().load(request.args.to_dict())
     created_from: datetime | None = query.get("from_")
-    return jsonify(rounds.list_rounds(
-        operator_id=operator_id(), sessions=get_database().sessions,
-        table_id=query.get("table_id"), player_id=query.get("player_id"),
-        created_from=created_from, created_to=query.get("to"), limit=query["limit"],
-        after=page_cursor(query, Cursor.decode), preset=query.get("preset"),
-        kind=query.get("kind"), game=query.get("game")))
+    try:
+        return jsonify(rounds.list_rounds(
+            operator_id=operator_id(), sessions=get_database().sessions,
+            table_id=query.get("table_id"), player_id=query.get("player_id"),
+            created_from=created_from, created_to=query.get("to"), limit=query["limit"],
+            cursor=query.get("cursor"), preset=query.get("preset"), kind=query.get("kind"),
+            game=query.get("game")))
+    except InvalidCursor as error:
+        raise invalid_cursor(error) from None

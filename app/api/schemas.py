@@ -7,18 +7,14 @@ integers are strict, and money is a JSON string holding a decimal, never a numbe
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from app.api.errors import ProblemError
-from app.db.repositories import InvalidCursor
 from app.domain.games import Game, game_of_preset
 from app.text import IDENTIFIER, IDENTIFIER_RULE
-
-C = TypeVar("C")
 
 MAX_INTEGER_DIGITS = 15
 _MONEY = re.compile(rf"-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?")
@@ -148,9 +144,11 @@ class EvaluateRequestSchema(HandRowsSchema):
 class ArrangeRequestSchema(Schema):
     cards = _card_list(required=True)
     mode = fields.String(load_default="keep_back",
-                         validate=validate.OneOf(["keep_back", "suggest"]))
+                         validate=validate.OneOf(["keep_back", "suggest", "best"]))
     n = WholeNumber(load_default=5, validate=validate.Range(1, 50))
     ruleset = RulesetField(load_default="classic4")
+    # mode best: the table's size (the ruleset's range narrows it); default its largest.
+    players = WholeNumber(validate=validate.Range(2, 4))
 
 
 class PlayerSchema(Schema):
@@ -359,15 +357,3 @@ class PageQuerySchema(PeriodQuerySchema):
 
     limit = QueryInteger(load_default=50, validate=validate.Range(1, 200))
     cursor = fields.String(validate=validate.Length(1, 512))
-
-
-def page_cursor(query: Mapping[str, Any], decode: Callable[[str], C]) -> C | None:
-    """Decode the query's ``cursor``; one this list did not hand out is a 400 problem."""
-    if "cursor" not in query:
-        return None
-    try:
-        return decode(query["cursor"])
-    except InvalidCursor as error:
-        raise ProblemError(400, "Invalid cursor", str(error),
-                           [{"path": "cursor", "message": "not a cursor from this list",
-                             "code": "invalid_cursor"}]) from None

@@ -15,7 +15,7 @@ from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from app.config import Settings, normalize_database_url
+from app.config import ConfigError, Settings, normalize_database_url
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,13 @@ def start_embedded(data_dir: Path) -> str:
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and falls back
         # to /tmp/runtime-UID, which is fine for pgserver's lock file.
         warnings.simplefilter("ignore")
-        from pgserver.postgres_server import get_server
+        try:
+            from pgserver.postgres_server import get_server
+        except ImportError:
+            raise ConfigError(
+                "DATABASE_URL is unset and the embedded PostgreSQL is not installed: set "
+                "DATABASE_URL, or install the 'embedded' extra (requirements-embedded.lock, "
+                "or pip install -e '.[embedded]')") from None
 
     server = get_server(folder, cleanup_mode="stop")
     _embedded[folder] = server
@@ -73,11 +79,43 @@ def _url_of(server: Any) -> str:
     return normalize_database_url(str(server.get_uri()))
 
 
-def database_url(settings: Settings) -> str:
-    """Return the configured database URL, starting the embedded server when there is none."""
+@dataclass(frozen=True, slots=True)
+class DatabaseUrls:
+    """Where the service connects (the runtime login) and where migrations run (the owner)."""
+
+    runtime: str
+    migrations: str
+    embedded: bool
+
+
+def migrations_url(settings: Settings) -> str:
+    """Return the owner's URL migrations run on: MIGRATIONS_DATABASE_URL, else DATABASE_URL.
+
+    With neither, the embedded server's (started when needed), where the owner is its
+    superuser.
+    """
+    if settings.migrations_database_url is not None:
+        return settings.migrations_database_url
     if settings.database_url is not None:
         return settings.database_url
     return start_embedded(settings.pgserver_data_dir)
+
+
+def database_urls(settings: Settings) -> DatabaseUrls:
+    """Return the runtime and migrations URLs; for the embedded default, set both up.
+
+    The embedded server is migrated as its superuser, which creates the runtime role, and
+    gets the login ``thirteen_service`` in that role, which the service connects as.
+    """
+    if settings.database_url is not None:
+        return DatabaseUrls(settings.database_url, migrations_url(settings), embedded=False)
+    from app.db.roles import EMBEDDED_LOGIN, ensure_login
+    from app.db.schema import upgrade
+
+    owner = start_embedded(settings.pgserver_data_dir)
+    upgrade(owner)
+    runtime = ensure_login(owner, EMBEDDED_LOGIN, settings.db_runtime_role)
+    return DatabaseUrls(runtime, owner, embedded=True)
 
 
 def make_engine(settings: Settings, url: str | None = None) -> Engine:
@@ -90,7 +128,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         )
     )
     engine = create_engine(
-        url or database_url(settings),
+        url or database_urls(settings).runtime,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_pool_timeout_s,

@@ -48,6 +48,9 @@ LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal", "penalty")
 API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
 HOUSE = "house"
 
+# The id of the transaction that inserts a row (xid8, which fits a bigint).
+TXID = text("(pg_current_xact_id())::text::bigint")
+
 # Money is PostgreSQL ``numeric`` without a fixed scale: amounts are exact decimals as the
 # ruleset produced them, never floats.
 Money = Numeric(asdecimal=True)
@@ -93,6 +96,9 @@ class Round(Base):
     prev_hash: Mapped[str | None] = mapped_column(Text)
     chain_seq: Mapped[int] = mapped_column(BigInteger)
     reverses_round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+    # The inserting transaction's id: lists page in (txid, id) order and never pass a
+    # transaction still appending, so a row that commits late is not skipped.
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
     players: Mapped[list[RoundPlayer]] = relationship(
         back_populates="round", order_by="RoundPlayer.seat"
@@ -120,6 +126,9 @@ class Round(Base):
         UniqueConstraint("operator_id", "idempotency_key"),
         Index(None, "operator_id", "table_id", "created_at", "id"),
         Index(None, "created_at"),
+        # GET /v1/rounds pages, in commit order, by operator and by table.
+        Index(None, "operator_id", "txid", "id"),
+        Index(None, "operator_id", "table_id", "txid", "id"),
         # Reconciliation reads the hash-chain links and round counts from this index alone.
         Index(None, "operator_id", "table_id", "chain_seq",
               postgresql_include=["created_at", "kind", "content_hash", "prev_hash", "id"]),
@@ -174,6 +183,8 @@ class LedgerLine(Base):
     operator_id: Mapped[str] = mapped_column(Text)
     table_id: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    # As on rounds: a player's ledger pages in (txid, id) order.
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
     round: Mapped[Round] = relationship(back_populates="lines")
 
@@ -188,7 +199,7 @@ class LedgerLine(Base):
               postgresql_include=["kind", "amount", "balance_before", "balance_after",
                                   "round_id", "created_at"]),
         # A player's ledger page, in page order.
-        Index(None, "operator_id", "account", "id"),
+        Index(None, "operator_id", "account", "txid", "id"),
         # Each round's lines in round order: the zero-sum check streams, index-only.
         Index(None, "round_id", postgresql_include=["amount", "created_at"]),
     )
@@ -293,6 +304,33 @@ class MatchLeave(Base):
     )
 
 
+class AuditCheckpoint(Base):
+    """A signed checkpoint of an operator's chain heads (app.services.checkpoints).
+
+    Append-only like the ledger. The signed note is the checkpoint; ``heads`` are the
+    leaves its Merkle root covers, kept so it can be handed out again as it was signed.
+    """
+
+    __tablename__ = "audit_checkpoints"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    tree_size: Mapped[int] = mapped_column(Integer)
+    root_hash: Mapped[str] = mapped_column(Text)
+    heads: Mapped[dict[str, Any]]
+    note: Mapped[str] = mapped_column(Text)
+    key_id: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        CheckConstraint("tree_size >= 0", name="tree_size_nonnegative"),
+        Index(None, "operator_id", "created_at", "id"),
+    )
+
+
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
 MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
 ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
+# Every table the migrations create for the service: its owner may alter or drop it, so
+# the service must never run as (a member of) that owner (app.db.roles).
+OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints", *MATCH_TABLES)

@@ -1,19 +1,17 @@
 """Append-only repositories over one session: they add and read, never commit.
 
 Rounds, players and ledger lines can only be added (the database refuses changes too).
-Lists page by keyset: a cursor names the last row seen by ``(created_at, id)``, so pages
-stay stable while rounds arrive. A player's ledger pages by line id alone
-(``app.services.ledger.player_ledger``).
+Lists page by keyset in commit order: a cursor names the last row seen by ``(txid, id)``
+and a page never reads past a transaction still appending (``CommitHorizon``), so a walk
+returns every row once, also while rounds commit on other tables. A player's ledger pages
+the same way (``app.services.ledger.player_ledger``).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
@@ -23,13 +21,12 @@ from sqlalchemy import (
     DateTime,
     Text,
     Uuid,
-    and_,
     bindparam,
     exists,
     func,
-    or_,
     select,
     text,
+    tuple_,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session, load_only, selectinload, with_expression
@@ -47,28 +44,24 @@ class InvalidCursor(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """The position after the last row of a page: its creation time and id."""
+    """The position after the last round of a page, in commit order: its txid and id."""
 
-    created_at: datetime
-    id: str
+    txid: int
+    id: uuid.UUID
 
-    def encode(self) -> str:
-        """Return the cursor as an opaque URL-safe string."""
-        raw = json.dumps([self.created_at.isoformat(), self.id], separators=(",", ":"))
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    def position(self) -> list[Any]:
+        return [self.txid, str(self.id)]
 
     @classmethod
-    def decode(cls, token: str) -> Cursor:
-        """Parse a string from ``encode``; raise InvalidCursor on anything else."""
+    def at(cls, position: list[Any]) -> Cursor:
+        """Read a position back; raise InvalidCursor on anything ``position()`` never wrote."""
         try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-            stamp, ident = json.loads(raw)
-            created_at = datetime.fromisoformat(stamp)
-        except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-            raise InvalidCursor(f"cursor {token!r} is not one this service issued") from None
-        if created_at.tzinfo is None or not isinstance(ident, str):
-            raise InvalidCursor(f"cursor {token!r} is not one this service issued")
-        return cls(created_at, ident)
+            txid, ident = position
+            if not isinstance(txid, int) or isinstance(txid, bool) or txid < 0:
+                raise ValueError(txid)
+            return cls(txid, uuid.UUID(ident))
+        except (TypeError, ValueError, AttributeError):
+            raise InvalidCursor("the cursor's position is not one this list issued") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,27 +74,71 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class LineCursor:
-    """The position after the last line of a player's ledger page: its line id."""
+    """The position after the last line of a player's ledger page: its txid and line id."""
 
+    txid: int
     id: int
 
-    def encode(self) -> str:
-        """Return the cursor as an opaque URL-safe string."""
-        raw = json.dumps({"line": self.id}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    def position(self) -> list[Any]:
+        return [self.txid, self.id]
 
     @classmethod
-    def decode(cls, token: str) -> LineCursor:
-        """Parse a string from ``encode``; raise InvalidCursor on anything else."""
-        try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-            value = json.loads(raw)
-        except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-            raise InvalidCursor(f"cursor {token!r} is not one this service issued") from None
-        line = value.get("line") if isinstance(value, dict) else None
-        if not isinstance(line, int) or isinstance(line, bool) or line < 0:
-            raise InvalidCursor(f"cursor {token!r} is not one this service issued")
-        return cls(line)
+    def at(cls, position: list[Any]) -> LineCursor:
+        """Read a position back; raise InvalidCursor on anything ``position()`` never wrote."""
+        if (len(position) != 2 or any(not isinstance(v, int) or isinstance(v, bool) or v < 0
+                                      for v in position)):
+            raise InvalidCursor("the cursor's position is not one this list issued")
+        return cls(position[0], position[1])
+
+
+@dataclass(frozen=True, slots=True)
+class CommitHorizon:
+    """How far a list may read without passing a transaction that is still appending.
+
+    Line ids and round times are drawn before a transaction commits, so lists page in
+    (txid, id) order, txid being the inserting transaction's id. ``next_xid`` is the next
+    transaction id at a moment before the page's snapshot, ``appending`` the ids of
+    transactions then in progress that hold an advisory lock, as every append does (the
+    chain's) from before its first write to its commit. A transaction still appending
+    when the page is read either is in ``appending`` or has an id of ``next_xid`` or
+    more, so rows below ``bound()`` are final: none can commit among them any more.
+    """
+
+    next_xid: int
+    appending: tuple[int, ...]
+
+    def bound(self) -> int:
+        """Rows with a txid below this are final (reading oldest first)."""
+        return min((*self.appending, self.next_xid))
+
+    def floor_under(self, before: int) -> int:
+        """Reading newest first below ``before``: rows above the returned txid are final."""
+        return max((x for x in self.appending if x < before), default=0)
+
+
+# One statement, so both read the same snapshot; pg_locks is read after it was taken.
+# pg_locks names transactions by 32-bit xid, the snapshot by 64-bit xid8.
+_HORIZON = text("""
+SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
+    ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+          WHERE x::text::bigint % 4294967296 IN (
+              SELECT t.transactionid::text::bigint FROM pg_locks a
+              JOIN pg_locks t ON t.virtualtransaction = a.virtualtransaction
+                  AND t.locktype = 'transactionid'
+              WHERE a.locktype = 'advisory' AND a.database = (
+                  SELECT oid FROM pg_database WHERE datname = current_database()))
+          ) AS appending
+""")
+
+
+def commit_horizon(session: Session) -> CommitHorizon:
+    """Read the horizon; the page's own statement must come after, in a later snapshot."""
+    row = session.execute(_HORIZON).one()
+    return CommitHorizon(row.next_xid, tuple(row.appending))
+
+
+# A position below every round id: the cursor that resumes at a txid (see RoundRepository.list).
+_LOWEST_ID = uuid.UUID(int=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +154,7 @@ class LedgerEntry:
     balance_before: Decimal | None
     balance_after: Decimal | None
     created_at: datetime
+    txid: int
     running_total: Decimal
 
 
@@ -128,6 +166,44 @@ class ChainSpan:
     table_id: str
     first_seq: int
     last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHead:
+    """The last round of a chain: its table, ``chain_seq``, content hash and time."""
+
+    table_id: str
+    seq: int
+    content_hash: str
+    created_at: datetime
+
+
+# Each table of an operator in order (a recursive skip over the chain index), then its
+# last round by one backward probe of the same index.
+_HEADS = text("""
+WITH RECURSIVE tables AS (
+    (SELECT r.table_id FROM rounds r
+     WHERE r.operator_id = :operator
+         AND (CAST(:only AS text) IS NULL OR r.table_id = :only)
+         AND (CAST(:after AS text) IS NULL OR r.table_id > :after)
+     ORDER BY r.table_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.table_id FROM rounds r
+            WHERE r.operator_id = :operator AND r.table_id > t.table_id
+                AND CAST(:only AS text) IS NULL
+            ORDER BY r.table_id LIMIT 1)
+    FROM tables t WHERE t.table_id IS NOT NULL
+)
+SELECT t.table_id, h.chain_seq, h.content_hash, h.created_at
+FROM tables t
+CROSS JOIN LATERAL (
+    SELECT r.chain_seq, r.content_hash, r.created_at FROM rounds r
+    WHERE r.operator_id = :operator AND r.table_id = t.table_id
+    ORDER BY r.chain_seq DESC LIMIT 1) h
+WHERE t.table_id IS NOT NULL
+ORDER BY t.table_id
+LIMIT :limit
+""")
 
 
 def _page_limit(limit: int) -> int:
@@ -233,10 +309,12 @@ class RoundRepository:
         created_to: datetime,
         *,
         table_id: str | None = None,
+        to_head: bool = False,
     ) -> list[ChainSpan]:
         """Return each chain with rounds created in ``[created_from, created_to)``.
 
-        ``operator_id`` None covers every operator.
+        ``operator_id`` None covers every operator. ``to_head`` ends each span at its
+        chain's head rather than at its last round of the period.
         """
         stmt = (
             select(Round.operator_id, Round.table_id, func.min(Round.chain_seq),
@@ -249,7 +327,26 @@ class RoundRepository:
             stmt = stmt.where(Round.operator_id == operator_id)
         if table_id is not None:
             stmt = stmt.where(Round.table_id == table_id)
-        return [ChainSpan(*row) for row in self._session.execute(stmt)]
+        spans = [ChainSpan(*row) for row in self._session.execute(stmt)]
+        if not to_head:
+            return spans
+        return [replace(span, last_seq=self._head_seq(span.operator_id, span.table_id))
+                for span in spans]
+
+    def _head_seq(self, operator_id: str, table_id: str) -> int:
+        stmt = select(func.max(Round.chain_seq)).where(
+            Round.operator_id == operator_id, Round.table_id == table_id)
+        head: int = self._session.execute(stmt).scalar_one()
+        return head
+
+    def link_at(self, operator_id: str, table_id: str,
+                chain_seq: int) -> tuple[str, datetime] | None:
+        """Return the stored content hash and time of a chain's round at ``chain_seq``."""
+        stmt = select(Round.content_hash, Round.created_at).where(
+            Round.operator_id == operator_id, Round.table_id == table_id,
+            Round.chain_seq == chain_seq)
+        row = self._session.execute(stmt).one_or_none()
+        return None if row is None else (row[0], row[1])
 
     def chain_rounds(self, span: ChainSpan, after_seq: int, limit: int) -> list[Round]:
         """Return up to ``limit`` rounds of a span after ``after_seq``, with players and lines."""
@@ -262,6 +359,35 @@ class RoundRepository:
             .options(selectinload(Round.players), selectinload(Round.lines))
         )
         return list(self._session.scalars(stmt))
+
+    def heads(self, operator_id: str, *, after_table: str | None = None,
+              table_id: str | None = None, limit: int | None = None) -> list[ChainHead]:
+        """Return the head (last round) of each of an operator's chains, by table id.
+
+        A skip scan of the chain index: one index probe per table, not a read of every
+        round. ``after_table`` starts after that table; ``table_id`` gives only that one.
+        """
+        rows = self._session.execute(_HEADS, {
+            "operator": operator_id, "after": after_table if table_id is None else None,
+            "only": table_id, "limit": limit})
+        return [ChainHead(*row) for row in rows]
+
+    def chain_rows(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
+                   limit: int) -> Sequence[Any]:
+        """Return up to ``limit`` rounds of a chain after ``after_seq`` as plain rows.
+
+        Each row has a round's columns as attributes (what its content hash covers), read
+        without ORM objects: walking a chain reads every round once and keeps none.
+        """
+        rounds = Round.__table__
+        stmt = (
+            select(rounds)
+            .where(rounds.c.operator_id == operator_id, rounds.c.table_id == table_id,
+                   rounds.c.chain_seq > after_seq, rounds.c.chain_seq <= through_seq)
+            .order_by(rounds.c.chain_seq)
+            .limit(limit)
+        )
+        return self._session.execute(stmt).all()
 
     def content_hash_at(self, operator_id: str, table_id: str, chain_seq: int) -> str | None:
         """Return the stored content hash of the round at ``chain_seq`` of a chain, or None."""
@@ -284,9 +410,10 @@ class RoundRepository:
         limit: int = 50,
         after: Cursor | None = None,
     ) -> Page[Round]:
-        """Return rounds newest first; ``created_from`` is inclusive, ``created_to`` not.
+        """Return rounds newest first by commit; ``created_from`` inclusive, ``created_to`` not.
 
-        ``preset`` matches the ruleset's name, ``kind`` the round's kind.
+        ``preset`` matches the ruleset's name, ``kind`` the round's kind. A page may hold
+        fewer than ``limit`` rounds with a next cursor while an append is in progress.
         """
         limit = _page_limit(limit)
         stmt = select(Round).where(Round.operator_id == operator_id)
@@ -306,32 +433,32 @@ class RoundRepository:
             stmt = stmt.where(Round.created_at >= created_from)
         if created_to is not None:
             stmt = stmt.where(Round.created_at < created_to)
+        # Newest first in commit order, never below a transaction still appending: its
+        # rows would commit among those already passed.
+        horizon = commit_horizon(self._session)
+        floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
+        stmt = stmt.where(Round.txid < horizon.next_xid, Round.txid > floor)
         if after is not None:
-            after_id = _uuid_of(after)
-            stmt = stmt.where(
-                or_(
-                    Round.created_at < after.created_at,
-                    and_(Round.created_at == after.created_at, Round.id < after_id),
-                )
-            )
+            stmt = stmt.where(tuple_(Round.txid, Round.id) < tuple_(after.txid, after.id))
         # A page shows summaries: leave the large JSON columns (request, result, ruleset)
         # and the lines in the database, and read only the ruleset's money precision.
         stmt = (
-            stmt.order_by(Round.created_at.desc(), Round.id.desc())
+            stmt.order_by(Round.txid.desc(), Round.id.desc())
             .limit(limit + 1)
             .options(
                 load_only(Round.id, Round.operator_id, Round.table_id, Round.kind,
                           Round.ruleset_name, Round.stake, Round.created_at, Round.chain_seq,
-                          Round.reverses_round_id, raiseload=True),
+                          Round.reverses_round_id, Round.txid, raiseload=True),
                 with_expression(Round.precision, Round.ruleset["precision"].as_integer()),
                 selectinload(Round.players),
             )
         )
         rows = list(self._session.scalars(stmt))
-        if len(rows) <= limit:
-            return Page(rows, None)
-        last = rows[limit - 1]
-        return Page(rows[:limit], Cursor(last.created_at, str(last.id)))
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            return Page(rows[:limit], Cursor(last.txid, last.id))
+        # Cut short above an append in progress: go on below it once it has committed.
+        return Page(rows, None if floor == 0 else Cursor(floor + 1, _LOWEST_ID))
 
     def lock_chain(self, operator_id: str, table_id: str) -> None:
         """Serialise appends to one chain until this transaction ends.
@@ -341,13 +468,6 @@ class RoundRepository:
         """
         self._session.connection().execute(
             _LOCK_CHAIN, {"chain": chain_lock_name(operator_id, table_id)})
-
-
-def _uuid_of(cursor: Cursor) -> uuid.UUID:
-    try:
-        return uuid.UUID(cursor.id)
-    except ValueError:
-        raise InvalidCursor(f"cursor id {cursor.id!r} is not a round id") from None
 
 
 class LedgerRepository:
@@ -470,13 +590,14 @@ def _append_statement() -> Any:
     lines = _unnest_insert(Base.metadata.tables[LedgerLine.__tablename__], "l",
                            _LINE_COLUMNS).cte("new_lines")
     return insert(rounds).values(
-        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns}
+        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns
+         if c.key != "txid"}
     ).add_cte(players, lines)
 
 
 _PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
-# The line id is the database's identity.
-_LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key != "id")
+# The line id is the database's identity, and txid the inserting transaction's.
+_LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
 
 
 # Built once, so it is compiled once.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -99,9 +100,11 @@ class SchemaGate:
     each request until it passes; until then requests are answered 503 with Retry-After.
     """
 
-    def __init__(self, engine: Engine, *, migrate_url: str | None, check: bool) -> None:
+    def __init__(self, engine: Engine, *, migrate_url: str | None, check: bool,
+                 also: Callable[[Engine], None] | None = None) -> None:
         self._engine = engine
         self._migrate_url = migrate_url
+        self._also = also
         self._passed = not (check or migrate_url)
         self._lock = threading.Lock()
 
@@ -111,7 +114,8 @@ class SchemaGate:
         return self._passed
 
     def ensure(self) -> None:
-        """Return once the schema is at head; raise SchemaError or a DATABASE_UNAVAILABLE."""
+        """Return once the schema is at head and ``also`` passed; raise what they raise
+        (SchemaError, RuntimeRoleError) or a DATABASE_UNAVAILABLE."""
         if self._passed:
             return
         with self._lock:  # one thread of the worker checks; the others wait for its answer
@@ -120,6 +124,8 @@ class SchemaGate:
             if self._migrate_url is not None:
                 upgrade(self._migrate_url)
             check_schema(self._engine)
+            if self._also is not None:
+                self._also(self._engine)
             self._passed = True
 
 

@@ -1,8 +1,8 @@
 """Verify the ledger of a period: hash chains recomputed, every round re-scored.
 
 For each chain (operator + table) with rounds created in the period, the rounds from the
-first to the last of them by ``chain_seq`` are read in one REPEATABLE READ snapshot and
-checked one by one:
+first of them by ``chain_seq`` to the last (to the chain's head when the period reaches
+the present) are read in one REPEATABLE READ snapshot and checked one by one:
 
 - ``seq_gap``: a ``chain_seq`` that does not follow the one before (for the first round of
   the period, the round before it must exist unless it is the chain's first);
@@ -14,9 +14,15 @@ checked one by one:
 - ``result``: the round scored again from its stored request and stored ruleset (a
   reversal: mirrored again from the round it voids) differs from the stored result;
 - ``players`` and ``lines``: the stored round_players and ledger_lines rows differ from the
-  result (the re-scored one when the round still scores), or the lines do not sum to zero.
+  result (the re-scored one when the round still scores), or the lines do not sum to zero;
+- ``created_at``: the round is older than the round before it (times never run backwards
+  along a chain: each is read under the chain's lock).
 
-A round can be named for several of these; each is one difference.
+A round can be named for several of these; each is one difference. One call checks at
+most ``limit`` rounds and returns a ``next_cursor`` where it stopped; the report names each
+chain it finished with its last seq and that round's hash. Deleting a chain's last rounds
+leaves a shorter chain that verifies: only a kept checkpoint or receipt shows it
+(app.services.checkpoints).
 """
 
 from __future__ import annotations
@@ -33,16 +39,23 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, Round, RoundPlayer
-from app.db.repositories import ChainSpan
+from app.db.repositories import ChainSpan, InvalidCursor
 from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
+from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.matches import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play, round_body
-from app.services.rounds import as_json, content_hash
+from app.services.rounds import as_json, content_hash, utc_text
 from app.services.uow import UnitOfWork
 
 BATCH = 200
+# Re-scoring is the work: a request does at most this many rounds (about 100 a second on
+# a busy 2-core machine, bench.ledger), so a busy year is many short requests, each well
+# inside the worker timeout.
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 2_000
+LIST = "audit.verify-period"
 MAX_DETAILS = 5
 
 CONTENT_HASH = "content_hash"
@@ -52,6 +65,7 @@ RESULT = "result"
 LINES = "lines"
 PLAYERS = "players"
 RULESET_HASH = "ruleset_hash"
+CREATED_AT = "created_at"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +86,27 @@ class Difference:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainEnd:
+    """Where verify finished a chain: its last seq checked and that round's stored hash."""
+
+    table_id: str
+    last_seq: int
+    head_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table_id": self.table_id, "last_seq": self.last_seq,
+                "head_hash": self.head_hash}
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
-    """What verify checked and every difference it found."""
+    """What one verify call checked, every difference it found, and where to go on."""
 
     rounds: int
     chains: int
     differences: tuple[Difference, ...]
+    ends: tuple[ChainEnd, ...] = ()
+    next_cursor: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,7 +114,8 @@ class Verification:
 
     def to_json(self) -> dict[str, Any]:
         return {"checked": {"rounds": self.rounds, "chains": self.chains}, "ok": self.ok,
-                "differences": [d.to_json() for d in self.differences]}
+                "differences": [d.to_json() for d in self.differences],
+                "chains": [e.to_json() for e in self.ends], "next_cursor": self.next_cursor}
 
 
 def verify(
@@ -95,36 +125,76 @@ def verify(
     created_from: datetime,
     created_to: datetime,
     table_id: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
 ) -> Verification:
     """Verify every chain with rounds created in ``[created_from, created_to)``.
 
-    ``operator_id`` None covers every operator; ``table_id`` limits it to one table.
+    ``operator_id`` None covers every operator; ``table_id`` limits it to one table. A
+    chain is checked from its first round of the period (linked to the stored round
+    before it) to its last, or to its head when ``created_to`` is past the database's
+    clock. At most ``limit`` rounds are checked; ``next_cursor`` continues (it is bound
+    to the same period and table).
     """
     if created_from >= created_to:
         raise ValueError("the period is empty: 'to' must be later than 'from'")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    filters = {"operator": operator_id, "from": created_from.isoformat(),
+               "to": created_to.isoformat(), "table": table_id}
+    start = None if cursor is None else _position(cursors.decode(cursor, LIST, filters))
     rounds = 0
     differences: list[Difference] = []
+    ends: list[ChainEnd] = []
+    next_cursor = None
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
         uow.session.execute(text("SET TRANSACTION READ ONLY"))
+        present = uow.session.execute(text("SELECT now() < :to"),
+                                      {"to": created_to}).scalar_one()
         spans = uow.rounds.chain_spans(operator_id, created_from, created_to,
-                                       table_id=table_id)
+                                       table_id=table_id, to_head=present)
         for span in spans:
-            checked, found = _verify_chain(uow, span)
+            key = (span.operator_id, span.table_id)
+            if start is not None and key < start[:2]:
+                continue
+            after = start[2] if start is not None and key == start[:2] else span.first_seq - 1
+            checked, found, last = _verify_chain(uow, span, after, limit - rounds)
             rounds += checked
             differences.extend(found)
-    return Verification(rounds, len(spans), tuple(differences))
+            if last < span.last_seq:
+                next_cursor = cursors.encode(LIST, filters, [*key, last])
+                break
+            head = uow.rounds.content_hash_at(span.operator_id, span.table_id, last)
+            ends.append(ChainEnd(span.table_id, last, head or ""))
+    return Verification(rounds, len(ends), tuple(differences), tuple(ends), next_cursor)
 
 
-def _verify_chain(uow: UnitOfWork, span: ChainSpan) -> tuple[int, list[Difference]]:
+def _position(position: list[Any]) -> tuple[str, str, int]:
+    if (len(position) != 3 or not all(isinstance(v, str) for v in position[:2])
+            or not isinstance(position[2], int) or isinstance(position[2], bool)
+            or position[2] < 0):
+        raise InvalidCursor("the cursor's position is not one this list issued")
+    return position[0], position[1], position[2]
+
+
+def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int,
+                  budget: int) -> tuple[int, list[Difference], int]:
+    """Check a span's rounds after ``after``, at most ``budget``; return the last seq done."""
     found: list[Difference] = []
     checked = 0
-    prev_seq = span.first_seq - 1
+    prev_seq = after
     prev_hash: str | None = None
+    prev_time: datetime | None = None
     if prev_seq >= 1:
-        prev_hash = uow.rounds.content_hash_at(span.operator_id, span.table_id, prev_seq)
-        if prev_hash is None:
+        before = uow.rounds.link_at(span.operator_id, span.table_id, prev_seq)
+        if before is None:
             prev_seq = -1  # the predecessor is missing: the first round reports the gap
-    for round_ in _rounds(uow, span):
+        else:
+            prev_hash, prev_time = before
+    last = after
+    for round_ in _rounds(uow, span, after):
+        if checked >= budget:
+            break
         checked += 1
         if round_.chain_seq != prev_seq + 1:
             expected = "1" if prev_seq == 0 else f"{max(prev_seq, 0) + 1}"
@@ -134,14 +204,18 @@ def _verify_chain(uow: UnitOfWork, span: ChainSpan) -> tuple[int, list[Differenc
         elif round_.prev_hash != prev_hash:
             found.append(_difference(round_, PREV_HASH, f"prev_hash {round_.prev_hash} is not "
                                      f"the content hash {prev_hash} of chain_seq {prev_seq}"))
+        if prev_time is not None and round_.created_at < prev_time:
+            found.append(_difference(round_, CREATED_AT, f"created_at "
+                                     f"{utc_text(round_.created_at)} is before the "
+                                     f"{utc_text(prev_time)} of the round before it"))
         found.extend(check_round(uow, round_))
-        prev_seq, prev_hash = round_.chain_seq, round_.content_hash
-    return checked, found
+        prev_seq, prev_hash, prev_time = round_.chain_seq, round_.content_hash, round_.created_at
+        last = round_.chain_seq
+    return checked, found, last
 
 
-def _rounds(uow: UnitOfWork, span: ChainSpan) -> Iterator[Round]:
+def _rounds(uow: UnitOfWork, span: ChainSpan, after: int) -> Iterator[Round]:
     """Yield the span's rounds in chain order, a batch at a time, forgetting each batch."""
-    after = span.first_seq - 1
     while True:
         batch = uow.rounds.chain_rounds(span, after, BATCH)
         yield from batch

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.advisor.best import Choice, advise
 from app.domain.arrange import keep_back, suggest
 from app.domain.cards import format_cards
-from app.domain.errors import Problem, RulesetError
+from app.domain.errors import Problem, RoundError, RulesetError
 from app.domain.games import BankerRules, resolve
 from app.domain.hands import ROWS, Arrangement, evaluate_hand, parse_arrangement, parse_hand
 from app.domain.rulesets import Ruleset
@@ -67,6 +68,8 @@ def arrange(data: Mapping[str, Any]) -> dict[str, Any]:
     if data["mode"] == "suggest":
         found = suggest(cards, data["n"], rules.ace_low_straight, decks=rules.decks)
         return {"suggestions": [arranged_json(a, rules) for a in found]}
+    if data["mode"] == "best":
+        return best_json(cards, rules, data.get("players"), data["n"])
     return arranged_json(keep_back(cards, rules.ace_low_straight, decks=rules.decks), rules)
 
 
@@ -75,4 +78,38 @@ def arranged_json(hand: Arrangement, rules: Ruleset) -> dict[str, Any]:
     return {
         **hand.as_text(),
         "categories": {row.value: evaluation.strength(row).category.label for row in ROWS},
+    }
+
+
+def best_json(cards: tuple[Any, ...], rules: Ruleset, players: int | None,
+              n: int) -> dict[str, Any]:
+    """mode best: the advisor's arrangement, its expected points, the next best, the claim."""
+    if players is not None and not rules.min_players <= players <= rules.max_players:
+        raise RoundError(Problem("players", f"{rules.name} plays with {rules.min_players} to "
+                                 f"{rules.max_players} players, got {players}", "player_count"))
+    advice = advise(cards, rules, players)
+
+    def scored(c: Choice) -> dict[str, Any]:
+        assert c.arrangement is not None
+        return {**arranged_json(c.arrangement, rules),
+                "expected_points": round(c.mean, 4), "error": round(c.error, 4)}
+
+    special = None
+    if advice.special is not None:
+        sp = advice.special
+        diff = [x - y for x, y in zip(sp.points, advice.best.points, strict=True)]
+        gain = sum(diff) / len(diff)
+        special = {"name": sp.special.value if sp.special else None,
+                   "value": special_value(rules, sp.special) if sp.special else None,
+                   "expected_points": round(sp.mean, 4), "error": round(sp.error, 4),
+                   "claim": gain > 0}
+    return {
+        **scored(advice.best),
+        "alternatives": [scored(c) for c in advice.others[:max(n - 1, 0)]],
+        "keep_back": {**scored(advice.keep_back), "gain": round(advice.gain, 4),
+                      "gain_error": round(advice.gain_error, 4)},
+        "special": special,
+        "model": {"players": advice.players, "opponents": "keep_back",
+                  "deals": advice.deals, "seed": advice.seed, "table": advice.table},
+        "ruleset": rules.name,
     }

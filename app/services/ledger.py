@@ -22,8 +22,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import LedgerLine, RoundPlayer
-from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor
+from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor, commit_horizon
 from app.domain.settlement import LineKind, money_text
+from app.services import cursors
 from app.services.uow import UnitOfWork
 
 REVERSAL_KIND = "reversal"
@@ -106,19 +107,21 @@ def money(value: Decimal) -> str:
     return format(value, "f")
 
 
-# A page of a player's lines by index first (ix_ledger_lines_operator_id_account_id, in id
-# order), then each table's running total: one index-only sum of the player's lines at that
-# table before the page's first line there (ix_ledger_lines_operator_id_table_id_account_id),
-# plus a running sum over the page's id span at that table. The span also holds any line a
-# time filter left off the page, so totals count every line up to each one. The work is
-# the page plus one sum per table on it, not a window over the player's whole history.
+# A page of a player's lines by index first (ix_ledger_lines_operator_id_account_txid_id,
+# in commit order: txid, then id) up to the commit horizon, then each table's running
+# total: one index-only sum of the player's lines at that table before the page's first
+# line there (ix_ledger_lines_operator_id_table_id_account_id), plus a running sum over the
+# page's id span at that table. A table's lines are appended under its chain's lock, so
+# there id order is commit order. The span also holds any line a time filter left off the
+# page, so totals count every line up to each one. The work is the page plus one sum per
+# table on it, not a window over the player's whole history.
 PLAYER_PAGE = """
 WITH page AS MATERIALIZED (
     SELECT l.id, l.round_id, l.line_no, l.table_id, l.kind, l.amount, l.balance_before,
-        l.balance_after, l.created_at
+        l.balance_after, l.created_at, l.txid
     FROM ledger_lines l
-    WHERE l.operator_id = :operator AND l.account = :player{filters}
-    ORDER BY l.id
+    WHERE l.operator_id = :operator AND l.account = :player AND l.txid < :bound{filters}
+    ORDER BY l.txid, l.id
     LIMIT :limit
 ), tables AS (
     SELECT p.table_id, min(p.id) AS first_id, max(p.id) AS last_id,
@@ -136,8 +139,17 @@ WITH page AS MATERIALIZED (
 )
 SELECT page.*, span.running_total
 FROM page JOIN span USING (id)
-ORDER BY page.id
+ORDER BY page.txid, page.id
 """
+
+# Whether the list goes on past a position: a line committed there since, or one beyond
+# the horizon the page stopped at.
+MORE_AFTER = """
+SELECT EXISTS (SELECT 1 FROM ledger_lines l
+               WHERE l.operator_id = :operator AND l.account = :player{filters})
+"""
+
+LEDGER_LIST = "players.ledger"
 
 
 def player_ledger(
@@ -149,33 +161,46 @@ def player_ledger(
     created_from: datetime | None = None,
     created_to: datetime | None = None,
     limit: int = 50,
-    after: LineCursor | None = None,
+    cursor: str | None = None,
 ) -> dict[str, Any]:
-    """Return one page of a player's lines, oldest first, with running totals per table.
+    """Return one page of a player's lines, oldest first by commit, with running totals.
 
     ``running_total`` is the sum of the player's amounts at that table up to and including
-    the line, counting lines before ``created_from`` and on earlier pages. Lines page by
-    id, which a chain's lock hands out in commit order per table.
+    the line, counting lines before ``created_from`` and on earlier pages. A walk of the
+    cursors returns every line once: a page never passes a transaction still appending,
+    and ends with a cursor while lines remain past it. Raises InvalidCursor on a cursor of
+    another list, other filters, or none of ours.
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-    params: dict[str, Any] = {"operator": operator_id, "player": player_id, "limit": limit + 1}
-    filters = ""
+    bound = {"player": player_id, "table_id": table_id,
+             "from": None if created_from is None else created_from.isoformat(),
+             "to": None if created_to is None else created_to.isoformat()}
+    after = (LineCursor(0, 0) if cursor is None
+             else LineCursor.at(cursors.decode(cursor, LEDGER_LIST, bound)))
+    params: dict[str, Any] = {"operator": operator_id, "player": player_id, "limit": limit + 1,
+                              "after_txid": after.txid, "after_id": after.id}
+    filters = " AND (l.txid, l.id) > (:after_txid, :after_id)"
     for column, op, name, value in (("table_id", "=", "table", table_id),
-                                    ("id", ">", "after", None if after is None else after.id),
                                     ("created_at", ">=", "from", created_from),
                                     ("created_at", "<", "to", created_to)):
         if value is not None:
             filters += f" AND l.{column} {op} :{name}"
             params[name] = value
     with UnitOfWork(sessions) as uow:
+        params["bound"] = commit_horizon(uow.session).bound()
         rows = [LedgerEntry(*row) for row in uow.session.execute(
             text(PLAYER_PAGE.format(filters=filters)), params)]
-    next_cursor = LineCursor(rows[limit - 1].id) if len(rows) > limit else None
+        shown = rows[:limit]
+        last = after if not shown else LineCursor(shown[-1].txid, shown[-1].id)
+        more = len(rows) > limit
+        if not more:
+            more = bool(uow.session.execute(text(MORE_AFTER.format(filters=filters)), {
+                **params, "after_txid": last.txid, "after_id": last.id}).scalar_one())
     return {
         "player_id": player_id,
-        "items": [_entry_json(entry) for entry in rows[:limit]],
-        "next_cursor": None if next_cursor is None else next_cursor.encode(),
+        "items": [_entry_json(entry) for entry in shown],
+        "next_cursor": cursors.encode(LEDGER_LIST, bound, last.position()) if more else None,
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound, Round
-from app.db.repositories import MAX_PAGE, Cursor, InvalidCursor, Page
+from app.db.repositories import MAX_PAGE, InvalidCursor
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
@@ -43,6 +44,7 @@ from app.domain.matches import (
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand
 from app.domain.settlement import check_amounts, money_text
+from app.services import cursors
 from app.services.play import PlayedRound, ruleset_json
 from app.services.rounds import (
     AppendCheck,
@@ -257,30 +259,48 @@ def get_match(match_id: uuid.UUID, *, operator_id: str,
         return match_json(uow.session, match)
 
 
+MATCHES_LIST = "matches"
+
+
+def _match_position(position: list[Any]) -> tuple[datetime, uuid.UUID]:
+    """Read a matches cursor's position back; InvalidCursor on anything this list never wrote."""
+    try:
+        at, ident = position
+        created_at = datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError(at)
+        return created_at, uuid.UUID(ident)
+    except (TypeError, ValueError, AttributeError):
+        raise InvalidCursor("the cursor's position is not one this list issued") from None
+
+
 def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
-                 limit: int, after: Cursor | None) -> dict[str, Any]:
-    """Return matches newest first, a page at a time (the rounds' keyset cursor)."""
+                 limit: int, cursor: str | None) -> dict[str, Any]:
+    """Return matches newest first, a page at a time; the cursor is bound to the filters.
+
+    Raises InvalidCursor on a cursor of another list, other filters, or none of ours
+    (app.services.cursors, as the rounds and ledger lists).
+    """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    filters = {"table_id": table_id}
+    after = (None if cursor is None
+             else _match_position(cursors.decode(cursor, MATCHES_LIST, filters)))
     with UnitOfWork(sessions) as uow:
         stmt = select(Match).where(Match.operator_id == operator_id)
         if table_id is not None:
             stmt = stmt.where(Match.table_id == table_id)
         if after is not None:
-            try:
-                after_id = uuid.UUID(after.id)
-            except ValueError:
-                raise InvalidCursor(f"cursor id {after.id!r} is not a match id") from None
-            stmt = stmt.where(or_(Match.created_at < after.created_at,
-                                  and_(Match.created_at == after.created_at,
-                                       Match.id < after_id)))
+            after_at, after_id = after
+            stmt = stmt.where(or_(Match.created_at < after_at,
+                                  and_(Match.created_at == after_at, Match.id < after_id)))
         rows = list(uow.session.scalars(
             stmt.order_by(Match.created_at.desc(), Match.id.desc()).limit(limit + 1)))
-        page: Page[Match] = Page(rows[:limit], None if len(rows) <= limit else
-                                 Cursor(rows[limit - 1].created_at, str(rows[limit - 1].id)))
-        items = [match_json(uow.session, m) for m in page.items]
+        items = [match_json(uow.session, m) for m in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
     return {"items": items,
-            "next_cursor": None if page.next_cursor is None else page.next_cursor.encode()}
+            "next_cursor": None if last is None else cursors.encode(
+                MATCHES_LIST, filters, [last.created_at.isoformat(), str(last.id)])}
 
 
 # --- a round of a match --------------------------------------------------------------------

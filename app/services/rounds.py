@@ -24,7 +24,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from decimal import Decimal
+from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,6 +35,7 @@ from app.db.repositories import Cursor, KeyUse, Page
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
+from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
 from app.services.uow import UnitOfWork, run_with_retry
@@ -100,7 +102,28 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-def round_content(round_: Round) -> dict[str, Any]:
+class RoundColumns(Protocol):
+    """A round's columns: a Round, or a plain row of the rounds table."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    created_at: datetime
+    chain_seq: int
+    prev_hash: str | None
+    ruleset_name: str
+    ruleset: dict[str, Any]
+    ruleset_hash: str
+    stake: Decimal
+    request: dict[str, Any]
+    result: dict[str, Any]
+    idempotency_key: str | None
+    body_hash: str | None
+    reverses_round_id: uuid.UUID | None
+
+
+def round_content(round_: RoundColumns) -> dict[str, Any]:
     """Return what a round's content hash covers: every column of the round but the hash."""
     return {
         "round_id": str(round_.id), "operator_id": round_.operator_id,
@@ -115,7 +138,7 @@ def round_content(round_: Round) -> dict[str, Any]:
     }
 
 
-def content_hash(round_: Round) -> str:
+def content_hash(round_: RoundColumns) -> str:
     """Return the sha256 of a round's canonical content."""
     return sha256(round_content(round_))
 
@@ -286,7 +309,8 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-_ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns)
+# txid is the database's (the inserting transaction), like a line's id.
+_ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
 
 
 def _round_row(round_: Round) -> dict[str, Any]:
@@ -376,11 +400,23 @@ def get_round(round_id: uuid.UUID, *, operator_id: str,
                            round_etag(round_.content_hash, reversed_by))
 
 
+ROUNDS_LIST = "rounds"
+
+
 def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
                 player_id: str | None, created_from: datetime | None,
-                created_to: datetime | None, limit: int, after: Cursor | None,
+                created_to: datetime | None, limit: int, cursor: str | None,
                 preset: str | None = None, kind: str | None = None,
                 game: str | None = None) -> dict[str, Any]:
+    """Return a page of rounds, newest first by commit; the cursor is bound to the filters.
+
+    Raises InvalidCursor on a cursor of another list, other filters, or none of ours.
+    """
+    filters = {"table_id": table_id, "player_id": player_id, "preset": preset, "kind": kind,
+               "game": game,
+               "from": None if created_from is None else created_from.isoformat(),
+               "to": None if created_to is None else created_to.isoformat()}
+    after = None if cursor is None else Cursor.at(cursors.decode(cursor, ROUNDS_LIST, filters))
     with UnitOfWork(sessions) as uow:
         page: Page[Round] = uow.rounds.list(
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
@@ -389,7 +425,8 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
         reversed_by = uow.rounds.reversals_of([r.id for r in page.items])
         items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
     return {"items": items,
-            "next_cursor": None if page.next_cursor is None else page.next_cursor.encode()}
+            "next_cursor": None if page.next_cursor is None
+            else cursors.encode(ROUNDS_LIST, filters, page.next_cursor.position())}
 
 
 def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def _example(route: tuple[str, str], seed: Seed) -> tuple[str, dict[str, Any], i
     # A route without an example yet: any answer but 401, 403 and 5xx shows access worked.
     method, template = route
     path = template.format(round_id=seed.round_id, player_id=seed.player_id,
-                           match_id=seed.match_id)
+                           match_id=seed.match_id, checkpoint_id=uuid.uuid4())
     return path, ({"json": {}} if method == "POST" else {}), None
 
 
@@ -392,9 +392,10 @@ def test_keys_revoke_of_an_unknown_key_fails(app):
     assert result.exit_code == 1 and "no API key '0123456789ab'" in result.output
 
 
-def test_flask_app_command_line_manages_keys(database_url):
+def test_flask_app_command_line_manages_keys(settings):
     operator = f"shell-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DATABASE_URL": database_url}
+    env = {**os.environ, "DATABASE_URL": settings.database_url,
+           "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file)}
     done = subprocess.run(
         [sys.executable, "-m", "flask", "--app", "app", "keys", "create", "--operator", operator,
          "--scope", "admin"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)

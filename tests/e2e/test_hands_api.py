@@ -203,7 +203,7 @@ BAD_ARRANGE = [
     ("repeated_card", {"cards": [*DRAGON[:12], "2s"]}, "cards[12]", "duplicate_card"),
     ("n_zero", {"cards": DRAGON, "mode": "suggest", "n": 0}, "n", "invalid_value"),
     ("n_as_text", {"cards": DRAGON, "mode": "suggest", "n": "5"}, "n", "invalid"),
-    ("mode_unknown", {"cards": DRAGON, "mode": "best"}, "mode", "invalid_value"),
+    ("mode_unknown", {"cards": DRAGON, "mode": "fastest"}, "mode", "invalid_value"),
     ("cards_missing", {"mode": "keep_back"}, "cards", "required"),
     ("unknown_field", {"cards": DRAGON, "seat": 2}, "seat", "unknown_field"),
     ("unknown_preset", {"cards": DRAGON, "ruleset": "nope"}, "ruleset", "unknown_preset"),

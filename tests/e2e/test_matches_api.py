@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import text
 
 DECK = [r + s for s in "shdc" for r in "23456789TJQKA"]
@@ -229,6 +231,24 @@ def test_001_quitting_before_the_minimum_costs_one_stake_to_the_house(api):
     assert any(item["kind"] == "penalty" and item["amount"] == "-100.00" for item in ledger)
 
 
+def test_a_penalty_round_carries_a_signed_receipt_like_a_settle(api):
+    match = _opened(api, _table(), SEATS)
+    headers = _key()
+    penalty = _leave(api, match["match_id"], "E", "quit", balance="800.00",
+                     headers=headers).get_json()["penalty"]
+    raw = base64.b64decode(api.with_key(None).get("/v1/audit/public-key").get_json()["public_key"])
+    key = Ed25519PublicKey.from_public_bytes(raw)
+    chain = penalty["chain"]
+    statement = (f"thirteen-receipt/v1\noperator {penalty['operator_id']}\n"
+                 f"table {penalty['table_id']}\nseq {chain['seq']}\n"
+                 f"prev {chain['prev_hash'] or '-'}\ncontent {chain['content_hash']}\n")
+    key.verify(base64.b64decode(chain["signature"]), statement.encode())
+    replayed = _leave(api, match["match_id"], "E", "quit", balance="800.00", headers=headers)
+    assert replayed.status_code == 200
+    assert replayed.get_json()["penalty"]["chain"] == chain
+    assert api.get(f"/v1/rounds/{penalty['round_id']}").get_json()["chain"] == chain
+
+
 def test_001_continue_limit_never_costs_and_after_the_minimum_nothing_is_charged(api):
     """001: 強制選擇離開(不扣罰點)."""
     match = _opened(api, _table(), SEATS, ruleset={
@@ -332,6 +352,12 @@ def test_matches_list_by_table_with_cursor_paging(api):
     assert sorted(seen) == sorted(ids)
     bad = api.get("/v1/matches?cursor=nonsense")
     assert bad.status_code == 400
+    # A cursor is bound to its list and filters (app.services.cursors): elsewhere it is 400.
+    other_filters = api.get(f"/v1/matches?table_id={_table()}&cursor={first['next_cursor']}")
+    assert other_filters.status_code == 400
+    assert {e["code"] for e in other_filters.get_json()["errors"]} == {"invalid_cursor"}
+    other_list = api.get(f"/v1/rounds?table_id={table}&cursor={first['next_cursor']}")
+    assert other_list.status_code == 400
 
 
 def _period(start: datetime, table: str) -> str:
@@ -374,14 +400,15 @@ def test_reconciliation_counts_the_penalty_and_its_totals_equal_the_lines(api, e
     assert dict(zip(header.split(","), line.split(","), strict=True))["penalties"] == "-100.02"
 
 
-def test_verify_recomputes_a_penalty_and_names_one_whose_amount_was_changed(api, engine):
+def test_verify_recomputes_a_penalty_and_names_one_whose_amount_was_changed(api, owner_engine):
     start = datetime.now(UTC) - timedelta(seconds=1)
     table = _table()
     match = _opened(api, table, SEATS)
     penalty = _leave(api, match["match_id"], "S", "quit", balance="1000.00").get_json()["penalty"]
     clean = api.get("/v1/audit/verify?" + _period(start, table)).get_json()
     assert clean["ok"] and clean["checked"]["rounds"] == 1
-    with engine.begin() as connection:
+    # Only the tables' owner can disable the trigger: the service's runtime login cannot.
+    with owner_engine.begin() as connection:
         connection.execute(text("ALTER TABLE ledger_lines DISABLE TRIGGER "
                                 "ledger_lines_refuse_update_delete"))
         connection.execute(text("UPDATE ledger_lines SET amount = amount - 1 "

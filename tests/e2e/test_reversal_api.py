@@ -205,8 +205,11 @@ def test_verify_checks_a_tables_chain_with_its_reversal_clean(api):
     _reverse(api, original["round_id"])
     response = api.get("/v1/audit/verify", query_string={**_period(), "table_id": table})
     assert response.status_code == 200
-    assert response.get_json() == {"checked": {"rounds": 3, "chains": 1}, "ok": True,
-                                   "differences": []}
+    body = response.get_json()
+    assert body == {"checked": {"rounds": 3, "chains": 1}, "ok": True, "differences": [],
+                    "chains": [{"table_id": table, "last_seq": 3,
+                                "head_hash": body["chains"][0]["head_hash"]}],
+                    "next_cursor": None}
 
 
 def test_verify_sees_only_the_callers_operator(api, make_key):
@@ -214,7 +217,7 @@ def test_verify_sees_only_the_callers_operator(api, make_key):
     stranger = api.with_key(make_key("reconcile:read", operator_id=f"op-{uuid.uuid4().hex[:8]}"))
     response = stranger.get("/v1/audit/verify", query_string=_period())
     assert response.get_json() == {"checked": {"rounds": 0, "chains": 0}, "ok": True,
-                                   "differences": []}
+                                   "differences": [], "chains": [], "next_cursor": None}
 
 
 @pytest.mark.parametrize(("query", "path"), [

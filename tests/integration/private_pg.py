@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS fault_plan (
     sleep_s double precision NOT NULL DEFAULT 0,
     counter regclass NOT NULL
 );
-CREATE OR REPLACE FUNCTION fault_inject() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION fault_inject() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public AS $$
 DECLARE
     plan fault_plan;
     attempt bigint;

@@ -165,8 +165,14 @@ def test_a_clean_ledger_with_a_reversal_verifies_clean(sessions):
     _reverse(sessions, operator, played[0]["round_id"])
     verification = _verify(sessions, operator)
     assert verification.ok, verification.differences
-    assert verification.to_json() == {"checked": {"rounds": 4, "chains": 2}, "ok": True,
-                                      "differences": []}
+    report = verification.to_json()
+    assert {k: report[k] for k in ("checked", "ok", "differences", "next_cursor")} == {
+        "checked": {"rounds": 4, "chains": 2}, "ok": True, "differences": [],
+        "next_cursor": None}
+    # The period reaches the present, so each chain is checked to its head.
+    heads = {first: (3, _chain(sessions, operator, first)[-1].content_hash),
+             second: (1, _chain(sessions, operator, second)[-1].content_hash)}
+    assert {c["table_id"]: (c["last_seq"], c["head_hash"]) for c in report["chains"]} == heads
     only_second = _verify(sessions, operator, table_id=second)
     assert (only_second.rounds, only_second.chains) == (1, 1)
 
@@ -176,10 +182,10 @@ def _three_rounds(sessions: sessionmaker[Session]) -> tuple[str, str, list[dict[
     return operator, table, [_settle(sessions, operator, table, EX_000) for _ in range(3)]
 
 
-def test_verify_names_the_round_whose_ledger_amount_was_changed(sessions, engine):
+def test_verify_names_the_round_whose_ledger_amount_was_changed(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     target = played[1]["round_id"]
-    _tamper(engine, "ledger_lines", "UPDATE ledger_lines SET amount = amount + 1 "
+    _tamper(owner_engine, "ledger_lines", "UPDATE ledger_lines SET amount = amount + 1 "
             "WHERE round_id = :r AND line_no = 1", r=target)
     verification = _verify(sessions, operator)
     assert _named(verification) == {target: {"lines"}}
@@ -194,11 +200,11 @@ def _unused_card(request: dict[str, Any]) -> str:
     return next(str(card) for card in DECK if str(card) not in used)
 
 
-def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, engine):
+def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, owner_engine):
     operator, table, played = _three_rounds(sessions)
     target = played[2]["round_id"]
     card = _unused_card(round_request(EX_000, table))
-    _tamper(engine, "rounds", "UPDATE rounds SET request = jsonb_set(request, "
+    _tamper(owner_engine, "rounds", "UPDATE rounds SET request = jsonb_set(request, "
             "'{players,2,front,0}', to_jsonb(CAST(:card AS text))) WHERE id = :r",
             r=target, card=card)
     verification = _verify(sessions, operator)
@@ -209,10 +215,10 @@ def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, 
     assert result.detail.startswith("stored result differs from the round scored again: ")
 
 
-def test_verify_names_the_round_whose_stored_result_was_changed(sessions, engine):
+def test_verify_names_the_round_whose_stored_result_was_changed(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     target = played[0]["round_id"]
-    _tamper(engine, "rounds", "UPDATE rounds SET result = jsonb_set(result, "
+    _tamper(owner_engine, "rounds", "UPDATE rounds SET result = jsonb_set(result, "
             "'{players,0,points}', '999') WHERE id = :r", r=target)
     verification = _verify(sessions, operator)
     assert _named(verification) == {target: {"content_hash", "result"}}
@@ -221,39 +227,40 @@ def test_verify_names_the_round_whose_stored_result_was_changed(sessions, engine
     assert f"players[0].points: expected {points}, stored 999" in result.detail, result.detail
 
 
-def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, engine):
+def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     target = played[1]["round_id"]
-    _tamper(engine, "round_players", "UPDATE round_players SET balance_after = 0 "
+    _tamper(owner_engine, "round_players", "UPDATE round_players SET balance_after = 0 "
             "WHERE round_id = :r AND seat = 0", r=target)
     assert _named(_verify(sessions, operator)) == {target: {"players"}}
 
 
-def test_a_rewritten_hash_breaks_the_link_of_the_next_round(sessions, engine):
+def test_a_rewritten_hash_breaks_the_link_of_the_next_round(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     first, second = played[0]["round_id"], played[1]["round_id"]
-    _tamper(engine, "rounds", "UPDATE rounds SET content_hash = repeat('0', 64) WHERE id = :r",
+    _tamper(owner_engine, "rounds",
+            "UPDATE rounds SET content_hash = repeat('0', 64) WHERE id = :r",
             r=first)
     assert _named(_verify(sessions, operator)) == {first: {"content_hash"},
                                                    second: {"prev_hash"}}
 
 
-def test_a_removed_round_is_a_gap_in_the_sequence(sessions, engine):
+def test_a_removed_round_is_a_gap_in_the_sequence(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     gone, after = played[1]["round_id"], played[2]["round_id"]
     for table in ("ledger_lines", "round_players"):
-        _tamper(engine, table, f"DELETE FROM {table} WHERE round_id = :r", r=gone)
-    _tamper(engine, "rounds", "DELETE FROM rounds WHERE id = :r", r=gone)
+        _tamper(owner_engine, table, f"DELETE FROM {table} WHERE round_id = :r", r=gone)
+    _tamper(owner_engine, "rounds", "DELETE FROM rounds WHERE id = :r", r=gone)
     verification = _verify(sessions, operator)
     assert _named(verification) == {after: {"seq_gap"}}
     assert verification.rounds == 2
 
 
-def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, engine):
+def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, owner_engine):
     operator, table = fresh_id("op"), fresh_id("t")
     original = _settle(sessions, operator, table)
     reversal = _reverse(sessions, operator, original["round_id"])
-    _tamper(engine, "ledger_lines", "UPDATE ledger_lines SET balance_after = 1 "
+    _tamper(owner_engine, "ledger_lines", "UPDATE ledger_lines SET balance_after = 1 "
             "WHERE round_id = :r AND line_no = 2", r=reversal["round_id"])
     assert _named(_verify(sessions, operator)) == {reversal["round_id"]: {"lines"}}
 

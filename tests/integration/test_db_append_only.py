@@ -1,4 +1,8 @@
-"""The database itself refuses to change or remove ledger rows (settlement.md §6 inv. 2)."""
+"""The database itself refuses to change or remove ledger rows (settlement.md §6 inv. 2).
+
+Even the tables' owner is refused by the trigger (it must disable it, visibly, to repair
+data); the runtime role the service runs as cannot even do that (test_db_roles.py).
+"""
 
 from __future__ import annotations
 
@@ -46,17 +50,19 @@ def _refused(engine, statement, **params):
     [(table, sql) for table, pair in CHANGES.items() for sql in pair],
     ids=[f"{table}-{sql.split()[0].lower()}" for table, pair in CHANGES.items() for sql in pair],
 )
-def test_update_and_delete_are_refused(engine, count_rows, stored_round_id, table, statement):
+def test_update_and_delete_are_refused_even_to_the_owner(owner_engine, count_rows,
+                                                         stored_round_id, table, statement):
     before = count_rows()
-    message = _refused(engine, statement, round_id=stored_round_id)
+    message = _refused(owner_engine, statement, round_id=stored_round_id)
     assert "append-only" in message and table in message
     assert count_rows() == before
 
 
 @pytest.mark.parametrize("table", list(CHANGES))
-def test_truncate_is_refused(engine, count_rows, stored_round_id, table):
+def test_truncate_is_refused_even_to_the_owner(owner_engine, count_rows, stored_round_id,
+                                               table):
     before = count_rows()
-    message = _refused(engine, f"TRUNCATE {table} CASCADE")
+    message = _refused(owner_engine, f"TRUNCATE {table} CASCADE")
     assert "TRUNCATE" in message
     assert count_rows() == before
 

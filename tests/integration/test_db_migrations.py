@@ -93,9 +93,11 @@ def test_the_app_refuses_to_start_on_a_schema_behind_head(make_database, setting
         create_app(replace(settings, database_url=url))
 
 
-def test_the_app_migrates_on_start_when_told_to(make_database, settings):
+def test_the_app_migrates_on_start_when_told_to(make_database, make_runtime_url, settings):
     url = make_database()
-    app = create_app(replace(settings, database_url=url, migrate_on_start=True))
+    # As the owner: the runtime login cannot create tables.
+    app = create_app(replace(settings, database_url=make_runtime_url(url),
+                             migrations_database_url=url, migrate_on_start=True))
     try:
         check_schema(get_database(app).engine)
         assert app.test_client().get("/readyz").status_code == 200
@@ -116,8 +118,9 @@ def test_a_schema_the_code_does_not_know_is_refused(make_database):
         engine.dispose()
 
 
-def test_settings_from_env_reach_the_database(database_url):
-    app = create_app(Settings.from_env({"DATABASE_URL": database_url, "MAX_BODY_BYTES": "77"}))
+def test_settings_from_env_reach_the_database(runtime_url, signing_key_file):
+    app = create_app(Settings.from_env({"DATABASE_URL": runtime_url, "MAX_BODY_BYTES": "77",
+                                        "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}))
     try:
         assert app.config["MAX_CONTENT_LENGTH"] == 77
         assert app.test_client().get("/readyz").get_json()["database"] == "ok"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 from decimal import Decimal
+from uuid import uuid4
 
 import pytest
 from ledger_rows import fresh_id, make_round
@@ -129,7 +130,7 @@ def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
     table = fresh_id("page")
     other = fresh_id("page-other")
     with UnitOfWork(sessions) as uow:
-        # One transaction: all five share created_at, so the id must break the tie.
+        # One transaction: all five share created_at and txid, so the id must break the tie.
         ids = [
             uow.rounds.add(
                 make_round(table, chain_seq=1 + n, prev_hash=None if n == 0 else "p" * 64)
@@ -145,7 +146,7 @@ def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
             pages += 1
             if page.next_cursor is None:
                 break
-            cursor = Cursor.decode(page.next_cursor.encode())
+            cursor = Cursor.at(page.next_cursor.position())
         assert pages == 3
         assert sorted(seen, reverse=True) == seen and set(seen) == set(ids)
         by_player = uow.rounds.list("default", table_id=other, player_id="C")
@@ -165,9 +166,11 @@ def test_rounds_list_by_time_range(sessions):
         assert len(uow.rounds.list("default", table_id=table, created_to=later).items) == 1
 
 
-def test_a_foreign_cursor_is_refused():
+@pytest.mark.parametrize("position", [["not-a-cursor"], [1, "not-a-uuid"], [-1, str(uuid4())],
+                                      [False, str(uuid4())], [1, 2, 3]])
+def test_a_position_this_list_never_wrote_is_refused(position):
     with pytest.raises(InvalidCursor):
-        Cursor.decode("not-a-cursor")
+        Cursor.at(position)
 
 
 def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):

@@ -40,9 +40,10 @@ from sqlalchemy.pool import NullPool
 from app import create_app
 from app.__main__ import gunicorn_command
 from app.api.schemas import RoundRequestSchema
-from app.config import Settings
+from app.config import DEFAULT_RUNTIME_ROLE, Settings
 from app.db import get_database
 from app.db.repositories import key_lock_name
+from app.db.roles import ensure_login
 from app.db.schema import upgrade
 from app.services.keys import create_key
 from app.services.rounds import settle
@@ -73,7 +74,7 @@ SETTLE_ATTEMPTS = inspect.signature(run_with_retry).parameters["attempts"].defau
 @dataclass(frozen=True)
 class FaultDb:
     server: PrivatePostgres
-    url: str  # SQLAlchemy URL of the service's database
+    url: str  # SQLAlchemy URL of the service's database, as the runtime login
     libpq: str  # the same, for plain psycopg
     token: str  # an API key of OPERATOR
 
@@ -96,7 +97,10 @@ def fault_db() -> Iterator[FaultDb]:
                                name="fault tests").token
         finally:
             engine.dispose()
-        yield FaultDb(server, url, server.url(DATABASE), token)
+        # The fault trigger runs as its owner (SECURITY DEFINER), so the runtime login the
+        # service connects as needs no grant on the fault plan.
+        runtime = ensure_login(url, "thirteen_faults_service", DEFAULT_RUNTIME_ROLE)
+        yield FaultDb(server, runtime, server.url(DATABASE), token)
     finally:
         server.destroy()
 

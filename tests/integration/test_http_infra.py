@@ -15,7 +15,6 @@ from sqlalchemy.exc import OperationalError
 
 from app.api.auth import PUBLIC, allow_blueprint
 from app.api.errors import PROBLEM_JSON, json_body
-from app.api.metrics import count_settled_round
 from app.db import get_database
 from app.domain.errors import CardError, Problem
 
@@ -169,15 +168,66 @@ def test_invented_http_methods_share_one_label_value(make_app, methods):
     assert counted == 2 * invented
 
 
-def test_rounds_settled_are_counted_by_preset(make_app):
-    app = make_app()
-    with app.app_context():
-        count_settled_round("bonus3")
-        count_settled_round("bonus3")
-        count_settled_round("classic")
-    client = app.test_client()
-    assert _metric(client, "rounds_settled_total", preset="bonus3") == 2
-    assert _metric(client, "rounds_settled_total", preset="classic") == 1
+def test_stored_rounds_replays_conflicts_problems_and_money_are_counted(make_app, make_key):
+    import uuid
+
+    from tests.worked_examples import EX_000, round_request
+
+    operator = f"metrics-{uuid.uuid4().hex[:8]}"
+    client = make_app().test_client()
+    auth = {"Authorization": f"Bearer {make_key('rounds:write', operator_id=operator)}"}
+    body, key = round_request(EX_000, f"t-{uuid.uuid4().hex[:8]}"), uuid.uuid4().hex
+    headers = {**auth, "Idempotency-Key": key}
+    first = client.post("/v1/rounds", json=body, headers=headers)
+    assert first.status_code == 201
+    assert client.post("/v1/rounds", json=body, headers=headers).status_code == 200
+    other = {**body, "stake": "100"}
+    assert client.post("/v1/rounds", json=other, headers=headers).status_code == 422
+    reversal = client.post(f"/v1/rounds/{first.get_json()['round_id']}/reversal",
+                           json={"reason": "test"},
+                           headers={**auth, "Idempotency-Key": uuid.uuid4().hex})
+    assert reversal.status_code == 201
+
+    def metric(name, **labels):
+        return _metric(client, name, **labels)
+
+    assert metric("rounds_settled_total", game="thirteen", preset="bonus3",
+                  kind="settlement") == 1
+    assert metric("rounds_settled_total", game="thirteen", preset="bonus3",
+                  kind="reversal") == 1
+    assert metric("idempotent_replays_total", route="settle") == 1
+    assert metric("idempotency_conflicts_total", reason="mismatch") == 1
+    assert metric("problems_total", status="422",
+                  type="/problems/idempotency-key-reused") == 1
+    # 000: A wins 8205, B and C lose 3205 and 5000 (precision 0: minor units are coins).
+    assert metric("ledger_money_minor_units_total", operator=operator, kind="win") == 8205
+    assert metric("ledger_money_minor_units_total", operator=operator, kind="loss") == 8205
+    assert metric("ledger_money_minor_units_total", operator=operator, kind="reversal") == 16410
+    assert metric("db_pool_connections_in_use") == 0  # every request gave its connection back
+
+
+def test_requests_refused_for_a_database_that_is_down_are_counted(settings):
+    import socket
+    from dataclasses import replace
+
+    from app import create_app
+    from app.db import get_database
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(replace(settings, database_url=f"postgresql+psycopg://postgres@127.0.0.1:"
+                             f"{port}/nowhere", db_connect_timeout_s=1))
+    try:
+        client = app.test_client()
+        for _ in range(2):
+            assert client.get("/v1/rounds", headers={"Authorization": "Bearer x"}
+                              ).status_code == 503
+        assert _metric(client, "database_unavailable_total", cause="database") == 2
+        assert _metric(client, "problems_total", status="503",
+                       type="/problems/service-unavailable") == 2
+    finally:
+        get_database(app).dispose()
 
 
 def test_each_app_counts_for_itself(make_app):
@@ -275,3 +325,29 @@ def test_an_unexpected_error_is_a_500_problem_that_leaks_nothing(probed, caplog)
     _problem(response, 500)
     assert "secret" not in response.get_data(as_text=True)
     assert "secret internals" in caplog.text
+
+
+def test_a_leave_penalty_is_counted_as_a_stored_round_with_its_money(make_app, make_key):
+    import uuid
+
+    operator = f"metrics-{uuid.uuid4().hex[:8]}"
+    client = make_app().test_client()
+    auth = {"Authorization": f"Bearer {make_key('rounds:write', operator_id=operator)}"}
+    opened = client.post("/v1/matches", json={
+        "ruleset": "dagiang4", "table_id": f"t-{uuid.uuid4().hex[:8]}", "stake": "100",
+        "seats": ["E", "S", "W", "N"]}, headers={**auth, "Idempotency-Key": uuid.uuid4().hex})
+    assert opened.status_code == 201, opened.get_json()
+    leave = {"player_id": "W", "reason": "quit", "balance": "5000.00"}
+    headers = {**auth, "Idempotency-Key": uuid.uuid4().hex}
+    path = f"/v1/matches/{opened.get_json()['match_id']}/leave"
+    assert client.post(path, json=leave, headers=headers).status_code == 201
+    assert client.post(path, json=leave, headers=headers).status_code == 200
+
+    def metric(name, **labels):
+        return _metric(client, name, **labels)
+
+    assert metric("rounds_settled_total", game="thirteen", preset="dagiang4",
+                  kind="penalty") == 1
+    assert metric("idempotent_replays_total", route="leave") == 1
+    # One stake (100.00 at precision 2) from W to the house: both lines move 10000 minor units.
+    assert metric("ledger_money_minor_units_total", operator=operator, kind="penalty") == 20000

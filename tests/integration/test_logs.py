@@ -32,12 +32,13 @@ def _call(port: int, method: str, path: str, body: Any = None,
 
 
 def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
-        database_url: str, make_key, tmp_path: Path) -> None:
+        settings, make_key, tmp_path: Path) -> None:
     operator = f"logs-{uuid.uuid4().hex[:8]}"
     token = make_key("rounds:write", "rounds:read", operator_id=operator)
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-    environ |= {"DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port),
+    # The runtime login the suite serves as (the owner would be refused at start).
+    environ |= {"DATABASE_URL": settings.database_url, "HOST": "127.0.0.1", "PORT": str(port),
                 "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO"}
     out, err = tmp_path / "out.log", tmp_path / "err.log"
     with out.open("wb") as stdout, err.open("wb") as stderr:

@@ -19,6 +19,7 @@ from app import create_app
 from app.config import Settings
 from app.db import get_database
 from app.db.engine import stop_embedded
+from app.db.roles import EMBEDDED_LOGIN, runtime_powers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,11 +76,15 @@ def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_pat
 
 def test_create_app_without_a_url_starts_and_migrates_the_embedded_database(tmp_path):
     data = tmp_path / "pg"
-    app = create_app(Settings.from_env({"PGSERVER_DATA_DIR": str(data)}))
+    app = create_app(Settings.from_env({"PGSERVER_DATA_DIR": str(data),
+                                        "AUDIT_SIGNING_KEY_FILE": str(tmp_path / "key.pem")}))
     try:
         response = app.test_client().get("/readyz")
         assert response.status_code == 200, response.get_json()
         assert (data / "PG_VERSION").is_file()
+        # Migrated as the embedded superuser, served as the runtime login it made.
+        assert runtime_powers(get_database(app).engine) == (EMBEDDED_LOGIN, [])
+        assert (tmp_path / "key.pem").is_file()
     finally:
         get_database(app).dispose()
         stop_embedded(data)

@@ -167,11 +167,11 @@ def test_flask_rules_map_to_contract_paths(rule, template):
     assert route_template(rule) == template
 
 
-def test_only_health_metrics_the_contract_and_rulesets_are_public():
+def test_only_health_metrics_the_contract_the_rulesets_and_the_public_key_are_public():
     public = {route for route, access in ACCESS.items() if access == PUBLIC}
     assert public == {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.yaml"),
-        ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"),
+        ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"), ("GET", "/v1/audit/public-key"),
     }
 
 

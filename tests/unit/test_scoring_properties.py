@@ -63,6 +63,8 @@ def test_settled_money_and_house_lines_sum_to_zero_and_nobody_overpays(
     players = _hands(cards, ruleset, _count(ruleset, wanted), [False] * 4)
     held = {p.player_id: Decimal(b) for p, b in zip(players, balances, strict=False)}
     ruleset = resolve_ruleset({"preset": name, "overrides": {"payout": payout.value}})
+    if Decimal(stake) != Decimal(stake).quantize(Decimal(1).scaleb(-ruleset.money.precision)):
+        stake = "1"  # a stake finer than the precision is refused (settlement.md §1)
     result = play_round(players, ruleset, Decimal(stake), held, limits_enforced=True)
     assert sum(line.amount for line in result.settlement.lines) == 0
     paid = sum(p.amount for p in result.settlement.players)

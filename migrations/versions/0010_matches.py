@@ -6,23 +6,23 @@ ledger's trigger, and the service's runtime role needs SELECT and INSERT on them
 more. A leave penalty is a round of kind ``penalty`` with ledger lines of kind ``penalty``,
 appended to the table's hash chain like any round.
 
-Grants: when ``DB_RUNTIME_ROLE`` names a role (the role the service runs as, the
-migrations running as the tables' owner), it gets SELECT, INSERT on the three tables.
+Grants: as 0007_runtime_role grants the ledger, the runtime role (DB_RUNTIME_ROLE, checked
+by app.config.runtime_role_from_env and handed over by env.py) gets SELECT and INSERT on
+the three tables, nothing more, and PUBLIC nothing.
 
-Revision ID: 0007_matches
-Revises: 0006_drop_idempotency_keys
+Revision ID: 0010_matches
+Revises: 0009_commit_order
 Create Date: 2026-12-01
 """
 
-import os
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0007_matches"
-down_revision: str | None = "0006_drop_idempotency_keys"
+revision: str = "0010_matches"
+down_revision: str | None = "0009_commit_order"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -31,8 +31,12 @@ OLD_ROUND_KINDS = "kind IN ('settlement', 'reversal')"
 OLD_LINE_KINDS = "kind IN ('win', 'loss', 'fee', 'rounding', 'reversal')"
 ROUND_KINDS = "kind IN ('settlement', 'reversal', 'penalty')"
 LINE_KINDS = "kind IN ('win', 'loss', 'fee', 'rounding', 'reversal', 'penalty')"
-# Least privilege: the rows are only ever added and read.
-RUNTIME_GRANTS = "SELECT, INSERT"
+
+
+def _role() -> str:
+    # env.py puts the checked DB_RUNTIME_ROLE here (app.config.runtime_role_from_env).
+    role: str = context.config.attributes["runtime_role"]
+    return role
 
 
 def _kinds(rounds: str, lines: str) -> None:
@@ -116,14 +120,17 @@ def upgrade() -> None:
             f"CREATE TRIGGER {table}_refuse_truncate BEFORE TRUNCATE ON {table} "
             "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()"
         )
-    role = os.environ.get("DB_RUNTIME_ROLE", "").strip()
-    if role:
-        quoted = '"' + role.replace('"', '""') + '"'
-        for table in TABLES:
-            op.execute(f"GRANT {RUNTIME_GRANTS} ON {table} TO {quoted}")
+    role = _role()
+    # Least privilege: the rows are only ever added and read.
+    for table in TABLES:
+        op.execute(f"REVOKE ALL ON {table} FROM PUBLIC")
+        op.execute(f"GRANT SELECT, INSERT ON {table} TO {role}")
 
 
 def downgrade() -> None:
+    role = _role()
+    for table in reversed(TABLES):
+        op.execute(f"REVOKE ALL ON {table} FROM {role}")
     for table in reversed(TABLES):
         op.drop_table(table)
     # Penalty rounds cannot be kept under the old kinds; the ledger refuses their deletion,

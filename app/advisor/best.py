@@ -1,0 +1,187 @@
+"""``mode: best``: the arrangement with the highest expected points at this table.
+
+The opponent model: every other seat (the ruleset's player count, or the request's) is a
+keep_back player (rules.md §4) holding 13 random cards from what the advisor's hand
+leaves, and claiming a special hand whenever the ruleset pays one (``special: auto``).
+
+1. Enumerate: every valid split, once per strength triple, dominated ones dropped
+   (``splits.py``).
+2. Rank: each split's model points (``model.py``) against the shipped opponent table of
+   the ruleset's opponent model (``tables.py``), first on ``COARSE`` of its hands, then
+   the best ``FINE_SPLITS`` on ``FINE`` hands. A ruleset whose opponent model has no
+   table (an override of ``decks`` or ``ace_low_straight`` beyond the presets') gets a
+   pool of ``POOL`` keep_back hands sampled for the request instead.
+3. Refine: the best ``SHORTLIST`` by model points, plus keep_back's own arrangement (and
+   the special-hand claim, when the cards hold one the ruleset pays), are each played on
+   the same ``DEALS`` sampled deals through ``app.domain.scoring.score_round``: the real
+   scorer, with home runs, specials, dragons and card removal. The answer is the best by
+   that mean; ``expected_points`` is that mean and ``error`` its standard error
+   (sample standard deviation / √deals). The same deals for every candidate make the
+   differences between candidates far more precise than each mean.
+
+Deterministic: the deals come from ``random.Random`` seeded with the SHA-256 of the
+sorted cards, the ruleset's hash (``ruleset_hash``) and the player count, so one request
+always gets one answer, and the ``seed`` it reports reproduces the deals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.advisor import model, tables
+from app.advisor.splits import lookup, splits
+from app.domain.arrange import keep_back
+from app.domain.cards import DECK, Card
+from app.domain.hands import Arrangement, row_strength
+from app.domain.rulesets import DRAGONS, Ruleset, Topology, ruleset_hash
+from app.domain.scoring import PlayerHand, score_round
+from app.domain.specials import SpecialName, find_specials
+
+COARSE = 64
+FINE = 1024
+FINE_SPLITS = 24
+SHORTLIST = 3
+DEALS = 12
+POOL = 96
+ME = "advisor"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One candidate after refinement: what it is and what the real scorer gave it."""
+
+    arrangement: Arrangement | None  # None for the special-hand claim
+    special: SpecialName | None
+    model_points: float | None
+    points: tuple[int, ...]  # the advisor's points on each sampled deal
+
+    @property
+    def mean(self) -> float:
+        return sum(self.points) / len(self.points)
+
+    @property
+    def error(self) -> float:
+        return _stderr(self.points)
+
+
+@dataclass(frozen=True)
+class Advice:
+    best: Choice
+    others: tuple[Choice, ...]  # the other refined arrangements, best first
+    keep_back: Choice
+    special: Choice | None
+    players: int
+    deals: int
+    seed: str
+    table: str
+    gain: float  # best − keep_back, same deals
+    gain_error: float
+
+
+def _stderr(xs: Sequence[float]) -> float:
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mean = sum(xs) / n
+    return math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1) / n)
+
+
+def seed_of(cards: Sequence[Card], rules: Ruleset, players: int) -> str:
+    text = ",".join(sorted(str(c) for c in cards)) + f"|{ruleset_hash(rules)}|{players}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def special_claim(cards: Sequence[Card], rules: Ruleset) -> SpecialName | None:
+    """The special hand the cards hold that the ruleset pays most for, as the scorer picks."""
+    held = [h for h in find_specials(cards, six_pairs_counts_quads=rules.six_pairs_counts_quads,
+                                     front_straight_ace=rules.front_straight_ace,
+                                     ace_low=rules.ace_low_straight)
+            if rules.values_special(h.name)]
+    if not held:
+        return None
+    top = max(held, key=lambda h: (rules.hand_value(h.name),
+                                   rules.dragon.enabled and h.name in DRAGONS,
+                                   list(SpecialName).index(h.name)))
+    return top.name
+
+
+def deal_opponents(rng: random.Random, cards: Sequence[Card], rules: Ruleset,
+                   players: int) -> list[PlayerHand]:
+    """Deal and keep_back-arrange the other seats' hands from what ``cards`` leave."""
+    pack = list(DECK) * rules.decks
+    for card in cards:
+        pack.remove(card)
+    drawn = rng.sample(pack, 13 * (players - 1))
+    banker = rules.topology is Topology.BANKER
+    return [PlayerHand(f"seat{i + 1}", keep_back(drawn[13 * i:13 * i + 13],
+                                                 rules.ace_low_straight, decks=rules.decks),
+                       banker=banker and i == 0)
+            for i in range(players - 1)]
+
+
+def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
+           deals: int = DEALS) -> Advice:
+    """Return the best arrangement of 13 checked cards at a table of ``players``."""
+    n = rules.max_players if players is None else players
+    hand = tuple(sorted(cards, key=lambda c: c.order))
+    low = rules.ace_low_straight
+    seed = seed_of(hand, rules, n)
+    rng = random.Random(seed)
+    banker = rules.topology is Topology.BANKER
+    category = lookup(low).category
+
+    found = splits(hand, rules)
+    pool = tables.load(rules.decks, low)
+    table = tables.name(rules.decks, low)
+    if pool is None:
+        pool = tables.opponent_rows(rng, rules.decks, low, POOL, exclude=hand).astype(np.int32)
+        table = f"sampled:{POOL}"
+
+    def points(strengths: np.ndarray, size: int) -> np.ndarray:
+        return model.expected(strengths, pool[:size], category, rules, n - 1, banker)
+
+    coarse = points(found.strengths, COARSE)
+    top = np.argsort(-coarse, kind="stable")[:FINE_SPLITS]
+    fine = points(found.strengths[top], FINE)
+    order = top[np.argsort(-fine, kind="stable")]
+    fine_of = dict(zip(top.tolist(), fine.tolist(), strict=True))
+
+    kb = keep_back(hand, low, decks=rules.decks)
+    index = tables.index_of(low)
+    kb_strengths = np.array([[index[row_strength(row, low)] for row in kb.rows]])
+    kb_model = float(points(kb_strengths, FINE)[0])
+    candidates: list[tuple[Arrangement, float]] = []
+    for i in order[:SHORTLIST].tolist():
+        a = found.arrangement(i)
+        if (found.strengths[i] == kb_strengths[0]).all():
+            a = kb  # the same strengths: keep keep_back's own cards (suits only differ)
+        candidates.append((a, fine_of[i]))
+    if all(a != kb for a, _ in candidates):
+        candidates.append((kb, kb_model))
+    claim = special_claim(hand, rules)
+
+    scores: list[list[int]] = [[] for _ in candidates]
+    claimed: list[int] = []
+    for _ in range(deals):
+        others = deal_opponents(rng, hand, rules, n)
+        for k, (a, _) in enumerate(candidates):
+            me = PlayerHand(ME, a, special="none")
+            scores[k].append(score_round([me, *others], rules).players[0].points)
+        if claim is not None:
+            me = PlayerHand(ME, kb, special=claim.value)
+            claimed.append(score_round([me, *others], rules).players[0].points)
+
+    choices = [Choice(a, None, m, tuple(s)) for (a, m), s in zip(candidates, scores, strict=True)]
+    ranked = sorted(choices, key=lambda c: (c.mean, c.model_points or 0.0), reverse=True)
+    best = ranked[0]
+    kb_choice = next(c for c in choices if c.arrangement == kb)
+    diff = [x - y for x, y in zip(best.points, kb_choice.points, strict=True)]
+    special = None if claim is None else Choice(None, claim, None, tuple(claimed))
+    return Advice(best, tuple(ranked[1:]), kb_choice, special, n, deals, seed, table,
+                  sum(diff) / deals, _stderr(diff))

@@ -1,0 +1,212 @@
+"""Every valid split of 13 cards, as row strengths, with dominated splits dropped.
+
+All 72,072 ways to pick a back (5 of 13), a middle (5 of the 8 left) and a front (the 3
+left) are one static table of positions; a hand's row strengths are then three numpy
+gathers and three sorted-array lookups into the domain's strength scale
+(``app.domain.arrange._scale``: every row strength as one integer, 3- and 5-card rows on
+one scale, built from ``hands.row_strength``). A split is kept when it is valid (front ≤
+middle ≤ back, and strictly below under ``front_order: strict``), once per strength
+triple, and only if no other kept split of the same category triple is at least as strong
+on all three rows (dominance pruning). Within one category triple every row bonus is the
+same, so a dominated split can never score more against any opponent: the pruning loses
+nothing. Across category triples it would, when a house pays less for a higher category.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from itertools import combinations
+
+import numpy as np
+
+from app.domain.arrange import _scale
+from app.domain.cards import Card
+from app.domain.hands import AceLow, Arrangement, arrangement
+from app.domain.rulesets import FrontOrder, Ruleset
+
+_SUIT_CODE = {"s": 0, "h": 1, "d": 2, "c": 3}
+
+
+@cache
+def _positions() -> np.ndarray:
+    """Return the (72072, 13) table of positions: back 0-4, middle 5-9, front 10-12."""
+    rows = []
+    everything = range(13)
+    for back in combinations(everything, 5):
+        rest = [p for p in everything if p not in back]
+        for middle in combinations(rest, 5):
+            front = [p for p in rest if p not in middle]
+            rows.append((*back, *middle, *front))
+    return np.array(rows, dtype=np.int8)
+
+
+@cache
+def _subsets() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the 1,287 five-card and 286 three-card position subsets, and per split the
+    (back, middle, front) subset ids: a row's strength is computed once per subset."""
+    fives = list(combinations(range(13), 5))
+    threes = list(combinations(range(13), 3))
+    five_id = {c: i for i, c in enumerate(fives)}
+    three_id = {c: i for i, c in enumerate(threes)}
+    pos = _positions().tolist()
+    ids = np.array([(five_id[tuple(p[:5])], five_id[tuple(p[5:10])], three_id[tuple(p[10:])])
+                    for p in pos], dtype=np.int16)
+    return np.array(fives, dtype=np.int8), np.array(threes, dtype=np.int8), ids
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The strength scale as sorted code arrays, for numpy lookups."""
+
+    plain_codes: np.ndarray
+    plain_index: np.ndarray
+    flush_codes: np.ndarray
+    flush_index: np.ndarray
+    three_codes: np.ndarray
+    three_index: np.ndarray
+    category: np.ndarray  # category of each strength index
+
+
+@cache
+def lookup(ace_low: AceLow) -> Lookup:
+    s = _scale(ace_low)
+
+    def pair(table: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        codes = np.array(sorted(table), dtype=np.int64)
+        return codes, np.array([table[c] for c in codes.tolist()], dtype=np.int32)
+
+    return Lookup(*pair(s.plain5), *pair(s.flush5), *pair(s.three),
+                  np.array(s.category, dtype=np.int8))
+
+
+def _find(codes: np.ndarray, table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    at = np.searchsorted(table, codes)
+    return index[np.minimum(at, len(table) - 1)]
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The candidate splits of one hand: strengths per row and the cards of each."""
+
+    cards: tuple[Card, ...]  # canonical order; positions index this
+    strengths: np.ndarray  # (n, 3) int32: front, middle, back strength indices
+    positions: np.ndarray  # (n, 13) int8: back 0-4, middle 5-9, front 10-12
+
+    def arrangement(self, i: int) -> Arrangement:
+        p = self.positions[i].tolist()
+        c = self.cards
+        return arrangement([c[k] for k in p[10:]], [c[k] for k in p[5:10]],
+                           [c[k] for k in p[:5]])
+
+
+def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
+    """Return the (72072, 3) front, middle, back strength indices of every split."""
+    fives, threes, ids = _subsets()
+    lk = lookup(ace_low)
+    rank = np.array([int(c.rank) for c in cards], dtype=np.int64)
+    suit = np.array([_SUIT_CODE[c.suit] for c in cards], dtype=np.int8)
+    enc = np.left_shift(np.int64(1), 3 * (rank - 2))
+    code = enc[fives].sum(axis=1)
+    s = suit[fives]
+    one_suit = (s == s[:, :1]).all(axis=1)
+    five = _find(code, lk.plain_codes, lk.plain_index)
+    if one_suit.any():
+        five[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
+    three = _find(enc[threes].sum(axis=1), lk.three_codes, lk.three_index)
+    out = np.empty((len(ids), 3), dtype=np.int32)
+    out[:, 2] = five[ids[:, 0]]
+    out[:, 1] = five[ids[:, 1]]
+    out[:, 0] = three[ids[:, 2]]
+    return out
+
+
+def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
+    """Return the valid, distinct, undominated splits of 13 cards in canonical order.
+
+    When a row table pays less for some higher category than for a lower one
+    (``monotone``), a split dominates another only if it is also paid at least as much
+    in every row by every table, so the pruning stays exact.
+    """
+    ace_low = r.ace_low_straight
+    pos = _positions()
+    st = row_strengths(cards, ace_low)
+    valid = (st[:, 0] <= st[:, 1]) & (st[:, 1] <= st[:, 2])
+    st, pos = st[valid], pos[valid]
+    key = (st[:, 2].astype(np.int64) << 28) | (st[:, 1].astype(np.int64) << 14) | st[:, 0]
+    _, first = np.unique(key, return_index=True)
+    st, pos = st[first], pos[first]
+    if r.front_order is FrontOrder.STRICT:
+        keep = _strictly_below(st[:, 0], st[:, 1], ace_low)
+        st, pos = st[keep], pos[keep]
+    if monotone(r):
+        extra = np.zeros((len(st), 0), dtype=np.int64)
+    else:
+        cats = lookup(ace_low).category[st]
+        columns = [np.array(table[k], dtype=np.int64)[cats[:, k]]
+                   for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner)
+                   for k in range(3)]
+        extra = np.stack(columns, axis=1)
+    keep = _undominated(st, extra)
+    return Splits(cards, st[keep], pos[keep])
+
+
+def _strictly_below(front: np.ndarray, middle: np.ndarray, ace_low: AceLow) -> np.ndarray:
+    """A strict front is below the middle: a prefix-equal key of one category is not."""
+    scale = _scale(ace_low).strength
+    out = np.ones(len(front), dtype=bool)
+    for i, (f, m) in enumerate(zip(front.tolist(), middle.tolist(), strict=True)):
+        sf, sm = scale[f], scale[m]
+        if sf.category == sm.category and sm.key[:len(sf.key)] == sf.key:
+            out[i] = False
+    return out
+
+
+def _undominated(st: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Keep the splits that no other split beats on every row and every ``extra`` column.
+
+    Sorted best back first (then middle, then front), a split can only be dominated by one
+    sorted before it, and, dominance being transitive, by one already kept: each chunk is
+    checked against the kept splits and against the earlier splits of its own chunk.
+    """
+    order = np.lexsort((-st[:, 0], -st[:, 1], -st[:, 2]))
+    s = np.concatenate([st[order], extra[order]], axis=1)
+    check = [0, 1, *range(3, s.shape[1])]  # the back is never worse in that order
+    keep = np.zeros(len(s), dtype=bool)
+    kept = np.zeros(0, dtype=np.int64)
+    chunk = 256
+    for a in range(0, len(s), chunk):
+        b = min(a + chunk, len(s))
+        part = s[a:b][:, check]
+        dominated = np.zeros(b - a, dtype=bool)
+        if len(kept):
+            ks = s[kept][:, check]
+            covers = np.all(ks[None, :, :] >= part[:, None, :], axis=2)
+            dominated |= np.any(covers, axis=1)
+        earlier = np.tri(b - a, k=-1, dtype=bool)
+        within = np.logical_and(earlier, (part[None, :, :] >= part[:, None, :]).all(axis=2))
+        dominated |= within.any(axis=1)
+        new = np.nonzero(~dominated)[0] + a
+        keep[new] = True
+        kept = np.concatenate([kept, new])
+    out = np.zeros(len(st), dtype=bool)
+    out[order[keep]] = True
+    return out
+
+
+def monotone(r: Ruleset) -> bool:
+    """Say whether every row table pays at least as much for each higher category.
+
+    Only the categories a row can hold count: the front holds high card, one pair or
+    three of a kind, and five of a kind needs two decks. Then a split at least as strong
+    on every row is at least as good against any opponent, and dominance prunes across
+    category triples; otherwise only within one.
+    """
+    five = 10 if r.decks > 1 else 9
+    possible = ((0, 1, 3), tuple(range(five)), tuple(range(five)))
+    for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner):
+        for row, cats in zip(table, possible, strict=True):
+            values = [row[c] for c in cats]
+            if any(a > b for a, b in zip(values, values[1:], strict=False)):
+                return False
+    return True

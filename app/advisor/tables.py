@@ -1,0 +1,108 @@
+"""The opponent tables: row strengths of keep_back opponents, generated once, shipped.
+
+One table per opponent model, and the model is what an opponent's rows depend on: the
+number of decks and ``ace_low_straight`` (a keep_back player arranges the same way at
+every table; scoring does not change it). Each table holds ``HANDS`` hands, each the
+front, middle and back strength indices (``app.domain.arrange._scale``) of the keep_back
+arrangement of 13 cards from a seeded random deal: kept joint rather than as three
+per-row win tables, so the ranking model reads each row's win chance and the chance of
+winning all three (scoops) from the same hands. Every preset maps to the table of its decks
+and ace_low; a ruleset whose model has no table gets a smaller pool sampled per request.
+
+Regenerate (seeded, reproducible; about a minute):
+    .venv/bin/python -m app.advisor.tables
+A table records the fingerprint of the strength scale it indexes; loading refuses a table
+whose fingerprint no longer matches the domain's scale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from app.domain.arrange import _scale, keep_back
+from app.domain.cards import DECK, Card
+from app.domain.hands import AceLow, row_strength
+
+DATA = Path(__file__).with_name("data")
+HANDS = 20_000
+SEED = 17
+# (decks, ace_low) of every preset (rulesets.PRESETS); tests check nothing is missing.
+MODELS = ((1, AceLow.LOWEST), (2, AceLow.LOWEST))
+
+
+def name(decks: int, ace_low: AceLow) -> str:
+    return f"keep_back-{decks}deck-{ace_low.value}"
+
+
+def fingerprint(ace_low: AceLow) -> str:
+    scale = _scale(ace_low).strength
+    return hashlib.sha256(repr(scale).encode()).hexdigest()[:16]
+
+
+def index_of(ace_low: AceLow) -> dict[object, int]:
+    return _index(ace_low)
+
+
+@cache
+def _index(ace_low: AceLow) -> dict[object, int]:
+    return {s: i for i, s in enumerate(_scale(ace_low).strength)}
+
+
+def opponent_rows(rng: random.Random, decks: int, ace_low: AceLow, hands: int,
+                  exclude: tuple[Card, ...] = ()) -> np.ndarray:
+    """Deal ``hands`` keep_back hands from shuffled decks (minus ``exclude``): (hands, 3)."""
+    index = _index(ace_low)
+    pack = list(DECK) * decks
+    for card in exclude:
+        pack.remove(card)
+    per_deal = len(pack) // 13
+    out = np.empty((hands, 3), dtype=np.uint16)
+    k = 0
+    while k < hands:
+        rng.shuffle(pack)
+        for seat in range(min(per_deal, hands - k)):
+            a = keep_back(pack[13 * seat:13 * seat + 13], ace_low, decks=decks)
+            out[k] = [index[row_strength(row, ace_low)] for row in a.rows]
+            k += 1
+    return out
+
+
+@cache
+def load(decks: int, ace_low: AceLow) -> np.ndarray | None:
+    """Return the shipped table of this opponent model, None when there is none."""
+    path = DATA / f"{name(decks, ace_low)}.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        if str(data["fingerprint"]) != fingerprint(ace_low):
+            raise RuntimeError(f"{path.name} indexes another strength scale; regenerate it "
+                               "with python -m app.advisor.tables")
+        rows: np.ndarray = data["rows"].astype(np.int32)
+    return rows
+
+
+def generate(decks: int, ace_low: AceLow, hands: int = HANDS, seed: int = SEED) -> Path:
+    rng = random.Random(f"{seed}-{decks}-{ace_low.value}")
+    rows = opponent_rows(rng, decks, ace_low, hands)
+    path = DATA / f"{name(decks, ace_low)}.npz"
+    DATA.mkdir(exist_ok=True)
+    np.savez_compressed(path, rows=rows, fingerprint=np.array(fingerprint(ace_low)),
+                        seed=np.array(seed), hands=np.array(hands))
+    return path
+
+
+def main() -> None:
+    for decks, ace_low in MODELS:
+        path = generate(decks, ace_low)
+        print(f"{path} ({path.stat().st_size // 1024} KB)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

@@ -1,0 +1,135 @@
+"""The service's role can only append: every way around the append-only trigger is refused.
+
+Issue 11: as the tables' owner, the service's login could disable or drop the trigger, or
+replace its function with a no-op, and then rewrite the ledger. The service now runs as a
+member of the runtime role (``engine`` is that login); each bypass is tried as it here and
+must fail with "permission denied" or "must be owner", leaving the ledger and its trigger
+as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from ledger_rows import fresh_id, make_round
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import NullPool
+
+from app import create_app
+from app.db import get_database
+from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
+from app.services.uow import UnitOfWork
+
+REPO = Path(__file__).resolve().parents[2]
+INSUFFICIENT_PRIVILEGE = "42501"  # "permission denied" and "must be owner" alike
+
+NOOP_FUNCTION = """
+CREATE OR REPLACE FUNCTION ledger_refuse_change() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END; $$
+"""
+
+BYPASSES = {
+    "disable-trigger": "ALTER TABLE rounds DISABLE TRIGGER rounds_refuse_update_delete",
+    "disable-all-triggers": "ALTER TABLE ledger_lines DISABLE TRIGGER ALL",
+    "drop-trigger": "DROP TRIGGER ledger_lines_refuse_update_delete ON ledger_lines",
+    "replace-function": NOOP_FUNCTION,
+    "drop-function": "DROP FUNCTION ledger_refuse_change() CASCADE",
+    "update": "UPDATE ledger_lines SET amount = 0 WHERE round_id = :round_id",
+    "delete": "DELETE FROM ledger_lines WHERE round_id = :round_id",
+    "delete-round": "DELETE FROM rounds WHERE id = :round_id",
+    "truncate": "TRUNCATE ledger_lines, round_players, rounds",
+    "drop-table": "DROP TABLE ledger_lines",
+    "alter-table": "ALTER TABLE rounds ADD COLUMN note text",
+    "replica-role": "SET session_replication_role = replica",
+    "grant-owner": "GRANT postgres TO CURRENT_USER",
+    "create-table": "CREATE TABLE public.shadow_rounds (id uuid)",
+}
+
+
+@pytest.fixture(scope="module")
+def stored_round_id(sessions):
+    with UnitOfWork(sessions) as uow:
+        round_ = uow.rounds.add(make_round(fresh_id("roles")))
+    return round_.id
+
+
+def _trigger_state(owner_engine) -> list[tuple[str, str, str]]:
+    with owner_engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text(
+            "SELECT tgname, tgenabled, p.prosrc FROM pg_trigger t JOIN pg_proc p "
+            "ON p.oid = t.tgfoid WHERE NOT t.tgisinternal ORDER BY tgname"))]
+
+
+@pytest.mark.parametrize("statement", list(BYPASSES.values()), ids=list(BYPASSES))
+def test_the_runtime_role_cannot_get_around_the_append_only_ledger(
+        engine, owner_engine, count_rows, stored_round_id, statement):
+    triggers, rows = _trigger_state(owner_engine), count_rows()
+    with engine.connect() as connection, pytest.raises(DBAPIError) as caught:
+        connection.execute(text(statement), {"round_id": stored_round_id})
+    assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
+    assert _trigger_state(owner_engine) == triggers
+    assert count_rows() == rows
+
+
+def test_the_runtime_role_still_appends_and_reads(sessions, count_rows):
+    before = count_rows()
+    with UnitOfWork(sessions) as uow:
+        round_ = uow.rounds.add(make_round(fresh_id("append")))
+    with UnitOfWork(sessions) as uow:
+        assert uow.rounds.get(round_.id, "default") is not None
+    assert count_rows()["ledger_lines"] == before["ledger_lines"] + 3
+
+
+def test_the_runtime_role_is_neither_superuser_nor_owner(engine, owner_engine):
+    role, powers = runtime_powers(engine)
+    assert role.startswith("thirteen_test_") and powers == []
+    check_runtime_role(engine, allow_owner=False)
+    owner, owner_powers = runtime_powers(owner_engine)
+    assert owner == "postgres" and "is a superuser" in owner_powers
+
+
+def test_the_app_refuses_to_run_as_a_superuser_or_the_owner(settings, database_url):
+    owner = replace(settings, database_url=database_url)
+    with pytest.raises(RuntimeRoleError, match="refusing to run as database role 'postgres'"):
+        create_app(owner)
+    app = create_app(replace(owner, allow_owner_runtime=True))
+    try:
+        assert app.test_client().get("/readyz").status_code == 200
+    finally:
+        get_database(app).dispose()
+
+
+def test_a_member_of_the_owner_is_refused_too(settings, database_url, owner_engine):
+    """A login that owns nothing itself but may act as the owner role is just as dangerous."""
+    login, owner_role = f"t_member_{fresh_id('x')[-10:]}", f"t_owner_{fresh_id('x')[-10:]}"
+    with owner_engine.begin() as connection:
+        connection.execute(text(f"CREATE ROLE {owner_role} NOLOGIN"))
+        connection.execute(text(f"CREATE ROLE {login} LOGIN IN ROLE {owner_role}"))
+        connection.execute(text(f"ALTER TABLE api_keys OWNER TO {owner_role}"))
+    url = owner_engine.url.set(username=login).render_as_string(hide_password=False)
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with pytest.raises(RuntimeRoleError, match="api_keys"):
+            check_runtime_role(engine, allow_owner=False)
+    finally:
+        engine.dispose()
+        with owner_engine.begin() as connection:
+            connection.execute(text("ALTER TABLE api_keys OWNER TO postgres"))
+            connection.execute(text(f"DROP ROLE {login}"))
+            connection.execute(text(f"DROP ROLE {owner_role}"))
+
+
+def test_python_m_app_exits_2_before_serving_as_the_owner(database_url, signing_key_file):
+    env = {k: v for k, v in os.environ.items() if k != "MIGRATIONS_DATABASE_URL"}
+    env |= {"DATABASE_URL": database_url, "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}
+    done = subprocess.run([sys.executable, "-m", "app"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "start-up refused: refusing to run as database role 'postgres'" in done.stderr
+    assert "ALLOW_OWNER_RUNTIME" in done.stderr
