@@ -6,7 +6,9 @@
 # DATABASE_URL is required here: an embedded database inside a container would vanish with
 # it. gunicorn.conf.py reads HOST, PORT, WEB_CONCURRENCY, GUNICORN_THREADS; the app reads
 # the rest of the README's variables.
-FROM python:3.11-slim
+# The base is pinned by digest, so a rebuild gets the same image; to move to a newer one,
+# `docker buildx imagetools inspect python:3.11-slim-bookworm` and replace the digest.
+FROM python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -18,20 +20,31 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /srv/thirteen
 
+RUN groupadd --system --gid 10001 thirteen \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home \
+       --shell /usr/sbin/nologin thirteen
+
+# Dependencies before the code, from the hash-pinned lock (no pgserver: DATABASE_URL is
+# required here), so this layer is rebuilt only when the lock changes.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
+
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN pip install . \
-    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin thirteen
+RUN pip install --no-cache-dir --no-deps . \
+    && rm -rf build ./*.egg-info
 
 COPY alembic.ini gunicorn.conf.py openapi.yaml ./
 COPY migrations ./migrations
 
 # Code and migrations stay owned by root: the service cannot rewrite itself.
-USER thirteen
+USER 10001:10001
 EXPOSE 8000
 
+# Readiness, not liveness: /readyz answers 503 (urlopen raises) while the database or its
+# schema is not there, so an orchestrator stops routing to this container meanwhile.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['PORT'] + '/healthz', timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['PORT'] + '/readyz', timeout=2)"]
 
 # Migrate first (migrations/env.py holds an advisory lock, so replicas starting together
 # take turns), then exec so gunicorn is PID 1 and receives docker stop's SIGTERM.

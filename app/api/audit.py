@@ -17,6 +17,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
+from app.api.metrics import count_verify_findings
 from app.api.paging import invalid_cursor
 from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySchema, WholeNumber
 from app.db import get_database
@@ -71,6 +72,7 @@ def verify() -> Response:
             cursor=query.get("cursor"))
     except InvalidCursor as error:
         raise invalid_cursor(error) from None
+    count_verify_findings("period", (d.what for d in verification.differences))
     return jsonify(verification.to_json())
 
 
@@ -174,4 +176,5 @@ def verify_kept() -> Response:
             limit=data["limit"], cursor=data.get("cursor"))
     except InvalidCursor as error:
         raise invalid_cursor(error) from None
+    count_verify_findings("kept", (f.what for f in report.findings))
     return jsonify(report.to_json())

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -57,6 +57,7 @@ class Metrics:
     money: Counter
     unavailable: Counter
     pool_in_use: Gauge
+    verify_findings: Counter
 
 
 def _make_metrics() -> Metrics:
@@ -111,6 +112,13 @@ def _make_metrics() -> Metrics:
             "database_unavailable_total",
             "Requests answered 503 because the database was down or busy, by cause.",
             ("cause",),
+            registry=registry,
+        ),
+        verify_findings=Counter(
+            "audit_verify_findings_total",
+            "Findings of verify requests: GET (a period) or POST (kept checkpoints and "
+            "receipts), by kind of finding.",
+            ("source", "what"),
             registry=registry,
         ),
         pool_in_use=Gauge(
@@ -186,6 +194,13 @@ def count_problem(status: int, type_: str) -> None:
 def count_unavailable(cause: str) -> None:
     """Count a request answered 503 for the database (``pool_timeout``, ``database``)."""
     current_app.extensions[EXTENSION].unavailable.labels(cause).inc()
+
+
+def count_verify_findings(source: str, whats: Iterable[str]) -> None:
+    """Count what one verify request found (``source``: ``period`` or ``kept``)."""
+    counter = current_app.extensions[EXTENSION].verify_findings
+    for what in whats:
+        counter.labels(source, what).inc()
 
 
 def watch_pool(app: Flask, engine: Engine) -> None:

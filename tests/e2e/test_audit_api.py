@@ -257,7 +257,19 @@ def test_a_deleted_table_is_missing(auditor, owner_engine):
     checkpoint = _checkpoint(auditor)
     for body in played:
         _delete_round(owner_engine, body["round_id"])
+    before = _missing_tables_counted(auditor)
     assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("missing_table", table, 2)}
+    assert _missing_tables_counted(auditor) == before + 1  # audit_verify_findings_total
+
+
+def _missing_tables_counted(client) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = client.get("/metrics").get_data(as_text=True)
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if sample.name == "audit_verify_findings_total"
+               and sample.labels == {"source": "kept", "what": "missing_table"})
 
 
 def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: str,
