@@ -10,6 +10,7 @@ from app.api.docs import bp as docs_bp
 from app.api.eligibility import bp as eligibility_bp
 from app.api.hands import bp as hands_bp
 from app.api.health import bp as health_bp
+from app.api.matches import bp as matches_bp
 from app.api.metrics import bp as metrics_bp
 from app.api.players import bp as players_bp
 from app.api.reconciliation import bp as reconciliation_bp
@@ -23,6 +24,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     rulesets_bp,
     hands_bp,
     rounds_bp,
+    matches_bp,
     eligibility_bp,
     reconciliation_bp,
     players_bp,

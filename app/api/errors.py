@@ -31,6 +31,7 @@ from app.domain.errors import (
     RulesetError,
     SettlementError,
 )
+from app.domain.matches import MatchError
 from app.text import text_fault
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ _DOMAIN_TITLES: dict[type[DomainError], tuple[str, str]] = {
     ClaimError: ("/problems/invalid-claim", "Invalid special-hand claim"),
     RoundError: ("/problems/invalid-round", "Round cannot be scored"),
     SettlementError: ("/problems/invalid-settlement", "Round cannot be settled"),
+    MatchError: ("/problems/invalid-match", "Refused by the match"),
 }
 
 

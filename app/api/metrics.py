@@ -79,7 +79,7 @@ def _make_metrics() -> Metrics:
         ),
         rounds_settled=Counter(
             "rounds_settled_total",
-            "Rounds stored (settlements and reversals), by game, ruleset preset and kind.",
+            "Rounds stored (settlements, reversals, leave penalties), by game, preset, kind.",
             ("game", "preset", "kind"),
             registry=registry,
         ),

@@ -19,7 +19,7 @@ from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.db.repositories import InvalidCursor
 from app.domain.games import Game
-from app.services import rounds
+from app.services import matches, rounds
 from app.services.signing import sign_receipt
 
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
@@ -44,7 +44,9 @@ def settle_round() -> Response:
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions)
+            sessions=get_database().sessions,
+            check=None if data.get("match_id") is None
+            else matches.round_check(data["match_id"], operator_id()))
     except rounds.IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except rounds.RoundIdTaken:

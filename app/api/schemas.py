@@ -153,7 +153,9 @@ class ArrangeRequestSchema(Schema):
 
 class PlayerSchema(Schema):
     player_id = fields.String(required=True, validate=IDENTIFIER_FIELD)
-    balance = Money(required=True)
+    # Required but for the house seat, which has none (matches.md §2).
+    balance = Money()
+    house = StrictBoolean()
     front = _card_list()
     middle = _card_list()
     back = _card_list()
@@ -165,8 +167,22 @@ class PlayerSchema(Schema):
     bet = Money(positive=True)
 
     @validates_schema
+    def balance_unless_house(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data.get("house", False):
+            if "balance" in data:
+                raise ValidationError("the house seat has no balance: it never runs out",
+                                      "balance")
+        elif "balance" not in data:
+            raise ValidationError("Missing data for required field.", "balance")
+
+    @validates_schema
     def rows_or_cards(self, data: dict[str, Any], **kwargs: Any) -> None:
         rows = [name for name in ROW_FIELDS if name in data]
+        if data.get("house", False) and "cards" in data and "auto" not in data:
+            if rows:
+                raise ValidationError("give either the three rows or 'cards', not both",
+                                      rows[0])
+            return  # the house's 13 cards are arranged by keep_back
         if "cards" in data or "auto" in data:
             if rows:
                 raise ValidationError("give either the three rows or 'cards' with 'auto', "
@@ -287,6 +303,8 @@ class RoundRequestSchema(Schema):
     limits_enforced = StrictBoolean(load_default=False)
     round_id = fields.UUID()
     deal = fields.Nested(DealSchema)
+    # A round of a match (將): checked against the match and counted by it.
+    match_id = fields.UUID()
 
 
 class EligibilityRequestSchema(Schema):

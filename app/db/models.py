@@ -41,8 +41,9 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-ROUND_KINDS = ("settlement", "reversal")
-LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal")
+# ``penalty``: a match's leave penalty (matches.md §1), appended to the table's chain.
+ROUND_KINDS = ("settlement", "reversal", "penalty")
+LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal", "penalty")
 # Scopes an API key may hold (service.md "Access"); app.services.keys.Scope names them.
 API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
 HOUSE = "house"
@@ -230,6 +231,79 @@ class ApiKey(Base):
     )
 
 
+class Match(Base):
+    """A match (將) at a table: its seats, rules and stake; its rounds and leaves are rows.
+
+    Nothing here changes after the insert: the rounds played and who left are counted from
+    ``match_rounds`` and ``match_leaves``, so the match is append-only like the ledger.
+    """
+
+    __tablename__ = "matches"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    ruleset_name: Mapped[str] = mapped_column(Text)
+    # The rounds' resolved ruleset and its hash: every round of the match is played by it.
+    ruleset: Mapped[dict[str, Any]]
+    ruleset_hash: Mapped[str] = mapped_column(Text)
+    # The match parameters of matches.md, resolved.
+    match_rules: Mapped[dict[str, Any]]
+    stake: Mapped[Decimal]
+    # Seat order from 東風位: each item {"player_id": ..., "house": bool}.
+    seats: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    idempotency_key: Mapped[str] = mapped_column(Text)
+    body_hash: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("stake > 0", name="stake_positive"),
+        UniqueConstraint("operator_id", "idempotency_key"),
+        Index(None, "operator_id", "table_id", "created_at", "id"),
+    )
+
+
+class MatchRound(Base):
+    """A round counted by its match, numbered from 1 in chain order."""
+
+    __tablename__ = "match_rounds"
+
+    match_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("matches.id"), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    banker: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        CheckConstraint("number >= 1", name="number_positive"),
+        UniqueConstraint("round_id"),
+    )
+
+
+class MatchLeave(Base):
+    """A player's leaving a match, once, with the penalty round it cost (if any)."""
+
+    __tablename__ = "match_leaves"
+
+    match_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("matches.id"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)
+    rounds_played: Mapped[int] = mapped_column(Integer)
+    penalty_round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+    # The answer as first given, so a replay returns it unchanged.
+    result: Mapped[dict[str, Any]]
+    idempotency_key: Mapped[str] = mapped_column(Text)
+    body_hash: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("reason IN ('quit', 'disconnect', 'continue_limit')", name="reason"),
+        CheckConstraint("rounds_played >= 0", name="rounds_played_nonnegative"),
+        UniqueConstraint("operator_id", "idempotency_key"),
+        UniqueConstraint("penalty_round_id"),
+    )
+
+
 class AuditCheckpoint(Base):
     """A signed checkpoint of an operator's chain heads (app.services.checkpoints).
 
@@ -255,7 +329,8 @@ class AuditCheckpoint(Base):
 
 
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
-ALL_TABLES = LEDGER_TABLES
+MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
+ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
 # Every table the migrations create for the service: its owner may alter or drop it, so
 # the service must never run as (a member of) that owner (app.db.roles).
-OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints")
+OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints", *MATCH_TABLES)

@@ -44,6 +44,7 @@ from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, reversal_result
+from app.services.matches import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import as_json, content_hash, utc_text
 from app.services.uow import UnitOfWork
@@ -235,16 +236,22 @@ def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
     expected: Mapping[str, Any] | None = None
     if round_.kind == REVERSAL_KIND:
         expected = _mirror(uow, round_, found)
+    elif round_.kind == PENALTY_ROUND_KIND:
+        expected = _penalty(round_, found)
     elif rules is not None:
         expected = _rescored(round_, rules, found)
     if expected is not None and expected != round_.result:
         found.append(_difference(round_, RESULT, "stored result differs from the round "
-                                 f"{'mirrored' if round_.kind == REVERSAL_KIND else 'scored'} "
+                                 f"{_verb(round_.kind)} "
                                  f"again: {_json_diff(expected, round_.result)}"))
     truth = expected if expected is not None else round_.result
     found.extend(_check_players(round_, truth))
     found.extend(_check_lines(round_, truth))
     return found
+
+
+def _verb(kind: str) -> str:
+    return {REVERSAL_KIND: "mirrored", PENALTY_ROUND_KIND: "decided"}.get(kind, "scored")
 
 
 def _stored_ruleset(round_: Round, found: list[Difference]) -> AnyRules | None:
@@ -271,7 +278,8 @@ def load_request(stored: Mapping[str, Any]) -> dict[str, Any]:
     players = []
     for raw in stored["players"]:
         player = dict(raw)
-        player["balance"] = _decimal(raw["balance"])
+        if "balance" in raw:  # the house seat has none
+            player["balance"] = _decimal(raw["balance"])
         if raw.get("bet") is not None:
             player["bet"] = _decimal(raw["bet"])
         players.append(player)
@@ -319,6 +327,19 @@ def _mirror(uow: UnitOfWork, round_: Round, found: list[Difference]) -> Mapping[
     except (KeyError, TypeError, ValueError, InvalidOperation) as error:
         found.append(_difference(round_, RESULT, f"cannot mirror round {target}: {error!r}"))
         return None
+
+
+def _penalty(round_: Round, found: list[Difference]) -> Mapping[str, Any] | None:
+    """Decide a leave penalty again from its stored request and its round's ruleset."""
+    try:
+        expected: Mapping[str, Any] = as_json(penalty_result(
+            round_.request, table_id=round_.table_id, ruleset_name=round_.ruleset_name,
+            ruleset=round_.ruleset, ruleset_hash=round_.ruleset_hash, stake=round_.stake))
+    except (KeyError, TypeError, ValueError, InvalidOperation) as error:
+        found.append(_difference(round_, RESULT, f"stored penalty request unreadable: "
+                                 f"{error!r}"))
+        return None
+    return expected
 
 
 def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]:

@@ -7,7 +7,7 @@ all three read a request the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +25,7 @@ from app.domain.games import (
     rules_to_dict,
 )
 from app.domain.hands import ROWS, Arrangement, Row, parse_arrangement, parse_hand
+from app.domain.matches import HOUSE_SEAT_BALANCE, as_house_seat, house_seat_allowed
 from app.domain.rounds import RoundResult, play_round
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PairScore, PlayerHand, PlayerScore
@@ -43,6 +44,7 @@ class RoundInput:
     balances: dict[str, Decimal]
     limits_enforced: bool
     deal: Mapping[str, Any] | None
+    house_seat: str | None = None  # the player id of the system's seat (matches.md §2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +91,37 @@ def parse_round(data: Mapping[str, Any], ruleset: AnyRules | None = None) -> Rou
     if first_error is not None:
         raise first_error(problems)
     _check_copies_across(data["players"], rules.decks)
+    house = _house_seat(data, rules)
     return RoundInput(
         ruleset=rules,
         table_id=data["table_id"],
         stake=data["stake"],
         players=tuple(players),
-        balances={p["player_id"]: p["balance"] for p in data["players"]},
+        balances={p["player_id"]: HOUSE_SEAT_BALANCE if p["player_id"] == house
+                  else p["balance"] for p in data["players"]},
         limits_enforced=data.get("limits_enforced", False),
         deal=data.get("deal"),
+        house_seat=house,
     )
+
+
+def _house_seat(data: Mapping[str, Any], rules: Ruleset) -> str | None:
+    """Return the house seat's player id, refusing one the ruleset or table does not allow.
+
+    Outside a match the preset decides (house_seat: bonus3); in a match, the match does,
+    and checks that the seat is its house seat.
+    """
+    seats = [i for i, p in enumerate(data["players"]) if p.get("house", False)]
+    if not seats:
+        return None
+    if len(seats) > 1:
+        raise RoundError(Problem(f"players[{seats[1]}].house", "a round seats the house "
+                                 "once", "house_seat_twice"))
+    if data.get("match_id") is None and not house_seat_allowed(rules.name):
+        raise RoundError(Problem(f"players[{seats[0]}].house", f"{rules.name} has no house "
+                                 "seat (house_seat: false)", "no_house_seat"))
+    player_id: str = data["players"][seats[0]]["player_id"]
+    return player_id
 
 
 def _banker_round(data: Mapping[str, Any], rules: BankerRules) -> RoundInput:
@@ -169,6 +193,8 @@ def play(round_input: RoundInput) -> PlayedRound:
         return PlayedRound(round_input, banker, None)
     hands = tuple(p for p in r.players if isinstance(p, PlayerHand))
     result = play_round(hands, r.ruleset, r.stake, r.balances, r.limits_enforced)
+    if r.house_seat is not None:
+        result = replace(result, settlement=as_house_seat(result.settlement, r.house_seat))
     deal = None
     if r.deal is not None:
         deal = check_deal(r.deal, final_hands(hands), r.ruleset.exchange)
@@ -199,8 +225,9 @@ def round_body(played: PlayedRound) -> dict[str, Any]:
         "stake": money_text(r.stake, precision),
         "limits_enforced": r.limits_enforced,
         "players": [
-            _player_json(seat, hand, score.players[seat], settlement.player(hand.player_id),
-                         precision)
+            {**_player_json(seat, hand, score.players[seat],
+                            settlement.player(hand.player_id), precision),
+             **({"house": True} if hand.player_id == r.house_seat else {})}
             for seat, hand in enumerate(hands)
         ],
         "pairs": [_pair_json(pair) for pair in score.pairs],

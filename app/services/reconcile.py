@@ -13,7 +13,12 @@ and round passes run on a second one in the same exported snapshot, one core eac
   those lines: ``won`` the player ``win`` lines, ``lost`` the player ``loss`` lines (zero
   or negative), ``fees`` the house ``fee`` lines, ``rounding`` the house ``rounding`` lines,
   ``reversal_total`` the ``reversal`` lines on player accounts (what reversals moved back
-  to or from the players), ``net`` every line (zero when every round balances);
+  to or from the players), ``penalties`` the ``penalty`` lines on player accounts (what
+  leaving players paid, net of the shares their tables' staying players received),
+  ``house_penalties`` the house's ``penalty`` lines (an uneven share's remainder is on the
+  house's ``rounding`` line), ``house_game`` every line of the house seat's account
+  (matches.md §2: what the house won or lost at play, kept out of ``won`` and ``lost``),
+  ``net`` every line (zero when every round balances);
 - the zero-sum check lists each round whose lines do not sum to zero;
 - ``games`` breaks the same money down by operator and game (thirteen, qiang21,
   erbagang): every round of the period joined with its lines, the game read from the
@@ -55,6 +60,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import HOUSE
 from app.domain.games import Game, presets_of
+from app.domain.matches import HOUSE_GAME
 from app.services.uow import UnitOfWork
 
 CHAIN_CHECK = "links"
@@ -63,7 +69,9 @@ ZERO = Decimal(0)
 
 CSV_COLUMNS = (
     "operator_id", "table_id", "rounds", "reversals", "rounds_without_deal", "lines", "won",
-    "lost", "fees", "rounding", "reversal_total", "net", "zero_sum_ok", "zero_sum_failures",
+    "lost", "fees", "rounding", "reversal_total", "penalties", "house_penalties", "house_game",
+    "net",
+    "zero_sum_ok", "zero_sum_failures",
     "balance_chain_breaks", "hash_chain_status", "hash_chain_first_bad_round_id",
 )
 
@@ -121,6 +129,9 @@ class TableReport:
     fees: Decimal = ZERO
     rounding: Decimal = ZERO
     reversal_total: Decimal = ZERO
+    penalties: Decimal = ZERO
+    house_penalties: Decimal = ZERO
+    house_game: Decimal = ZERO
     net: Decimal = ZERO
     zero_sum_failures: tuple[str, ...] = ()
     balance_breaks: tuple[BalanceBreak, ...] = ()
@@ -139,7 +150,8 @@ class TableReport:
             "rounds_without_deal": self.rounds_without_deal, "lines": self.lines,
             "won": money(self.won), "lost": money(self.lost), "fees": money(self.fees),
             "rounding": money(self.rounding), "reversal_total": money(self.reversal_total),
-            "net": money(self.net),
+            "penalties": money(self.penalties), "house_penalties": money(self.house_penalties),
+            "house_game": money(self.house_game), "net": money(self.net),
             "zero_sum": {"ok": not self.zero_sum_failures,
                          "failed_rounds": list(self.zero_sum_failures)},
             "balance_chain_breaks": [b.to_json() for b in self.balance_breaks],
@@ -148,7 +160,7 @@ class TableReport:
 
     def csv_row(self) -> dict[str, str]:
         figures = self.to_json()
-        row = {name: str(figures[name]) for name in CSV_COLUMNS[:12]}
+        row = {name: str(figures[name]) for name in CSV_COLUMNS[:15]}
         row.update({
             "zero_sum_ok": "true" if not self.zero_sum_failures else "false",
             "zero_sum_failures": str(len(self.zero_sum_failures)),
@@ -173,6 +185,9 @@ class GameTotals:
     fees: Decimal = ZERO
     rounding: Decimal = ZERO
     reversal_total: Decimal = ZERO
+    penalties: Decimal = ZERO
+    house_penalties: Decimal = ZERO
+    house_game: Decimal = ZERO
     net: Decimal = ZERO
 
     def to_json(self) -> dict[str, Any]:
@@ -180,7 +195,9 @@ class GameTotals:
                 "reversals": self.reversals, "lines": self.lines, "won": money(self.won),
                 "lost": money(self.lost), "fees": money(self.fees),
                 "rounding": money(self.rounding), "reversal_total": money(self.reversal_total),
-                "net": money(self.net)}
+                "penalties": money(self.penalties),
+                "house_penalties": money(self.house_penalties),
+                "house_game": money(self.house_game), "net": money(self.net)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +268,7 @@ WITH accounts AS (
         sum(l.amount) FILTER (WHERE l.kind = 'fee') AS fees,
         sum(l.amount) FILTER (WHERE l.kind = 'rounding') AS rounding,
         sum(l.amount) FILTER (WHERE l.kind = 'reversal') AS reversal_total,
+        sum(l.amount) FILTER (WHERE l.kind = 'penalty') AS penalties,
         (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
             FILTER (WHERE l.account <> :house))[2:][1:1]
             IS DISTINCT FROM (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
@@ -261,11 +279,14 @@ WITH accounts AS (
     GROUP BY l.operator_id, l.table_id, l.account
 )
 SELECT operator_id, table_id, sum(lines) AS lines, sum(net) AS net,
-    coalesce(sum(won) FILTER (WHERE account <> :house), 0) AS won,
-    coalesce(sum(lost) FILTER (WHERE account <> :house), 0) AS lost,
+    coalesce(sum(won) FILTER (WHERE account NOT IN (:house, :house_game)), 0) AS won,
+    coalesce(sum(lost) FILTER (WHERE account NOT IN (:house, :house_game)), 0) AS lost,
+    coalesce(sum(net) FILTER (WHERE account = :house_game), 0) AS house_game,
     coalesce(sum(fees) FILTER (WHERE account = :house), 0) AS fees,
     coalesce(sum(rounding) FILTER (WHERE account = :house), 0) AS rounding,
     coalesce(sum(reversal_total) FILTER (WHERE account <> :house), 0) AS reversal_total,
+    coalesce(sum(penalties) FILTER (WHERE account <> :house), 0) AS penalties,
+    coalesce(sum(penalties) FILTER (WHERE account = :house), 0) AS house_penalties,
     array_agg(account) FILTER (WHERE account <> :house AND suspect) AS suspects
 FROM accounts
 GROUP BY operator_id, table_id
@@ -374,13 +395,20 @@ SELECT r.operator_id,
     count(DISTINCT r.id) AS rounds,
     count(DISTINCT r.id) FILTER (WHERE r.kind = 'reversal') AS reversals,
     count(l.id) AS lines, coalesce(sum(l.amount), 0) AS net,
-    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'win' AND l.account <> :house), 0) AS won,
-    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'loss' AND l.account <> :house), 0) AS lost,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'win'
+                                   AND l.account NOT IN (:house, :house_game)), 0) AS won,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'loss'
+                                   AND l.account NOT IN (:house, :house_game)), 0) AS lost,
+    coalesce(sum(l.amount) FILTER (WHERE l.account = :house_game), 0) AS house_game,
     coalesce(sum(l.amount) FILTER (WHERE l.kind = 'fee' AND l.account = :house), 0) AS fees,
     coalesce(sum(l.amount) FILTER (WHERE l.kind = 'rounding' AND l.account = :house), 0)
         AS rounding,
     coalesce(sum(l.amount) FILTER (WHERE l.kind = 'reversal' AND l.account <> :house), 0)
-        AS reversal_total
+        AS reversal_total,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'penalty' AND l.account <> :house), 0)
+        AS penalties,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'penalty' AND l.account = :house), 0)
+        AS house_penalties
 FROM rounds r
 LEFT JOIN ledger_lines l ON l.round_id = r.id
 WHERE {scope}
@@ -397,7 +425,9 @@ def _games(db: Reader, *, scoped: Scoped, params: Mapping[str, Any]) -> tuple[Ga
         operator_id=row["operator_id"], game=row["game"], rounds=int(row["rounds"]),
         reversals=int(row["reversals"]), lines=int(row["lines"]), won=row["won"],
         lost=row["lost"], fees=row["fees"], rounding=row["rounding"],
-        reversal_total=row["reversal_total"], net=row["net"]) for row in rows)
+        reversal_total=row["reversal_total"], penalties=row["penalties"],
+        house_penalties=row["house_penalties"], house_game=row["house_game"],
+        net=row["net"]) for row in rows)
 
 
 def unknown_scope(sessions: sessionmaker[Session], *, operator_id: str | None,
@@ -438,7 +468,8 @@ def reconcile(
     if created_from >= created_to:
         raise ValueError("the period is empty: 'to' must be later than 'from'")
     params: dict[str, Any] = {"from": created_from, "to": created_to, "operator": operator_id,
-                              "table": table_id, "house": HOUSE}
+                              "table": table_id, "house": HOUSE,
+                              "house_game": HOUSE_GAME}
 
     def scoped(sql: str, alias: str = "l", extra: str = "TRUE") -> Any:
         return text(sql.format(scope=f"{_scope(alias, operator_id, table_id)} AND {extra}"))
@@ -772,6 +803,9 @@ def _table_report(key: Key, totals: Mapping[str, Any], counts: Mapping[str, Any]
         lines=int(totals.get("lines", 0)),
         won=totals.get("won", ZERO), lost=totals.get("lost", ZERO),
         fees=totals.get("fees", ZERO), rounding=totals.get("rounding", ZERO),
-        reversal_total=totals.get("reversal_total", ZERO), net=totals.get("net", ZERO),
+        reversal_total=totals.get("reversal_total", ZERO),
+        penalties=totals.get("penalties", ZERO),
+        house_penalties=totals.get("house_penalties", ZERO),
+        house_game=totals.get("house_game", ZERO), net=totals.get("net", ZERO),
         zero_sum_failures=tuple(unbalanced), balance_breaks=tuple(breaks), hash_chain=chain,
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -41,6 +41,8 @@ from app.services.play import PlayedRound, parse_round, play, round_body
 from app.services.uow import UnitOfWork, run_with_retry
 
 ROUND_KIND = "settlement"
+# Runs inside an append's transaction, after its rows: may refuse the round by raising.
+AppendCheck = Callable[[UnitOfWork, PlayedRound, uuid.UUID], None]
 
 
 class IdempotencyConflict(Exception):
@@ -155,16 +157,19 @@ def settle(
     operator_id: str,
     idempotency_key: str,
     sessions: sessionmaker[Session],
+    check: AppendCheck | None = None,
 ) -> Settled:
     """Settle a round once per key: 201 with the round, or the first answer again (200).
 
     ``data`` is the validated request and ``raw`` the JSON as received; the key is bound to
-    the hash of ``raw``, so a retry must send the same body.
+    the hash of ``raw``, so a retry must send the same body. ``check`` runs in the append's
+    transaction, under the chain's lock, after the round's rows (a match counts its round
+    there); whatever it raises rolls the round back.
     """
     body_hash = sha256(raw)
     played = play(parse_round(data))
     return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key, body_hash,
-                                          sessions))
+                                          sessions, check))
 
 
 def reverse(
@@ -215,7 +220,8 @@ def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
-            body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+            body_hash: str, sessions: sessionmaker[Session],
+            check: AppendCheck | None = None) -> Settled:
     """Hold the key, append the round at the head of its chain and store the key, or replay.
 
     One transaction: a request that dies anywhere leaves no trace, and PostgreSQL releases
@@ -248,6 +254,8 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             if "pk_rounds" in str(error.orig):
                 raise RoundIdTaken(str(round_id)) from None
             raise
+        if check is not None:
+            check(uow, played, round_id)
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 

@@ -70,6 +70,7 @@ class Seed:
     round_id: str
     table_id: str
     player_id: str
+    match_id: str
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,12 @@ def seed(api_module: Any) -> Seed:
     response = api_module.post("/v1/rounds", json=round_request(table),
                                headers={"Idempotency-Key": uuid.uuid4().hex})
     assert response.status_code == 201, response.get_json()
-    return Seed(response.get_json()["round_id"], table, ROUND["players"][0]["player_id"])
+    match = api_module.post("/v1/matches", json={
+        "ruleset": "bonus3", "table_id": table, "stake": "200", "seats": ["A", "B"]},
+        headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert match.status_code == 201, match.get_json()
+    return Seed(response.get_json()["round_id"], table, ROUND["players"][0]["player_id"],
+                match.get_json()["match_id"])
 
 
 @pytest.fixture(scope="module")
@@ -134,10 +140,15 @@ def _example(route: tuple[str, str], seed: Seed) -> tuple[str, dict[str, Any], i
         return (f"/v1/rounds/{seed.round_id}/reversal",
                 {"json": {"reason": "access matrix"},
                  "headers": {"Idempotency-Key": uuid.uuid4().hex}}, None)
+    if route == ("POST", "/v1/matches/{match_id}/leave"):
+        # The first allowed caller leaves (201), later ones find the player gone (409).
+        return (f"/v1/matches/{seed.match_id}/leave",
+                {"json": {"player_id": "A", "reason": "continue_limit", "balance": "0"},
+                 "headers": {"Idempotency-Key": uuid.uuid4().hex}}, None)
     # A route without an example yet: any answer but 401, 403 and 5xx shows access worked.
     method, template = route
     path = template.format(round_id=seed.round_id, player_id=seed.player_id,
-                           checkpoint_id=uuid.uuid4())
+                           match_id=seed.match_id, checkpoint_id=uuid.uuid4())
     return path, ({"json": {}} if method == "POST" else {}), None
 
 
@@ -145,7 +156,7 @@ def _expected(access: Access, case: str, template: str) -> int | str:
     if case in REFUSED:
         return 401
     if case == "other operator":
-        return 404 if "{round_id}" in template else "allowed"
+        return 404 if "{round_id}" in template or "{match_id}" in template else "allowed"
     scope = Scope(case)
     return "allowed" if scope is Scope.ADMIN or scope in access.scopes else 403
 

@@ -88,12 +88,14 @@ SEMANTIC_TYPES = frozenset({
     "/problems/invalid-settlement",
     "/problems/idempotency-key-reused",
     "/problems/not-reversible",
+    "/problems/invalid-match",
 })
 # Refusals of valid shapes by the paths they name, per operation: 'to' must be later than
 # 'from' (and at most 366 days on, for verify); a cursor must be one the list (and its
 # filters, or the checkpoint and receipts it walks) gave out.
 SEMANTIC: dict[str, frozenset[str]] = {
     "GET /v1/rounds": frozenset({"to", "cursor"}),
+    "GET /v1/matches": frozenset({"cursor"}),
     "GET /v1/players/{player_id}/ledger": frozenset({"to", "cursor"}),
     "GET /v1/reconciliation": frozenset({"to"}),
     "GET /v1/audit/verify": frozenset({"to", "cursor"}),

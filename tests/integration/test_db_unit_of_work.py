@@ -30,6 +30,9 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
         "rounds": 1,
         "round_players": 2,
         "ledger_lines": 3,
+        "matches": 0,
+        "match_rounds": 0,
+        "match_leaves": 0,
     }
     with UnitOfWork(sessions) as uow:
         stored = uow.rounds.get(round_id, "default")

@@ -325,3 +325,29 @@ def test_an_unexpected_error_is_a_500_problem_that_leaks_nothing(probed, caplog)
     _problem(response, 500)
     assert "secret" not in response.get_data(as_text=True)
     assert "secret internals" in caplog.text
+
+
+def test_a_leave_penalty_is_counted_as_a_stored_round_with_its_money(make_app, make_key):
+    import uuid
+
+    operator = f"metrics-{uuid.uuid4().hex[:8]}"
+    client = make_app().test_client()
+    auth = {"Authorization": f"Bearer {make_key('rounds:write', operator_id=operator)}"}
+    opened = client.post("/v1/matches", json={
+        "ruleset": "dagiang4", "table_id": f"t-{uuid.uuid4().hex[:8]}", "stake": "100",
+        "seats": ["E", "S", "W", "N"]}, headers={**auth, "Idempotency-Key": uuid.uuid4().hex})
+    assert opened.status_code == 201, opened.get_json()
+    leave = {"player_id": "W", "reason": "quit", "balance": "5000.00"}
+    headers = {**auth, "Idempotency-Key": uuid.uuid4().hex}
+    path = f"/v1/matches/{opened.get_json()['match_id']}/leave"
+    assert client.post(path, json=leave, headers=headers).status_code == 201
+    assert client.post(path, json=leave, headers=headers).status_code == 200
+
+    def metric(name, **labels):
+        return _metric(client, name, **labels)
+
+    assert metric("rounds_settled_total", game="thirteen", preset="dagiang4",
+                  kind="penalty") == 1
+    assert metric("idempotent_replays_total", route="leave") == 1
+    # One stake (100.00 at precision 2) from W to the house: both lines move 10000 minor units.
+    assert metric("ledger_money_minor_units_total", operator=operator, kind="penalty") == 20000

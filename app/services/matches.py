@@ -1,0 +1,582 @@
+"""Match use cases: open a match, count its rounds, let a player leave (with its penalty).
+
+A match's state is never updated: the rounds it counted are ``match_rounds`` rows and who
+left are ``match_leaves`` rows, each inserted in the transaction of what they record. A
+round of a match is checked and counted under its table's chain lock (the match's table is
+the round's), so two rounds cannot both take the same turn. A leave penalty is a round of
+kind ``penalty`` appended to the same chain through the same append path as settles and
+reversals (``AppendRepository``), with lines of kind ``penalty``; verify recomputes it
+from its stored request (``penalty_result``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound, Round
+from app.db.repositories import MAX_PAGE, InvalidCursor
+from app.domain.banker_games import BankerSeat
+from app.domain.errors import Problem, RulesetError, SettlementError
+from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
+from app.domain.games import rules_from_dict as round_rules_from_dict
+from app.domain.matches import (
+    LeaveOutcome,
+    LeaveReason,
+    MatchError,
+    MatchRules,
+    banker_turn,
+    check_round,
+    leave,
+    match_rules,
+    rules_from_dict,
+    seated,
+    split_overrides,
+)
+from app.domain.rulesets import Ruleset, Topology
+from app.domain.scoring import PlayerHand
+from app.domain.settlement import check_amounts, money_text
+from app.services import cursors
+from app.services.play import PlayedRound, ruleset_json
+from app.services.rounds import (
+    AppendCheck,
+    IdempotencyConflict,
+    Settled,
+    _replay,
+    _round_row,
+    content_hash,
+    round_json,
+    sha256,
+    utc_text,
+)
+from app.services.uow import UnitOfWork, run_with_retry
+
+PENALTY_ROUND_KIND = "penalty"
+
+
+class MatchNotFound(LookupError):
+    """No match of this operator has the id."""
+
+
+class AlreadyLeft(Exception):
+    """The player left the match before, with another Idempotency-Key."""
+
+
+# --- opening -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSpec:
+    """A match request resolved: the rounds' rules, the match's parameters, seats, stake."""
+
+    rules: AnyRules
+    match: MatchRules
+    table_id: str
+    stake: Decimal
+    seats: tuple[str, ...]
+    house: tuple[str, ...] = ()  # the house's seat, if any
+
+
+def resolve_match(data: Mapping[str, Any]) -> MatchSpec:
+    """Resolve a validated match request; every refusal names its field."""
+    spec = data["ruleset"]
+    preset = spec if isinstance(spec, str) else spec["preset"]
+    overrides = {} if isinstance(spec, str) else dict(spec.get("overrides") or {})
+    match_over, round_over = split_overrides(overrides)
+    problems: list[Problem] = []
+    rules: AnyRules | None = None
+    try:
+        rules = resolve(preset if isinstance(spec, str) else
+                        {"preset": preset, "overrides": round_over})
+    except RulesetError as error:
+        problems.extend(error.problems)
+    match: MatchRules | None = None
+    try:
+        match = match_rules(preset, match_over, "ruleset.overrides")
+    except RulesetError as error:
+        problems.extend(error.problems)
+    if problems or rules is None or match is None:
+        raise RulesetError(problems)
+    check_amounts(rules.money, data["stake"])
+    seats = tuple(s["player_id"] for s in data["seats"])
+    house = tuple(s["player_id"] for s in data["seats"] if s["house"])
+    low, high = _player_range(rules)
+    seat_problems = [Problem(f"seats[{i}]", f"player {p!r} has two seats", "duplicate_player")
+                     for i, p in enumerate(seats) if p in seats[:i]]
+    for i, seat in enumerate(data["seats"]):
+        if not seat["house"]:
+            continue
+        if not match.house_seat or isinstance(rules, BankerRules):
+            seat_problems.append(Problem(f"seats[{i}].house", f"{rules.name} has no house "
+                                         "seat (house_seat: false)", "no_house_seat"))
+        elif seat["player_id"] != house[0]:
+            seat_problems.append(Problem(f"seats[{i}].house", "a match seats the house once",
+                                         "house_seat_twice"))
+    if not low <= len(seats) <= high:
+        seat_problems.append(Problem("seats", f"{rules.name} seats {low} to {high} players, "
+                                     f"not {len(seats)}", "player_count"))
+    if seat_problems:
+        raise MatchError(seat_problems)
+    return MatchSpec(rules, match, data["table_id"], data["stake"], seats, house[:1])
+
+
+def _player_range(rules: AnyRules) -> tuple[int, int]:
+    if isinstance(rules, BankerRules):
+        return 2, rules.max_players
+    return rules.min_players, rules.max_players
+
+
+def _has_banker(rules: AnyRules) -> bool:
+    return isinstance(rules, BankerRules) or (isinstance(rules, Ruleset)
+                                              and rules.topology is Topology.BANKER)
+
+
+def open_match(data: Mapping[str, Any], raw: Mapping[str, Any], *, operator_id: str,
+               idempotency_key: str, sessions: sessionmaker[Session]) -> Settled:
+    """Open a match once per key: 201 with the match, or the first answer again (200)."""
+    spec = resolve_match(data)
+    body_hash = sha256({"match": raw})
+    return run_with_retry(lambda: _open(spec, operator_id, idempotency_key, body_hash,
+                                        sessions))
+
+
+def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
+          sessions: sessionmaker[Session]) -> Settled:
+    with UnitOfWork(sessions) as uow:
+        if not uow.appends.try_lock_key(operator_id, key):
+            earlier = _match_by_key(uow.session, operator_id, key)
+            if earlier is None:
+                raise IdempotencyConflict("in_flight")
+            return _match_replay(uow.session, earlier, body_hash)
+        earlier = _match_by_key(uow.session, operator_id, key)
+        if earlier is not None:
+            return _match_replay(uow.session, earlier, body_hash)
+        if uow.appends.committed_use(operator_id, key) is not None:
+            raise IdempotencyConflict("mismatch")
+        rules_json = ruleset_json(spec.rules)
+        match = Match(
+            id=uuid.uuid4(), operator_id=operator_id, table_id=spec.table_id,
+            ruleset_name=spec.rules.name, ruleset=rules_json["parameters"],
+            ruleset_hash=rules_json["hash"], match_rules=spec.match.to_dict(),
+            stake=spec.stake,
+            seats=[{"player_id": p, "house": p in spec.house} for p in spec.seats],
+            idempotency_key=key, body_hash=body_hash)
+        uow.session.add(match)
+        uow.session.flush()
+        uow.session.refresh(match)
+        return Settled(201, match_json(uow.session, match), replayed=False)
+
+
+def _match_by_key(session: Session, operator_id: str, key: str) -> Match | None:
+    return session.scalars(select(Match).where(
+        Match.operator_id == operator_id, Match.idempotency_key == key)).one_or_none()
+
+
+def _match_replay(session: Session, match: Match, body_hash: str) -> Settled:
+    if match.body_hash != body_hash:
+        raise IdempotencyConflict("mismatch")
+    return Settled(200, match_json(session, match), replayed=True)
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _rounds_of(session: Session, match_id: uuid.UUID) -> list[MatchRound]:
+    return list(session.scalars(select(MatchRound).where(MatchRound.match_id == match_id)
+                                .order_by(MatchRound.number)))
+
+
+def _leaves_of(session: Session, match_id: uuid.UUID) -> list[MatchLeave]:
+    return list(session.scalars(select(MatchLeave).where(MatchLeave.match_id == match_id)
+                                .order_by(MatchLeave.created_at, MatchLeave.player_id)))
+
+
+def _seat_ids(match: Match) -> list[str]:
+    return [s["player_id"] for s in match.seats]
+
+
+def _precision(match: Match) -> int:
+    return int(match.ruleset["precision"])
+
+
+def match_json(session: Session, match: Match) -> dict[str, Any]:
+    """Return a match as the API shows it: seats, rules, its rounds and leaves, its status."""
+    rules = rules_from_dict(match.match_rules)
+    rounds = _rounds_of(session, match.id)
+    leaves = _leaves_of(session, match.id)
+    seats = _seat_ids(match)
+    left = [leave_.player_id for leave_ in leaves]
+    played = len(rounds)
+    status = _status(match, rules, played, left)
+    has_banker = _has_banker(_round_rules(match))
+    return {
+        "match_id": str(match.id), "operator_id": match.operator_id,
+        "table_id": match.table_id, "created_at": utc_text(match.created_at),
+        "ruleset": {"name": match.ruleset_name, "hash": match.ruleset_hash,
+                    "parameters": match.ruleset, "match": match.match_rules},
+        "stake": money_text(match.stake, _precision(match)),
+        "seats": [{"player_id": s["player_id"], "seat": i, "house": s["house"],
+                   "left": s["player_id"] in left} for i, s in enumerate(match.seats)],
+        "status": status, "rounds_played": played,
+        "rounds_per_match": rules.rounds_per_match,
+        "next_banker": banker_turn(seats, left, played + 1)
+        if has_banker and status == "open" else None,
+        "rounds": [{"number": r.number, "round_id": str(r.round_id), "banker": r.banker}
+                   for r in rounds],
+        "leaves": [{"player_id": leave_.player_id, "reason": leave_.reason,
+                    "rounds_played": leave_.rounds_played,
+                    "penalty_round_id": None if leave_.penalty_round_id is None
+                    else str(leave_.penalty_round_id),
+                    "created_at": utc_text(leave_.created_at)} for leave_ in leaves],
+    }
+
+
+def _round_rules(match: Match) -> AnyRules:
+    return round_rules_from_dict(match.ruleset)
+
+
+def _status(match: Match, rules: MatchRules, played: int, left: Sequence[str]) -> str:
+    low, _ = _player_range(_round_rules(match))
+    if played >= rules.rounds_per_match or len(seated(_seat_ids(match), left)) < low:
+        return "closed"
+    return "open"
+
+
+def get_match(match_id: uuid.UUID, *, operator_id: str,
+              sessions: sessionmaker[Session]) -> dict[str, Any] | None:
+    with UnitOfWork(sessions) as uow:
+        match = uow.session.get(Match, match_id)
+        if match is None or match.operator_id != operator_id:
+            return None
+        return match_json(uow.session, match)
+
+
+MATCHES_LIST = "matches"
+
+
+def _match_position(position: list[Any]) -> tuple[datetime, uuid.UUID]:
+    """Read a matches cursor's position back; InvalidCursor on anything this list never wrote."""
+    try:
+        at, ident = position
+        created_at = datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError(at)
+        return created_at, uuid.UUID(ident)
+    except (TypeError, ValueError, AttributeError):
+        raise InvalidCursor("the cursor's position is not one this list issued") from None
+
+
+def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
+                 limit: int, cursor: str | None) -> dict[str, Any]:
+    """Return matches newest first, a page at a time; the cursor is bound to the filters.
+
+    Raises InvalidCursor on a cursor of another list, other filters, or none of ours
+    (app.services.cursors, as the rounds and ledger lists).
+    """
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    filters = {"table_id": table_id}
+    after = (None if cursor is None
+             else _match_position(cursors.decode(cursor, MATCHES_LIST, filters)))
+    with UnitOfWork(sessions) as uow:
+        stmt = select(Match).where(Match.operator_id == operator_id)
+        if table_id is not None:
+            stmt = stmt.where(Match.table_id == table_id)
+        if after is not None:
+            after_at, after_id = after
+            stmt = stmt.where(or_(Match.created_at < after_at,
+                                  and_(Match.created_at == after_at, Match.id < after_id)))
+        rows = list(uow.session.scalars(
+            stmt.order_by(Match.created_at.desc(), Match.id.desc()).limit(limit + 1)))
+        items = [match_json(uow.session, m) for m in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+    return {"items": items,
+            "next_cursor": None if last is None else cursors.encode(
+                MATCHES_LIST, filters, [last.created_at.isoformat(), str(last.id)])}
+
+
+# --- a round of a match --------------------------------------------------------------------
+
+
+def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
+    """Return the check a round of ``match_id`` passes inside its append, under the chain lock.
+
+    It refuses (MatchError, 422 naming the field) a round the match does not allow and
+    counts the round by inserting its ``match_rounds`` row; the append's transaction rolls
+    both back on any refusal.
+    """
+
+    def check(uow: UnitOfWork, played: PlayedRound, round_id: uuid.UUID) -> None:
+        session = uow.session
+        match = session.get(Match, match_id)
+        if match is None or match.operator_id != operator_id:
+            raise MatchError(Problem("match_id", f"no match {match_id}", "unknown_match"))
+        r = played.input
+        problems: list[Problem] = []
+        if r.table_id != match.table_id:
+            problems.append(Problem("table_id", f"the match plays at table {match.table_id!r}",
+                                    "match_table"))
+        if rules_hash(r.ruleset) != match.ruleset_hash:
+            problems.append(Problem("ruleset", "the match plays by ruleset "
+                                    f"{match.ruleset_name!r} with hash {match.ruleset_hash}; "
+                                    "send the match's ruleset", "match_ruleset"))
+        if r.stake != match.stake:
+            problems.append(Problem("stake", f"the match's stake is "
+                                    f"{money_text(match.stake, _precision(match))}",
+                                    "match_stake"))
+        if problems:
+            raise MatchError(problems)
+        rules = rules_from_dict(match.match_rules)
+        played_count = session.scalar(select(func.count()).select_from(MatchRound).where(
+            MatchRound.match_id == match.id)) or 0
+        left = [leave_.player_id for leave_ in _leaves_of(session, match.id)]
+        players = [p.player_id for p in r.players]
+        banker = next((p.player_id for p in r.players
+                       if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
+        check_round(_seat_ids(match), left, played_count, rules, players, banker,
+                    _has_banker(r.ruleset))
+        house = next((s["player_id"] for s in match.seats if s["house"]), None)
+        if r.house_seat != house:
+            named = r.house_seat if r.house_seat is not None else house
+            at = players.index(named) if named in players else 0
+            raise MatchError(Problem(f"players[{at}].house", f"the match's house seat is "
+                                     f"{house!r}", "match_house_seat"))
+        session.add(MatchRound(match_id=match.id, number=played_count + 1, round_id=round_id,
+                               banker=banker if _has_banker(r.ruleset) else None))
+        session.flush()
+
+    return check
+
+
+# --- leaving -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveRequest:
+    player_id: str
+    reason: LeaveReason
+    balance: Decimal
+
+
+def leave_match(match_id: uuid.UUID, data: Mapping[str, Any], raw: Mapping[str, Any], *,
+                operator_id: str, idempotency_key: str,
+                sessions: sessionmaker[Session]) -> Settled:
+    """Record a player's leaving once per key, with its penalty entry or none and why."""
+    request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"])
+    body_hash = sha256({"leaves_match_id": str(match_id), "body": raw})
+    return run_with_retry(lambda: _leave(match_id, request, operator_id, idempotency_key,
+                                         body_hash, sessions))
+
+
+def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
+           body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+    with UnitOfWork(sessions) as uow:
+        session = uow.session
+        match = session.get(Match, match_id)
+        if match is None or match.operator_id != operator_id:
+            raise MatchNotFound(str(match_id))
+        start = uow.appends.start(operator_id, match.table_id, key)
+        if start is None:
+            earlier = _leave_by_key(session, operator_id, key)
+            if earlier is None:
+                raise IdempotencyConflict("in_flight")
+            return _leave_replay(earlier, body_hash)
+        earlier = _leave_by_key(session, operator_id, key)
+        if earlier is not None:
+            return _leave_replay(earlier, body_hash)
+        if start.earlier is not None:  # the key made a round, not this leave
+            return _replay(uow, operator_id, key, body_hash, start.earlier)
+        seats = _seat_ids(match)
+        if req.player_id not in seats:
+            raise MatchError(Problem("player_id", f"player {req.player_id!r} has no seat in "
+                                     "the match", "not_seated"))
+        if any(s["house"] and s["player_id"] == req.player_id for s in match.seats):
+            raise MatchError(Problem("player_id", "the house seat does not leave a match",
+                                     "house_seat_leaves"))
+        leaves = _leaves_of(session, match.id)
+        if any(leave_.player_id == req.player_id for leave_ in leaves):
+            raise AlreadyLeft(req.player_id)
+        rules = rules_from_dict(match.match_rules)
+        played = session.scalar(select(func.count()).select_from(MatchRound).where(
+            MatchRound.match_id == match.id)) or 0
+        if played >= rules.rounds_per_match:
+            raise MatchError(Problem("match_id", "the match is closed: its "
+                                     f"{rules.rounds_per_match} rounds were played",
+                                     "match_closed"))
+        precision = _precision(match)
+        round_rules = _round_rules(match)
+        try:
+            check_amounts(round_rules.money, match.stake, {"balance": req.balance})
+        except SettlementError as error:
+            raise MatchError(error.problems) from None
+        left = [leave_.player_id for leave_ in leaves]
+        houses = {s["player_id"] for s in match.seats if s["house"]}
+        stayers = [s for s in seated(seats, left) if s != req.player_id and s not in houses]
+        stored = {
+            "match_id": str(match.id), "player_id": req.player_id,
+            "seat": seats.index(req.player_id), "reason": req.reason.value,
+            "balance": money_text(req.balance, precision), "rounds_played": played,
+            "match_rules": match.match_rules,
+            "stayers": [{"player_id": s, "seat": seats.index(s),
+                         "balance_before": _last_balance(session, match, s)}
+                        for s in stayers],
+        }
+        outcome = penalty_outcome(stored, match.stake, precision)
+        penalty_round_id: uuid.UUID | None = None
+        round_body: dict[str, Any] | None = None
+        if outcome.charged:
+            penalty = Round(
+                id=uuid.uuid4(), operator_id=operator_id, table_id=match.table_id,
+                kind=PENALTY_ROUND_KIND, ruleset_name=match.ruleset_name,
+                ruleset=match.ruleset, ruleset_hash=match.ruleset_hash, stake=match.stake,
+                request=stored, result={}, idempotency_key=key, body_hash=body_hash,
+                created_at=start.created_at, prev_hash=start.prev_hash, chain_seq=start.seq,
+                reverses_round_id=None)
+            penalty.result = penalty_result(stored, table_id=match.table_id,
+                                            ruleset_name=match.ruleset_name,
+                                            ruleset=match.ruleset,
+                                            ruleset_hash=match.ruleset_hash, stake=match.stake)
+            penalty.content_hash = content_hash(penalty)
+            uow.appends.insert(_round_row(penalty), _penalty_players(penalty),
+                               _penalty_lines(penalty))
+            penalty_round_id = penalty.id
+            round_body = round_json(penalty, reversed_by=None)
+        answer = {
+            "match_id": str(match.id), "player_id": req.player_id, "reason": req.reason.value,
+            "rounds_played": played,
+            "min_rounds_before_leave": rules.min_rounds_before_leave,
+            "penalty": round_body, "penalty_amount": money_text(outcome.amount, precision),
+            "why": outcome.why,
+        }
+        session.add(MatchLeave(
+            match_id=match.id, player_id=req.player_id, operator_id=operator_id,
+            reason=req.reason.value, rounds_played=played, penalty_round_id=penalty_round_id,
+            result=answer, idempotency_key=key, body_hash=body_hash))
+        try:
+            session.flush()
+        except IntegrityError as error:
+            if "pk_match_leaves" in str(error.orig):
+                raise AlreadyLeft(req.player_id) from None
+            raise
+        return Settled(201, answer, replayed=False)
+
+
+def _leave_by_key(session: Session, operator_id: str, key: str) -> MatchLeave | None:
+    return session.scalars(select(MatchLeave).where(
+        MatchLeave.operator_id == operator_id,
+        MatchLeave.idempotency_key == key)).one_or_none()
+
+
+def _leave_replay(earlier: MatchLeave, body_hash: str) -> Settled:
+    if earlier.body_hash != body_hash:
+        raise IdempotencyConflict("mismatch")
+    return Settled(200, earlier.result, replayed=True)
+
+
+def _last_balance(session: Session, match: Match, player_id: str) -> str | None:
+    """Return the player's balance after its last line at the match's table, if any."""
+    after = session.scalar(
+        select(LedgerLine.balance_after).where(
+            LedgerLine.operator_id == match.operator_id, LedgerLine.table_id == match.table_id,
+            LedgerLine.account == player_id, LedgerLine.kind != "reversal")
+        .order_by(LedgerLine.id.desc()).limit(1))
+    return None if after is None else money_text(after, _precision(match))
+
+
+# --- the penalty entry, as written and as verify recomputes it ------------------------------
+
+
+def penalty_outcome(stored: Mapping[str, Any], stake: Decimal, precision: int) -> LeaveOutcome:
+    """Decide the penalty from a penalty round's stored request (pure; verify calls it)."""
+    return leave(rules_from_dict(stored["match_rules"]), stake=stake, precision=precision,
+                 balance=Decimal(stored["balance"]), rounds_played=int(stored["rounds_played"]),
+                 reason=LeaveReason(stored["reason"]), player=stored["player_id"],
+                 stayers=[s["player_id"] for s in stored["stayers"]], house=HOUSE)
+
+
+def penalty_result(stored: Mapping[str, Any], *, table_id: str, ruleset_name: str,
+                   ruleset: Mapping[str, Any], ruleset_hash: str,
+                   stake: Decimal) -> dict[str, Any]:
+    """Return the result JSON of a penalty round from its stored request and its round's rules.
+
+    Shaped like a round's, so reads, reversal and the ledger treat it as one: the leaving
+    player's row, the lines (kind ``penalty``; an uneven split's remainder on the house's
+    rounding line), and ``penalty`` saying what was decided and why.
+    """
+    precision = int(ruleset["precision"])
+    outcome = penalty_outcome(stored, stake, precision)
+    balance = Decimal(stored["balance"])
+    known = {s["player_id"]: s for s in stored["stayers"]}
+
+    def text(amount: Decimal | None) -> str | None:
+        return None if amount is None else money_text(amount, precision)
+
+    lines = []
+    players = [{
+        "player_id": stored["player_id"], "seat": stored["seat"],
+        "balance_before": text(balance), "points": 0, "amount": text(-outcome.amount),
+        "fee": text(Decimal(0)), "balance_after": text(balance - outcome.amount),
+        "foul": False, "special": None}]
+    rounding = Decimal(0)
+    for n, line in enumerate(outcome.lines, start=1):
+        before: Decimal | None = None
+        if line.account == stored["player_id"]:
+            before = balance
+        elif line.account in known and known[line.account]["balance_before"] is not None:
+            before = Decimal(known[line.account]["balance_before"])
+            players.append({
+                "player_id": line.account, "seat": known[line.account]["seat"],
+                "balance_before": text(before), "points": 0, "amount": text(line.amount),
+                "fee": text(Decimal(0)), "balance_after": text(before + line.amount),
+                "foul": False, "special": None})
+        if line.account == HOUSE and line.kind == "rounding":
+            rounding += line.amount
+        lines.append({"line_no": n, "account": line.account, "kind": line.kind,
+                      "amount": text(line.amount), "balance_before": text(before),
+                      "balance_after": None if before is None else text(before + line.amount)})
+    banker_game = ruleset.get("game", "thirteen") != "thirteen"
+    rules = rules_from_dict(stored["match_rules"])
+    return {
+        "table_id": table_id,
+        "ruleset": {"name": ruleset_name, "hash": ruleset_hash, "parameters": dict(ruleset)},
+        "stake": money_text(stake, precision), "limits_enforced": False,
+        "players": players,
+        **({"comparisons": []} if banker_game else {"pairs": [], "home_run": None}),
+        "house": {"fees": text(Decimal(0)), "rounding": text(rounding)},
+        "lines": lines, "deal": None,
+        "penalty": {"match_id": stored["match_id"], "player_id": stored["player_id"],
+                    "reason": stored["reason"], "rounds_played": stored["rounds_played"],
+                    "min_rounds_before_leave": rules.min_rounds_before_leave,
+                    "leave_penalty": format(rules.leave_penalty, "f"),
+                    "to": rules.leave_penalty_to.value, "due": text(outcome.due),
+                    "amount": text(outcome.amount), "why": outcome.why},
+    }
+
+
+def _penalty_players(round_: Round) -> list[dict[str, Any]]:
+    return [{"round_id": round_.id, "seat": p["seat"], "player_id": p["player_id"],
+             "balance_before": Decimal(p["balance_before"]), "points": 0,
+             "amount": Decimal(p["amount"]), "fee": Decimal(p["fee"]),
+             "balance_after": Decimal(p["balance_after"]), "foul": False, "special": None}
+            for p in round_.result["players"]]
+
+
+def _penalty_lines(round_: Round) -> list[dict[str, Any]]:
+    def dec(value: str | None) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+    return [{"round_id": round_.id, "line_no": line["line_no"], "account": line["account"],
+             "kind": line["kind"], "amount": Decimal(line["amount"]),
+             "balance_before": dec(line["balance_before"]),
+             "balance_after": dec(line["balance_after"]), "operator_id": round_.operator_id,
+             "table_id": round_.table_id, "created_at": round_.created_at}
+            for line in round_.result["lines"]]
+
