@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import AuditCheckpoint
 from app.db.repositories import ChainHead, InvalidCursor
 from app.services import cursors
+from app.services.audit import ChainEnd
 from app.services.rounds import content_hash, utc_text
 from app.services.signing import Signer, Verifier, receipt_statement, verify_note
 from app.services.uow import UnitOfWork
@@ -193,23 +194,12 @@ class Anchor:
 
 
 @dataclass(slots=True)
-class ChainReport:
-    table_id: str
-    last_seq: int
-    head_hash: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"table_id": self.table_id, "last_seq": self.last_seq,
-                "head_hash": self.head_hash}
-
-
-@dataclass(slots=True)
 class AnchoredVerification:
     """One page of a verify against kept checkpoints and receipts."""
 
     rounds: int = 0
     findings: list[Finding] = field(default_factory=list)
-    chains: list[ChainReport] = field(default_factory=list)
+    chains: list[ChainEnd] = field(default_factory=list)
     next_cursor: str | None = None
 
     @property
@@ -371,7 +361,7 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
                                      f"{anchor.content_hash}; the chain now holds "
                                      f"{round_.content_hash}"))
             prev_seq, prev_hash, prev_time = seq, round_.content_hash, round_.created_at
-    report.chains.append(ChainReport(table_id, head.seq, head.content_hash))
+    report.chains.append(ChainEnd(table_id, head.seq, head.content_hash))
     return True, checked, prev_seq
 
 
