@@ -17,12 +17,13 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
-    ForeignKey,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
     MetaData,
     Numeric,
+    PrimaryKeyConstraint,
     SmallInteger,
     Text,
     UniqueConstraint,
@@ -79,7 +80,7 @@ class Round(Base):
 
     __tablename__ = "rounds"
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     operator_id: Mapped[str] = mapped_column(Text)
     table_id: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
@@ -95,7 +96,7 @@ class Round(Base):
     content_hash: Mapped[str] = mapped_column(Text)
     prev_hash: Mapped[str | None] = mapped_column(Text)
     chain_seq: Mapped[int] = mapped_column(BigInteger)
-    reverses_round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+    reverses_round_id: Mapped[uuid.UUID | None]
     # The inserting transaction's id: lists page in (txid, id) order and never pass a
     # transaction still appending, so a row that commits late is not skipped.
     txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
@@ -111,6 +112,13 @@ class Round(Base):
     )
 
     __table_args__ = (
+        # Keyed by operator: a client's round_id is unique within its operator only, so
+        # another operator's ids are neither revealed nor blocked (and every key holds the
+        # distribution column, see OPERATOR_KEYED).
+        PrimaryKeyConstraint("operator_id", "id"),
+        ForeignKeyConstraint(["operator_id", "reverses_round_id"],
+                             ["rounds.operator_id", "rounds.id"],
+                             name="fk_rounds_reverses_round_rounds"),
         CheckConstraint(_one_of("kind", ROUND_KINDS), name="kind"),
         CheckConstraint("stake > 0", name="stake_positive"),
         CheckConstraint("chain_seq >= 1", name="chain_seq_positive"),
@@ -121,7 +129,7 @@ class Round(Base):
         ),
         UniqueConstraint("operator_id", "table_id", "chain_seq"),
         # A round is reversed at most once.
-        UniqueConstraint("reverses_round_id"),
+        UniqueConstraint("operator_id", "reverses_round_id"),
         # A key settles at most one round, whatever happens to the idempotency table.
         UniqueConstraint("operator_id", "idempotency_key"),
         Index(None, "operator_id", "table_id", "created_at", "id"),
@@ -143,8 +151,9 @@ class RoundPlayer(Base):
 
     __tablename__ = "round_players"
 
-    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"), primary_key=True)
-    seat: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    operator_id: Mapped[str] = mapped_column(Text)
+    round_id: Mapped[uuid.UUID]
+    seat: Mapped[int] = mapped_column(SmallInteger)
     player_id: Mapped[str] = mapped_column(Text)
     balance_before: Mapped[Decimal]
     points: Mapped[int] = mapped_column(Integer)
@@ -157,9 +166,12 @@ class RoundPlayer(Base):
     round: Mapped[Round] = relationship(back_populates="players")
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "round_id", "seat"),
+        ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
+                             name="fk_round_players_round_rounds"),
         CheckConstraint("seat >= 0", name="seat_nonnegative"),
         CheckConstraint("fee >= 0", name="fee_nonnegative"),
-        UniqueConstraint("round_id", "player_id"),
+        UniqueConstraint("operator_id", "round_id", "player_id"),
         Index(None, "player_id", "round_id"),
     )
 
@@ -169,8 +181,8 @@ class LedgerLine(Base):
 
     __tablename__ = "ledger_lines"
 
-    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
-    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
+    round_id: Mapped[uuid.UUID]
     line_no: Mapped[int] = mapped_column(Integer)
     # A player id, or ``house`` for fees and rounding kept by the operator.
     account: Mapped[str] = mapped_column(Text)
@@ -189,9 +201,12 @@ class LedgerLine(Base):
     round: Mapped[Round] = relationship(back_populates="lines")
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "id"),
+        ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
+                             name="fk_ledger_lines_round_rounds"),
         CheckConstraint(_one_of("kind", LINE_KINDS), name="kind"),
         CheckConstraint("line_no >= 1", name="line_no_positive"),
-        UniqueConstraint("round_id", "line_no"),
+        UniqueConstraint("operator_id", "round_id", "line_no"),
         Index(None, "account", "created_at", "id"),
         # In chain order with what reconciliation reads: the balance chain and the totals
         # are an index-only scan with no sort, a player's total at a table an index-only sum.
@@ -201,7 +216,7 @@ class LedgerLine(Base):
         # A player's ledger page, in page order.
         Index(None, "operator_id", "account", "txid", "id"),
         # Each round's lines in round order: the zero-sum check streams, index-only.
-        Index(None, "round_id", postgresql_include=["amount", "created_at"]),
+        Index(None, "round_id", "operator_id", postgresql_include=["amount", "created_at"]),
     )
 
 
@@ -240,7 +255,7 @@ class Match(Base):
 
     __tablename__ = "matches"
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     operator_id: Mapped[str] = mapped_column(Text)
     table_id: Mapped[str] = mapped_column(Text)
     ruleset_name: Mapped[str] = mapped_column(Text)
@@ -257,6 +272,7 @@ class Match(Base):
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "id"),
         CheckConstraint("stake > 0", name="stake_positive"),
         UniqueConstraint("operator_id", "idempotency_key"),
         Index(None, "operator_id", "table_id", "created_at", "id"),
@@ -268,14 +284,20 @@ class MatchRound(Base):
 
     __tablename__ = "match_rounds"
 
-    match_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("matches.id"), primary_key=True)
-    number: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    operator_id: Mapped[str] = mapped_column(Text)
+    match_id: Mapped[uuid.UUID]
+    number: Mapped[int] = mapped_column(Integer)
+    round_id: Mapped[uuid.UUID]
     banker: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "match_id", "number"),
+        ForeignKeyConstraint(["operator_id", "match_id"], ["matches.operator_id", "matches.id"],
+                             name="fk_match_rounds_match_matches"),
+        ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
+                             name="fk_match_rounds_round_rounds"),
         CheckConstraint("number >= 1", name="number_positive"),
-        UniqueConstraint("round_id"),
+        UniqueConstraint("operator_id", "round_id"),
     )
 
 
@@ -284,12 +306,12 @@ class MatchLeave(Base):
 
     __tablename__ = "match_leaves"
 
-    match_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("matches.id"), primary_key=True)
-    player_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    match_id: Mapped[uuid.UUID]
+    player_id: Mapped[str] = mapped_column(Text)
     operator_id: Mapped[str] = mapped_column(Text)
     reason: Mapped[str] = mapped_column(Text)
     rounds_played: Mapped[int] = mapped_column(Integer)
-    penalty_round_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("rounds.id"))
+    penalty_round_id: Mapped[uuid.UUID | None]
     # The answer as first given, so a replay returns it unchanged.
     result: Mapped[dict[str, Any]]
     idempotency_key: Mapped[str] = mapped_column(Text)
@@ -297,10 +319,16 @@ class MatchLeave(Base):
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "match_id", "player_id"),
+        ForeignKeyConstraint(["operator_id", "match_id"], ["matches.operator_id", "matches.id"],
+                             name="fk_match_leaves_match_matches"),
+        ForeignKeyConstraint(["operator_id", "penalty_round_id"],
+                             ["rounds.operator_id", "rounds.id"],
+                             name="fk_match_leaves_penalty_round_rounds"),
         CheckConstraint("reason IN ('quit', 'disconnect', 'continue_limit')", name="reason"),
         CheckConstraint("rounds_played >= 0", name="rounds_played_nonnegative"),
         UniqueConstraint("operator_id", "idempotency_key"),
-        UniqueConstraint("penalty_round_id"),
+        UniqueConstraint("operator_id", "penalty_round_id"),
     )
 
 
@@ -313,7 +341,7 @@ class AuditCheckpoint(Base):
 
     __tablename__ = "audit_checkpoints"
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     operator_id: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     tree_size: Mapped[int] = mapped_column(Integer)
@@ -323,9 +351,30 @@ class AuditCheckpoint(Base):
     key_id: Mapped[str] = mapped_column(Text)
 
     __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "id"),
         CheckConstraint("tree_size >= 0", name="tree_size_nonnegative"),
         Index(None, "operator_id", "created_at", "id"),
     )
+
+
+class Chain(Base):
+    """One hash chain (an operator's table): the row an append locks to take the chain.
+
+    ``INSERT ... ON CONFLICT DO UPDATE`` on this row serialises the appends of one chain
+    with a plain row lock, which works the same on one server, behind a transaction-mode
+    pooler and on a database distributed by operator; nothing here is trusted for the
+    chain itself (its head is read from ``rounds``), so the runtime role may update only
+    ``locked_at``, the last time an append took the chain.
+    """
+
+    __tablename__ = "chains"
+
+    operator_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    locked_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    __table_args__ = (PrimaryKeyConstraint("operator_id", "table_id"),)
 
 
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
@@ -333,4 +382,9 @@ MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
 ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
 # Every table the migrations create for the service: its owner may alter or drop it, so
 # the service must never run as (a member of) that owner (app.db.roles).
-OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints", *MATCH_TABLES)
+OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints", *MATCH_TABLES, "chains")
+# Every key of these tables starts with operator_id and no foreign key crosses operators,
+# so each can be distributed by operator (README, "Scaling out"). ``api_keys`` is looked up
+# by key id before its operator is known: it is the one reference (replicated) table.
+OPERATOR_KEYED = (*LEDGER_TABLES, "audit_checkpoints", *MATCH_TABLES, "chains")
+REFERENCE_TABLES = ("api_keys",)

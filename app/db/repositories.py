@@ -98,10 +98,11 @@ class CommitHorizon:
     Line ids and round times are drawn before a transaction commits, so lists page in
     (txid, id) order, txid being the inserting transaction's id. ``next_xid`` is the next
     transaction id at a moment before the page's snapshot, ``appending`` the ids of
-    transactions then in progress that hold an advisory lock, as every append does (the
-    chain's) from before its first write to its commit. A transaction still appending
-    when the page is read either is in ``appending`` or has an id of ``next_xid`` or
-    more, so rows below ``bound()`` are final: none can commit among them any more.
+    transactions then in progress that hold an advisory lock in this database, as every
+    append does (its Idempotency-Key's) from before its first write to its commit. A
+    transaction still appending when the page is read either is in ``appending`` or has an
+    id of ``next_xid`` or more, so rows below ``bound()`` are final: none can commit among
+    them any more. Transactions of other databases on the server are not waited for.
     """
 
     next_xid: int
@@ -212,34 +213,30 @@ def _page_limit(limit: int) -> int:
     return limit
 
 
-def chain_lock_name(operator_id: str, table_id: str) -> str:
-    """Return the advisory lock name of a chain (operator + table)."""
-    return f"{operator_id}\x1f{table_id}"
-
-
 def key_lock_name(operator_id: str, key: str) -> str:
-    """Return the advisory lock name of an Idempotency-Key.
-
-    Operator and table ids cannot hold the separator and keys are printable, so a key's
-    name (two separators) never equals a chain's (one).
-    """
+    """Return the advisory lock name of an Idempotency-Key (operator ids hold no separator)."""
     return f"{operator_id}\x1fkey\x1f{key}"
 
 
-# Not waiting for the key: a second request with it is told 409 at once. Once the key is
-# ours, wait for the chain; CASE evaluates the THEN branch only when the key was taken, so
-# a refused request never queues behind the chain's appends.
+# Taking a chain: a row lock on its ``chains`` row, inserted by the chain's first append.
+# ON CONFLICT DO UPDATE waits for an append in progress and then locks the row, the same
+# on one server, behind a transaction-mode pooler, or distributed by operator.
+_TAKE_CHAIN = ("INSERT INTO chains (operator_id, table_id) SELECT :operator_id, :table_id "
+               "{source} ON CONFLICT (operator_id, table_id) "
+               "DO UPDATE SET locked_at = clock_timestamp() RETURNING true")
+# Not waiting for the key (a transaction-level advisory lock, which a pooler in transaction
+# mode keeps with its transaction): a second request with it is told 409 at once. Only once
+# the key is ours does the insert run and wait for the chain, so a refused request never
+# queues behind the chain's appends.
 _LOCK_KEY_THEN_CHAIN = text(
-    "SELECT CASE WHEN pg_try_advisory_xact_lock(hashtextextended(:key, 0)) "
-    "THEN pg_advisory_xact_lock(hashtextextended(:chain, 0)) IS NOT NULL "
-    "ELSE false END"
-)
+    "WITH key AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0)) "
+    "AS taken) " + _TAKE_CHAIN.format(source="FROM key WHERE key.taken"))
 _TRY_LOCK_KEY = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))")
 _KEY_USE = text(
     "SELECT body_hash, id AS round_id FROM rounds "
     "WHERE operator_id = :operator_id AND idempotency_key = :key"
 ).columns(body_hash=Text, round_id=Uuid)
-_LOCK_CHAIN = text("SELECT pg_advisory_xact_lock(hashtextextended(:chain, 0))")
+_LOCK_CHAIN = text(_TAKE_CHAIN.format(source=""))
 # Runs as the statement after the locks, so under READ COMMITTED its snapshot is taken
 # after they were granted and it sees every round (and key) committed while we waited.
 _HEAD_CLOCK_AND_KEY = text(
@@ -252,8 +249,6 @@ _HEAD_CLOCK_AND_KEY = text(
     "LEFT JOIN rounds AS k ON k.operator_id = :operator_id AND k.idempotency_key = :key"
 ).columns(now=DateTime(timezone=True), chain_seq=BigInteger, content_hash=Text,
           body_hash=Text, round_id=Uuid)
-
-
 class RoundRepository:
     """Rounds with their players and lines."""
 
@@ -275,9 +270,9 @@ class RoundRepository:
         )
         return self._session.scalars(stmt).one_or_none()
 
-    def get_plain(self, round_id: uuid.UUID) -> Round | None:
+    def get_plain(self, operator_id: str, round_id: uuid.UUID) -> Round | None:
         """Return one round without its players and lines (its result holds them), or None."""
-        return self._session.get(Round, round_id)
+        return self._session.get(Round, (operator_id, round_id))
 
     def any_round(self, *, operator_id: str | None = None, table_id: str | None = None) -> bool:
         """Say whether any round matches ``operator_id`` and ``table_id`` (None: any)."""
@@ -288,17 +283,19 @@ class RoundRepository:
             stmt = stmt.where(Round.table_id == table_id)
         return self._session.scalars(stmt).first() is not None
 
-    def reversal_of(self, round_id: uuid.UUID) -> Round | None:
-        """Return the round that reverses ``round_id``, or None."""
-        stmt = select(Round).where(Round.reverses_round_id == round_id)
+    def reversal_of(self, operator_id: str, round_id: uuid.UUID) -> Round | None:
+        """Return the round that reverses ``operator_id``'s round ``round_id``, or None."""
+        stmt = select(Round).where(Round.operator_id == operator_id,
+                                   Round.reverses_round_id == round_id)
         return self._session.scalars(stmt).one_or_none()
 
-    def reversals_of(self, round_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+    def reversals_of(self, operator_id: str,
+                     round_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
         """Map each of ``round_ids`` that was reversed to the id of its reversal round."""
         if not round_ids:
             return {}
         stmt = select(Round.reverses_round_id, Round.id).where(
-            Round.reverses_round_id.in_(round_ids))
+            Round.operator_id == operator_id, Round.reverses_round_id.in_(round_ids))
         return {target: reversal for target, reversal in self._session.execute(stmt)
                 if target is not None}
 
@@ -427,7 +424,9 @@ class RoundRepository:
             stmt = stmt.where(Round.kind == kind)
         if player_id is not None:
             stmt = stmt.where(
-                exists().where(RoundPlayer.round_id == Round.id, RoundPlayer.player_id == player_id)
+                exists().where(RoundPlayer.operator_id == Round.operator_id,
+                              RoundPlayer.round_id == Round.id,
+                              RoundPlayer.player_id == player_id)
             )
         if created_from is not None:
             stmt = stmt.where(Round.created_at >= created_from)
@@ -463,11 +462,11 @@ class RoundRepository:
     def lock_chain(self, operator_id: str, table_id: str) -> None:
         """Serialise appends to one chain until this transaction ends.
 
-        Two rounds at one table must not both read the same chain head; an advisory lock
-        on the chain's name orders them without locking any other table.
+        Two rounds at one table must not both read the same chain head; the lock on the
+        chain's row orders them without locking any other table.
         """
         self._session.connection().execute(
-            _LOCK_CHAIN, {"chain": chain_lock_name(operator_id, table_id)})
+            _LOCK_CHAIN, {"operator_id": operator_id, "table_id": table_id})
 
 
 class LedgerRepository:
@@ -476,9 +475,10 @@ class LedgerRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def for_round(self, round_id: uuid.UUID) -> Sequence[LedgerLine]:
+    def for_round(self, operator_id: str, round_id: uuid.UUID) -> Sequence[LedgerLine]:
         """Return a round's lines in line order."""
-        stmt = select(LedgerLine).where(LedgerLine.round_id == round_id)
+        stmt = select(LedgerLine).where(LedgerLine.operator_id == operator_id,
+                                        LedgerLine.round_id == round_id)
         return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))
 
 @dataclass(frozen=True, slots=True)
@@ -520,8 +520,8 @@ class AppendRepository:
         use read in one statement under them.
         """
         taken = self._session.connection().execute(_LOCK_KEY_THEN_CHAIN, {
-            "key": key_lock_name(operator_id, key),
-            "chain": chain_lock_name(operator_id, table_id)}).scalar_one()
+            "key": key_lock_name(operator_id, key), "operator_id": operator_id,
+            "table_id": table_id}).scalar_one_or_none()
         return self.head(operator_id, table_id, key) if taken else None
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:

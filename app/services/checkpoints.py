@@ -127,8 +127,8 @@ def create_checkpoint(sessions: sessionmaker[Session], signer: Signer,
 def get_checkpoint(sessions: sessionmaker[Session], operator_id: str,
                    checkpoint_id: uuid.UUID) -> dict[str, Any] | None:
     with UnitOfWork(sessions) as uow:
-        row = uow.session.get(AuditCheckpoint, checkpoint_id)
-        if row is None or row.operator_id != operator_id:
+        row = uow.session.get(AuditCheckpoint, (operator_id, checkpoint_id))
+        if row is None:
             return None
         return checkpoint_json(row)
 

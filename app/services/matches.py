@@ -189,13 +189,15 @@ def _match_replay(session: Session, match: Match, body_hash: str) -> Settled:
 # --- reading -------------------------------------------------------------------------------
 
 
-def _rounds_of(session: Session, match_id: uuid.UUID) -> list[MatchRound]:
-    return list(session.scalars(select(MatchRound).where(MatchRound.match_id == match_id)
+def _rounds_of(session: Session, match: Match) -> list[MatchRound]:
+    return list(session.scalars(select(MatchRound).where(
+        MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)
                                 .order_by(MatchRound.number)))
 
 
-def _leaves_of(session: Session, match_id: uuid.UUID) -> list[MatchLeave]:
-    return list(session.scalars(select(MatchLeave).where(MatchLeave.match_id == match_id)
+def _leaves_of(session: Session, match: Match) -> list[MatchLeave]:
+    return list(session.scalars(select(MatchLeave).where(
+        MatchLeave.operator_id == match.operator_id, MatchLeave.match_id == match.id)
                                 .order_by(MatchLeave.created_at, MatchLeave.player_id)))
 
 
@@ -210,8 +212,8 @@ def _precision(match: Match) -> int:
 def match_json(session: Session, match: Match) -> dict[str, Any]:
     """Return a match as the API shows it: seats, rules, its rounds and leaves, its status."""
     rules = rules_from_dict(match.match_rules)
-    rounds = _rounds_of(session, match.id)
-    leaves = _leaves_of(session, match.id)
+    rounds = _rounds_of(session, match)
+    leaves = _leaves_of(session, match)
     seats = _seat_ids(match)
     left = [leave_.player_id for leave_ in leaves]
     played = len(rounds)
@@ -253,8 +255,8 @@ def _status(match: Match, rules: MatchRules, played: int, left: Sequence[str]) -
 def get_match(match_id: uuid.UUID, *, operator_id: str,
               sessions: sessionmaker[Session]) -> dict[str, Any] | None:
     with UnitOfWork(sessions) as uow:
-        match = uow.session.get(Match, match_id)
-        if match is None or match.operator_id != operator_id:
+        match = uow.session.get(Match, (operator_id, match_id))
+        if match is None:
             return None
         return match_json(uow.session, match)
 
@@ -316,8 +318,8 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
 
     def check(uow: UnitOfWork, played: PlayedRound, round_id: uuid.UUID) -> None:
         session = uow.session
-        match = session.get(Match, match_id)
-        if match is None or match.operator_id != operator_id:
+        match = session.get(Match, (operator_id, match_id))
+        if match is None:
             raise MatchError(Problem("match_id", f"no match {match_id}", "unknown_match"))
         r = played.input
         problems: list[Problem] = []
@@ -336,8 +338,8 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
             raise MatchError(problems)
         rules = rules_from_dict(match.match_rules)
         played_count = session.scalar(select(func.count()).select_from(MatchRound).where(
-            MatchRound.match_id == match.id)) or 0
-        left = [leave_.player_id for leave_ in _leaves_of(session, match.id)]
+            MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
+        left = [leave_.player_id for leave_ in _leaves_of(session, match)]
         players = [p.player_id for p in r.players]
         banker = next((p.player_id for p in r.players
                        if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
@@ -349,7 +351,8 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
             at = players.index(named) if named in players else 0
             raise MatchError(Problem(f"players[{at}].house", f"the match's house seat is "
                                      f"{house!r}", "match_house_seat"))
-        session.add(MatchRound(match_id=match.id, number=played_count + 1, round_id=round_id,
+        session.add(MatchRound(operator_id=match.operator_id, match_id=match.id,
+                               number=played_count + 1, round_id=round_id,
                                banker=banker if _has_banker(r.ruleset) else None))
         session.flush()
 
@@ -380,8 +383,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
            body_hash: str, sessions: sessionmaker[Session]) -> Settled:
     with UnitOfWork(sessions) as uow:
         session = uow.session
-        match = session.get(Match, match_id)
-        if match is None or match.operator_id != operator_id:
+        match = session.get(Match, (operator_id, match_id))
+        if match is None:
             raise MatchNotFound(str(match_id))
         start = uow.appends.start(operator_id, match.table_id, key)
         if start is None:
@@ -401,12 +404,12 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         if any(s["house"] and s["player_id"] == req.player_id for s in match.seats):
             raise MatchError(Problem("player_id", "the house seat does not leave a match",
                                      "house_seat_leaves"))
-        leaves = _leaves_of(session, match.id)
+        leaves = _leaves_of(session, match)
         if any(leave_.player_id == req.player_id for leave_ in leaves):
             raise AlreadyLeft(req.player_id)
         rules = rules_from_dict(match.match_rules)
         played = session.scalar(select(func.count()).select_from(MatchRound).where(
-            MatchRound.match_id == match.id)) or 0
+            MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
         if played >= rules.rounds_per_match:
             raise MatchError(Problem("match_id", "the match is closed: its "
                                      f"{rules.rounds_per_match} rounds were played",
@@ -562,7 +565,8 @@ def penalty_result(stored: Mapping[str, Any], *, table_id: str, ruleset_name: st
 
 
 def _penalty_players(round_: Round) -> list[dict[str, Any]]:
-    return [{"round_id": round_.id, "seat": p["seat"], "player_id": p["player_id"],
+    return [{"operator_id": round_.operator_id, "round_id": round_.id, "seat": p["seat"],
+             "player_id": p["player_id"],
              "balance_before": Decimal(p["balance_before"]), "points": 0,
              "amount": Decimal(p["amount"]), "fee": Decimal(p["fee"]),
              "balance_after": Decimal(p["balance_after"]), "foul": False, "special": None}

@@ -324,20 +324,20 @@ ORDER BY operator_id, table_id, account, id
 """
 
 # The zero-sum check: each round of the period whose lines do not sum to zero. The lines
-# are grouped by round alone, which ix_ledger_lines_round_id (migration 0005) gives in
-# order and index-only, so each round's sum streams out of a GroupAggregate instead of a
+# are grouped by round, which ix_ledger_lines_round_id_operator_id (migration 0011) gives
+# in order and index-only, so each round's sum streams out of a GroupAggregate instead of a
 # hash table of every round of the period; the few unbalanced rounds then take their
 # operator and table from the round itself.
 UNBALANCED = """
 SELECT r.operator_id, r.table_id, r.id::text AS round_id
 FROM (
-    SELECT l.round_id
+    SELECT l.round_id, l.operator_id
     FROM ledger_lines l
     WHERE {scope}
-    GROUP BY l.round_id
+    GROUP BY l.round_id, l.operator_id
     HAVING sum(l.amount) <> 0
 ) u
-JOIN rounds r ON r.id = u.round_id
+JOIN rounds r ON r.operator_id = u.operator_id AND r.id = u.round_id
 ORDER BY r.operator_id, r.table_id, r.id
 """
 
@@ -410,7 +410,7 @@ SELECT r.operator_id,
     coalesce(sum(l.amount) FILTER (WHERE l.kind = 'penalty' AND l.account = :house), 0)
         AS house_penalties
 FROM rounds r
-LEFT JOIN ledger_lines l ON l.round_id = r.id
+LEFT JOIN ledger_lines l ON l.operator_id = r.operator_id AND l.round_id = r.id
 WHERE {scope}
 GROUP BY 1, 2
 ORDER BY 1, 2

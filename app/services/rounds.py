@@ -200,7 +200,7 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     """
     if earlier.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
-    round_ = uow.rounds.get_plain(earlier.round_id)
+    round_ = uow.rounds.get_plain(operator_id, earlier.round_id)
     if round_ is None or round_.operator_id != operator_id:
         raise RuntimeError(f"idempotency key {key!r} names a round that is not there")
     return Settled(200, round_json(round_, reversed_by=None), replayed=True)
@@ -247,7 +247,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         )
         round_.content_hash = content_hash(round_)
         try:
-            uow.appends.insert(_round_row(round_), _player_rows(played, round_id),
+            uow.appends.insert(_round_row(round_), _player_rows(played, round_id, operator_id),
                                _line_rows(played, round_id, operator_id, table_id,
                                           start.created_at))
         except IntegrityError as error:
@@ -265,7 +265,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
     with UnitOfWork(sessions) as uow:
         if not uow.appends.try_lock_key(operator_id, key):
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
-        original = uow.rounds.get_plain(round_id)
+        original = uow.rounds.get_plain(operator_id, round_id)
         if original is None or original.operator_id != operator_id:
             raise RoundNotFound(str(round_id))
         if original.kind == REVERSAL_KIND:
@@ -276,7 +276,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             return _replay(uow, operator_id, key, body_hash, start.earlier)
         # Read under the chain's lock: a reversal committed before it is seen here, and
         # the unique constraint on reverses_round_id stops any other writer.
-        earlier = uow.rounds.reversal_of(original.id)
+        earlier = uow.rounds.reversal_of(operator_id, original.id)
         if earlier is not None:
             raise AlreadyReversed(earlier.id)
         result = reversal_result(original.result, reverses_round_id=str(original.id),
@@ -290,14 +290,15 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=original.id,
         )
         reversal.content_hash = content_hash(reversal)
-        players = [_row(p, round_id=reversal.id) for p in player_rows(result)]
+        players = [_row(p, round_id=reversal.id, operator_id=operator_id)
+                   for p in player_rows(result)]
         lines = [_row(line, round_id=reversal.id)
                  for line in line_rows(result, operator_id, original.table_id,
                                        start.created_at)]
         try:
             uow.appends.insert(_round_row(reversal), players, lines)
         except IntegrityError as error:
-            if "uq_rounds_reverses_round_id" in str(error.orig):
+            if "uq_rounds_operator_id_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None
             raise
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
@@ -325,7 +326,8 @@ def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
     return {k: v for k, v in row.items() if v is not None or k not in ("id", "created_at")}
 
 
-def _player_rows(played: PlayedRound, round_id: uuid.UUID) -> list[dict[str, Any]]:
+def _player_rows(played: PlayedRound, round_id: uuid.UUID,
+                 operator_id: str) -> list[dict[str, Any]]:
     settlement = played.settlement
     fouls: dict[str, tuple[bool, str | None]] = {}
     if isinstance(played.result, RoundResult):
@@ -335,7 +337,8 @@ def _player_rows(played: PlayedRound, round_id: uuid.UUID) -> list[dict[str, Any
     for seat, money in enumerate(settlement.players):
         foul, special = fouls.get(money.player_id, (False, None))
         rows.append({
-            "round_id": round_id, "seat": seat, "player_id": money.player_id,
+            "operator_id": operator_id, "round_id": round_id, "seat": seat,
+            "player_id": money.player_id,
             "balance_before": money.balance_before,
             "points": played.points_of(seat, money.player_id),
             "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
@@ -395,7 +398,7 @@ def get_round(round_id: uuid.UUID, *, operator_id: str,
         round_ = uow.rounds.get(round_id, operator_id)
         if round_ is None:
             return None
-        reversed_by = uow.rounds.reversals_of([round_.id]).get(round_.id)
+        reversed_by = uow.rounds.reversals_of(operator_id, [round_.id]).get(round_.id)
         return StoredRound(round_json(round_, reversed_by=reversed_by),
                            round_etag(round_.content_hash, reversed_by))
 
@@ -422,7 +425,7 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
             created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,
             presets=None if game is None else presets_of(Game(game)))
-        reversed_by = uow.rounds.reversals_of([r.id for r in page.items])
+        reversed_by = uow.rounds.reversals_of(operator_id, [r.id for r in page.items])
         items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
     return {"items": items,
             "next_cursor": None if page.next_cursor is None

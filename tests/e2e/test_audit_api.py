@@ -290,7 +290,7 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
         session.execute(delete(LedgerLine).where(LedgerLine.round_id == target.id))
         session.execute(delete(RoundPlayer).where(RoundPlayer.round_id == target.id))
         for player in player_rows(result):
-            player.round_id = target.id
+            player.operator_id, player.round_id = operator, target.id
             session.add(player)
         for line in line_rows(result, operator, table, target.created_at):
             line.round_id = target.id

@@ -150,7 +150,7 @@ def test_the_content_hash_reads_back_the_same_in_any_session_time_zone(sessions,
     body = _settle(sessions, operator, table)
     with Session(engine) as session:
         session.execute(text("SET TIME ZONE 'Asia/Taipei'"))
-        round_ = session.get_one(Round, uuid.UUID(body["round_id"]))
+        round_ = session.get_one(Round, (operator, uuid.UUID(body["round_id"])))
         assert round_.created_at.utcoffset() == timedelta(hours=8)
         assert rounds.content_hash(round_) == round_.content_hash == body["chain"]["content_hash"]
 

@@ -39,7 +39,8 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
         assert stored is not None
         assert [p.player_id for p in stored.players] == ["A", "B"]
         assert sum(line.amount for line in stored.lines) == Decimal(0)
-        assert [line.kind for line in uow.ledger.for_round(round_id)] == ["win", "loss", "fee"]
+        kinds = [line.kind for line in uow.ledger.for_round("default", round_id)]
+        assert kinds == ["win", "loss", "fee"]
         assert uow.rounds.get(round_id, "another-operator") is None
 
 
@@ -85,7 +86,7 @@ def test_a_round_is_reversed_at_most_once(sessions, count_rows):
         uow.rounds.add(reversal())
     assert count_rows() == before
     with UnitOfWork(sessions) as uow:
-        found = uow.rounds.reversal_of(target)
+        found = uow.rounds.reversal_of("default", target)
         assert found is not None and found.kind == "reversal"
 
 

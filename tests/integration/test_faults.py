@@ -495,29 +495,26 @@ def test_a_worker_replaced_while_the_database_is_down_boots_answers_503_and_reco
 # --- 2. a worker killed mid-settle ---------------------------------------------------------
 
 
-def _chain(table_id: str) -> str:
-    """The name RoundRepository.lock_chain locks for ``table_id`` of OPERATOR."""
-    return f"{OPERATOR}\x1f{table_id}"
-
-
 @contextmanager
 def _holding_chain(db: FaultDb, table_id: str) -> Iterator[psycopg.Connection[Any]]:
-    """Hold the table's chain lock from another session, so a settle blocks on it."""
-    with psycopg.connect(db.libpq, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (_chain(table_id),))
+    """Hold the table's chain from another session (its ``chains`` row), so a settle blocks."""
+    with psycopg.connect(db.libpq) as holder:
+        holder.execute("INSERT INTO chains (operator_id, table_id) VALUES (%s, %s) "
+                       "ON CONFLICT (operator_id, table_id) DO UPDATE SET locked_at = now()",
+                       (OPERATOR, table_id))
         try:
             yield holder
         finally:
-            holder.execute("SELECT pg_advisory_unlock_all()")
+            holder.rollback()
 
 
 def _blocked_backend(db: FaultDb, within_s: float) -> tuple[int, str]:
-    """Wait for a service connection stuck on an advisory lock; return its pid and app name."""
+    """Wait for a service connection stuck on the chain's row lock; return its pid and name."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         rows = _query(db, "SELECT pid, application_name FROM pg_stat_activity "
                           "WHERE application_name LIKE %s AND wait_event_type = 'Lock' "
-                          "AND wait_event = 'advisory'", SERVICE_PREFIX + "%")
+                          "AND wait_event IN ('transactionid', 'tuple')", SERVICE_PREFIX + "%")
         if rows:
             return rows[0]
         time.sleep(0.02)
