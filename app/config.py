@@ -44,6 +44,9 @@ class Settings:
     db_pool_size: int = 4
     db_max_overflow: int = 4
     db_pool_timeout_s: int = 5
+    # "transaction": DATABASE_URL is a pooler in transaction mode (PgBouncer): the session
+    # timeouts are set in each transaction instead of at connect (app.db.engine).
+    db_pooler: str = "none"
     migrate_on_start: bool = False
     check_schema_on_start: bool = True
     log_level: str = "INFO"
@@ -82,6 +85,7 @@ class Settings:
             db_pool_size=_int(env, "DB_POOL_SIZE", 4, minimum=1),
             db_max_overflow=_int(env, "DB_MAX_OVERFLOW", 4, minimum=0),
             db_pool_timeout_s=_int(env, "DB_POOL_TIMEOUT_S", 5, minimum=1),
+            db_pooler=_choice(env, "DB_POOLER", POOLERS),
             migrate_on_start=_bool(env, "MIGRATE_ON_START", False),
             check_schema_on_start=_bool(env, "CHECK_SCHEMA_ON_START", True),
             log_level=_log_level(env),
@@ -103,6 +107,17 @@ class Settings:
         if self.secret_key is not None:
             shown["secret_key"] = "***"
         return shown
+
+
+POOLERS = ("none", "transaction")
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """Read one of ``choices`` (the first when unset); anything else is a ConfigError."""
+    value = env.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def runtime_role_from_env(environ: Mapping[str, str] | None = None) -> str:

@@ -119,14 +119,28 @@ def database_urls(settings: Settings) -> DatabaseUrls:
 
 
 def make_engine(settings: Settings, url: str | None = None) -> Engine:
-    """Create the pooled engine, with the session timeouts that keep requests bounded."""
-    options = " ".join(
-        (
-            f"-c statement_timeout={settings.db_statement_timeout_ms}",
-            f"-c lock_timeout={settings.db_lock_timeout_ms}",
-            f"-c idle_in_transaction_session_timeout={settings.db_idle_in_transaction_timeout_ms}",
-        )
-    )
+    """Create the pooled engine, with the session timeouts that keep requests bounded.
+
+    Statements are never prepared on the server (``prepare_threshold=None``): a prepared
+    statement's generic plan, cached while the tables were nearly empty, kept finding an
+    Idempotency-Key by scanning the operator's rounds (issue 14), and a pooler in
+    transaction mode may hand the next transaction another server connection, where the
+    prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
+    the session either: the timeouts are set in each transaction, as it begins.
+    """
+    timeouts = {
+        "statement_timeout": settings.db_statement_timeout_ms,
+        "lock_timeout": settings.db_lock_timeout_ms,
+        "idle_in_transaction_session_timeout": settings.db_idle_in_transaction_timeout_ms,
+    }
+    pooled = settings.db_pooler == "transaction"
+    connect_args: dict[str, Any] = {
+        "connect_timeout": settings.db_connect_timeout_s,
+        "application_name": f"thirteen-service:{os.getpid()}",
+        "prepare_threshold": None,
+    }
+    if not pooled:
+        connect_args["options"] = " ".join(f"-c {name}={ms}" for name, ms in timeouts.items())
     engine = create_engine(
         url or database_urls(settings).runtime,
         pool_size=settings.db_pool_size,
@@ -135,14 +149,27 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         # A connection the server dropped (restart, failover) is replaced, not handed out.
         # No ping on every checkout (a round trip each, two a settle): see ping_when_idle.
         pool_pre_ping=False,
-        connect_args={
-            "connect_timeout": settings.db_connect_timeout_s,
-            "options": options,
-            "application_name": f"thirteen-service:{os.getpid()}",
-        },
+        connect_args=connect_args,
     )
+    if pooled:
+        set_in_each_transaction(engine, timeouts)
     ping_when_idle(engine)
     return engine
+
+
+def set_in_each_transaction(engine: Engine, values: dict[str, int]) -> None:
+    """Set ``values`` (integer settings) for each transaction alone, as it begins.
+
+    Behind a pooler in transaction mode a session setting would stay on a server
+    connection that other clients share next, so every setting is transaction-local.
+    """
+    # SET, not SELECT set_config(): a SET takes no snapshot, so a transaction may still
+    # import one (reconciliation's readers do). Integers only, so nothing needs quoting.
+    statement = "; ".join(f"SET LOCAL {name} = {int(value)}" for name, value in values.items())
+
+    @event.listens_for(engine, "begin")
+    def _began(connection: Any) -> None:
+        connection.exec_driver_sql(statement)
 
 
 # A connection back in the pool for longer than this is pinged before it is handed out.

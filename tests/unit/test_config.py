@@ -16,6 +16,7 @@ def test_defaults_without_any_variable():
     assert settings.max_body_bytes == 256 * 1024
     assert settings.migrate_on_start is False and settings.check_schema_on_start is True
     assert settings.default_operator == "default"
+    assert settings.db_pooler == "none"
 
 
 def test_every_variable_is_read():
@@ -31,6 +32,7 @@ def test_every_variable_is_read():
             "DB_POOL_SIZE": "3",
             "DB_MAX_OVERFLOW": "0",
             "DB_POOL_TIMEOUT_S": "7",
+            "DB_POOLER": "Transaction",
             "MIGRATE_ON_START": "yes",
             "CHECK_SCHEMA_ON_START": "false",
             "LOG_LEVEL": "debug",
@@ -49,6 +51,7 @@ def test_every_variable_is_read():
         db_pool_size=3,
         db_max_overflow=0,
         db_pool_timeout_s=7,
+        db_pooler="transaction",
         migrate_on_start=True,
         check_schema_on_start=False,
         log_level="DEBUG",
@@ -73,6 +76,7 @@ def test_the_environment_is_read_at_call_time(monkeypatch):
         ("MAX_BODY_BYTES", "0", "at least 1"),
         ("DB_POOL_SIZE", "-1", "at least 1"),
         ("MIGRATE_ON_START", "maybe", "true or false"),
+        ("DB_POOLER", "session", "none, transaction"),
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL"),
         ("DEFAULT_OPERATOR", "  ", "empty"),
     ],

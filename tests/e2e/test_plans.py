@@ -1,0 +1,74 @@
+"""No statement is prepared on the server, so no generic plan goes stale (issue 14).
+
+psycopg prepares a statement after 5 runs; prepared while ``rounds`` was nearly empty, its
+cached generic plan found the Idempotency-Key by scanning the operator's rounds through
+another index, 4-5 ms of PostgreSQL a settle until autoanalyze. The engine now prepares
+nothing (``prepare_threshold=None``), so each statement is planned for the table as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+
+from app.db import get_database
+from app.db.repositories import _HEAD_CLOCK_AND_KEY
+from app.db.schema import upgrade
+from app.services.keys import create_key
+from tests.worked_examples import EX_000, round_request
+
+
+def _index_conditions(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    found = [(plan.get("Index Name", ""), plan.get("Index Cond", ""))]
+    for child in plan.get("Plans", ()):
+        found.extend(_index_conditions(child))
+    return found
+
+
+# Rounds the owner adds behind the service's back, so the table is no longer nearly empty
+# and has not been analysed since: the state the stale plan was cached in.
+_BULK = """
+INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash,
+    stake, request, result, idempotency_key, body_hash, content_hash, prev_hash, chain_seq)
+SELECT gen_random_uuid(), 'default', 'bulk-' || (g %% 50), 'settlement', 'bonus3', '{}', 'h',
+    1, '{}', '{}', 'bulk-key-' || g, 'b', 'c',
+    CASE WHEN g / 50 = 0 THEN NULL ELSE 'p' END, g / 50 + 1
+FROM generate_series(0, 7999) AS g
+"""
+
+
+def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_grow(
+        make_app, make_database, make_runtime_url, settings):
+    owner = make_database()
+    upgrade(owner)
+    app = make_app(database_url=make_runtime_url(owner), migrations_database_url=owner,
+                   db_pool_size=1, db_max_overflow=0)
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
+        get_database(app).sessions, "default", ("admin",), name="plans").token
+    table = f"plan-{uuid.uuid4().hex[:10]}"
+    for n in range(8):  # more than psycopg's prepare threshold of 5, on a new database
+        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in EX_000["players"]}
+        answer = client.post("/v1/rounds", json=round_request(EX_000, table, names=names),
+                             headers={"Idempotency-Key": uuid.uuid4().hex})
+        assert answer.status_code == 201, answer.get_json()
+    bulk = create_engine(owner, poolclass=NullPool)
+    with bulk.begin() as connection:
+        connection.exec_driver_sql(_BULK)
+    bulk.dispose()
+    engine = get_database(app).engine
+    with engine.connect() as connection:  # the pool's one connection, which ran them all
+        assert connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_prepared_statements").scalar() == 0
+        compiled = str(_HEAD_CLOCK_AND_KEY.compile(engine))
+        explained = connection.exec_driver_sql(
+            f"EXPLAIN (FORMAT JSON) {compiled}",
+            {"operator_id": "default", "table_id": table, "key": "bulk-key-77"}).scalar()
+    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    assert ("uq_rounds_operator_id_idempotency_key",
+            "((operator_id = 'default'::text) AND (idempotency_key = 'bulk-key-77'::text))"
+            ) in _index_conditions(plan)
