@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from datetime import datetime
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from marshmallow import Schema, fields, validate
 
 from app.api.audit import signer
@@ -21,6 +22,8 @@ from app.db.repositories import InvalidCursor
 from app.domain.games import Game
 from app.services import matches, rounds
 from app.services.signing import sign_receipt
+
+log = logging.getLogger(__name__)
 
 bp = Blueprint("rounds", __name__, url_prefix="/v1/rounds")
 
@@ -53,7 +56,20 @@ def settle_round() -> Response:
         raise ProblemError(409, "Conflict", "another round already has this round_id",
                            [{"path": "round_id", "message": "already used",
                              "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
+    except rounds.ChainHeadMismatch as mismatch:
+        raise _chain_head_mismatch(mismatch) from None
     return _stored(settled, "settle")
+
+
+def _chain_head_mismatch(mismatch: rounds.ChainHeadMismatch) -> ProblemError:
+    log.error("refusing an append: the chain's head row disagrees with its rounds: %s",
+              mismatch)
+    return ProblemError(503, "Service Unavailable", "this table's chain head disagrees with "
+                        "its rounds, so nothing is appended to it until an operator has "
+                        "checked the chain (GET /v1/audit/verify)",
+                        type_="/problems/chain-head-mismatch",
+                        headers={"Retry-After": str(
+                            current_app.config["SETTINGS"].retry_after_s)})
 
 
 def _stored(settled: rounds.Settled, route: str) -> Response:
@@ -105,6 +121,8 @@ def reverse_round(round_id: uuid.UUID) -> Response:
                            [{"path": "round_id", "message": "is a reversal",
                              "code": "reversal_not_reversible"}],
                            type_="/problems/not-reversible") from None
+    except rounds.ChainHeadMismatch as mismatch:
+        raise _chain_head_mismatch(mismatch) from None
     except rounds.AlreadyReversed as already:
         by = "" if already.reversal_id is None else f" by round {already.reversal_id}"
         raise ProblemError(409, "Conflict", f"round {round_id} was already reversed{by}",

@@ -361,20 +361,26 @@ class Chain(Base):
     """One hash chain (an operator's table): the row an append locks to take the chain.
 
     ``INSERT ... ON CONFLICT DO UPDATE`` on this row serialises the appends of one chain
-    with a plain row lock, which works the same on one server, behind a transaction-mode
-    pooler and on a database distributed by operator; nothing here is trusted for the
-    chain itself (its head is read from ``rounds``), so the runtime role may update only
-    ``locked_at``, the last time an append took the chain.
+    with a plain row lock and returns the head the last append left (app.db.appends), the
+    same on one server, behind a transaction-mode pooler and on a database distributed by
+    operator. The head here is never evidence: verify walks ``rounds``. The runtime role may
+    update ``seq``, ``head_hash`` and ``locked_at`` (the last time an append took it).
     """
 
     __tablename__ = "chains"
 
     operator_id: Mapped[str] = mapped_column(Text)
     table_id: Mapped[str] = mapped_column(Text)
+    # The head the last append left: its chain_seq (0 before the first) and content hash.
+    seq: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    head_hash: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     locked_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
-    __table_args__ = (PrimaryKeyConstraint("operator_id", "table_id"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "table_id"),
+        CheckConstraint("(seq = 0) = (head_hash IS NULL)", name="head_hash_iff_rounds"),
+    )
 
 
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")

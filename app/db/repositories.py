@@ -10,28 +10,23 @@ the same way (``app.services.ledger.player_ledger``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
-    BigInteger,
-    DateTime,
-    Text,
-    Uuid,
-    bindparam,
     exists,
     func,
     select,
     text,
     tuple_,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, load_only, selectinload, with_expression
 
-from app.db.models import Base, LedgerLine, Round, RoundPlayer
+from app.db.models import Chain, LedgerLine, Round, RoundPlayer
 
 T = TypeVar("T")
 
@@ -213,42 +208,6 @@ def _page_limit(limit: int) -> int:
     return limit
 
 
-def key_lock_name(operator_id: str, key: str) -> str:
-    """Return the advisory lock name of an Idempotency-Key (operator ids hold no separator)."""
-    return f"{operator_id}\x1fkey\x1f{key}"
-
-
-# Taking a chain: a row lock on its ``chains`` row, inserted by the chain's first append.
-# ON CONFLICT DO UPDATE waits for an append in progress and then locks the row, the same
-# on one server, behind a transaction-mode pooler, or distributed by operator.
-_TAKE_CHAIN = ("INSERT INTO chains (operator_id, table_id) SELECT :operator_id, :table_id "
-               "{source} ON CONFLICT (operator_id, table_id) "
-               "DO UPDATE SET locked_at = clock_timestamp() RETURNING true")
-# Not waiting for the key (a transaction-level advisory lock, which a pooler in transaction
-# mode keeps with its transaction): a second request with it is told 409 at once. Only once
-# the key is ours does the insert run and wait for the chain, so a refused request never
-# queues behind the chain's appends.
-_LOCK_KEY_THEN_CHAIN = text(
-    "WITH key AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0)) "
-    "AS taken) " + _TAKE_CHAIN.format(source="FROM key WHERE key.taken"))
-_TRY_LOCK_KEY = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))")
-_KEY_USE = text(
-    "SELECT body_hash, id AS round_id FROM rounds "
-    "WHERE operator_id = :operator_id AND idempotency_key = :key"
-).columns(body_hash=Text, round_id=Uuid)
-_LOCK_CHAIN = text(_TAKE_CHAIN.format(source=""))
-# Runs as the statement after the locks, so under READ COMMITTED its snapshot is taken
-# after they were granted and it sees every round (and key) committed while we waited.
-_HEAD_CLOCK_AND_KEY = text(
-    "SELECT clock_timestamp() AS now, h.chain_seq, h.content_hash, "
-    "k.body_hash, k.id AS round_id "
-    "FROM (SELECT 1) AS one "
-    "LEFT JOIN (SELECT chain_seq, content_hash FROM rounds "
-    "WHERE operator_id = :operator_id AND table_id = :table_id "
-    "ORDER BY chain_seq DESC LIMIT 1) AS h ON true "
-    "LEFT JOIN rounds AS k ON k.operator_id = :operator_id AND k.idempotency_key = :key"
-).columns(now=DateTime(timezone=True), chain_seq=BigInteger, content_hash=Text,
-          body_hash=Text, round_id=Uuid)
 class RoundRepository:
     """Rounds with their players and lines."""
 
@@ -256,9 +215,18 @@ class RoundRepository:
         self._session = session
 
     def add(self, round_: Round) -> Round:
-        """Append a round with its ``players`` and ``lines``; flush so refusals surface here."""
+        """Append a round with its ``players`` and ``lines`` and move its chain's head.
+
+        The ORM's way in, for tools and tests; the service appends in app.db.appends. Flush
+        so refusals surface here.
+        """
         self._session.add(round_)
         self._session.flush()
+        head = {"seq": round_.chain_seq, "head_hash": round_.content_hash}
+        self._session.execute(
+            insert(Chain).values(operator_id=round_.operator_id, table_id=round_.table_id,
+                                 **head)
+            .on_conflict_do_update(index_elements=["operator_id", "table_id"], set_=head))
         return round_
 
     def get(self, round_id: uuid.UUID, operator_id: str) -> Round | None:
@@ -459,15 +427,6 @@ class RoundRepository:
         # Cut short above an append in progress: go on below it once it has committed.
         return Page(rows, None if floor == 0 else Cursor(floor + 1, _LOWEST_ID))
 
-    def lock_chain(self, operator_id: str, table_id: str) -> None:
-        """Serialise appends to one chain until this transaction ends.
-
-        Two rounds at one table must not both read the same chain head; the lock on the
-        chain's row orders them without locking any other table.
-        """
-        self._session.connection().execute(
-            _LOCK_CHAIN, {"operator_id": operator_id, "table_id": table_id})
-
 
 class LedgerRepository:
     """Ledger lines, read by round or by account."""
@@ -480,127 +439,3 @@ class LedgerRepository:
         stmt = select(LedgerLine).where(LedgerLine.operator_id == operator_id,
                                         LedgerLine.round_id == round_id)
         return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))
-
-@dataclass(frozen=True, slots=True)
-class KeyUse:
-    """What an ``Idempotency-Key`` was used for: the body's hash and the round it made.
-
-    A key is stored on the round it made (``rounds.idempotency_key``, unique per operator),
-    in the round's own transaction, so there is no key without its round.
-    """
-
-    body_hash: str
-    round_id: uuid.UUID
-
-
-@dataclass(frozen=True, slots=True)
-class AppendStart:
-    """An append's locks are held: where the round goes, when, and the key's earlier use."""
-
-    seq: int
-    prev_hash: str | None
-    created_at: datetime
-    earlier: KeyUse | None
-
-
-class AppendRepository:
-    """The write path of settles and reversals: locks, chain head and multi-row inserts.
-
-    Every statement goes straight to the session's connection as Core SQL: an append is
-    the hot path, and the ORM's unit of work would only add bookkeeping to rows written once.
-    """
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
-        """Lock ``key`` (without waiting) and then the chain; None if another holds the key.
-
-        Two round trips: the locks, then the chain's head, the clock and the key's earlier
-        use read in one statement under them.
-        """
-        taken = self._session.connection().execute(_LOCK_KEY_THEN_CHAIN, {
-            "key": key_lock_name(operator_id, key), "operator_id": operator_id,
-            "table_id": table_id}).scalar_one_or_none()
-        return self.head(operator_id, table_id, key) if taken else None
-
-    def try_lock_key(self, operator_id: str, key: str) -> bool:
-        """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
-        taken: bool = self._session.connection().execute(
-            _TRY_LOCK_KEY, {"key": key_lock_name(operator_id, key)}).scalar_one()
-        return taken
-
-    def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
-        """Return the committed round that used ``key``, if any (a fresh statement's view).
-
-        For a request that found the key's lock held: the holder may be a replay of a round
-        stored long ago, which this request may replay too rather than be told 409.
-        """
-        row = self._session.connection().execute(
-            _KEY_USE, {"operator_id": operator_id, "key": key}).one_or_none()
-        return None if row is None else KeyUse(row.body_hash, row.round_id)
-
-    def head(self, operator_id: str, table_id: str, key: str) -> AppendStart:
-        """Read the chain's next position, the clock and ``key``'s earlier use, in one statement.
-
-        Call it as the statement after the chain's lock was granted (see _HEAD_CLOCK_AND_KEY).
-        """
-        row = self._session.connection().execute(_HEAD_CLOCK_AND_KEY, {
-            "operator_id": operator_id, "table_id": table_id, "key": key}).one()
-        return AppendStart(
-            seq=1 if row.chain_seq is None else row.chain_seq + 1,
-            prev_hash=row.content_hash, created_at=row.now,
-            earlier=None if row.body_hash is None
-            else KeyUse(row.body_hash, row.round_id))
-
-    def insert(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
-               lines: Sequence[Mapping[str, Any]]) -> None:
-        """Insert a round (with its Idempotency-Key), its players and its lines: one statement.
-
-        Refusals (a taken round id, a second reversal, a key used twice) raise IntegrityError.
-        """
-        params: dict[str, Any] = {f"r_{name}": value for name, value in round_.items()}
-        params.update(_columns_of("p", _PLAYER_COLUMNS, players))
-        params.update(_columns_of("l", _LINE_COLUMNS, lines))
-        self._session.connection().execute(_APPEND, params)
-
-
-def _columns_of(prefix: str, columns: Sequence[str],
-                rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    return {f"{prefix}_{name}": [row[name] for row in rows] for name in columns}
-
-
-def _unnest_insert(table: Any, prefix: str, columns: Sequence[str]) -> Any:
-    """INSERT INTO table SELECT FROM unnest(one array per column): many rows, one statement."""
-    arrays = func.unnest(*[bindparam(f"{prefix}_{name}", type_=ARRAY(table.c[name].type))
-                           for name in columns]).table_valued(*columns).render_derived()
-    return insert(table).from_select(list(columns), select(*[arrays.c[n] for n in columns]))
-
-
-def _append_statement() -> Any:
-    """Build the statement that appends a round: the round's row, its players and lines in CTEs.
-
-    Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
-    players and lines are checked at the end of the statement, after the round's row. The
-    statement is built once with bound parameters, so it is compiled once.
-    """
-    rounds = Base.metadata.tables[Round.__tablename__]
-    players = _unnest_insert(Base.metadata.tables[RoundPlayer.__tablename__], "p",
-                             _PLAYER_COLUMNS).cte("new_players")
-    lines = _unnest_insert(Base.metadata.tables[LedgerLine.__tablename__], "l",
-                           _LINE_COLUMNS).cte("new_lines")
-    return insert(rounds).values(
-        {c.key: bindparam(f"r_{c.key}", type_=c.type) for c in rounds.columns
-         if c.key != "txid"}
-    ).add_cte(players, lines)
-
-
-_PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
-# The line id is the database's identity, and txid the inserting transaction's.
-_LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
-
-
-# Built once, so it is compiled once.
-_APPEND = _append_statement()
-
-

@@ -448,7 +448,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
                                             ruleset=match.ruleset,
                                             ruleset_hash=match.ruleset_hash, stake=match.stake)
             penalty.content_hash = content_hash(penalty)
-            uow.appends.insert(_round_row(penalty), _penalty_players(penalty),
+            uow.appends.append(_round_row(penalty), _penalty_players(penalty),
                                _penalty_lines(penalty))
             penalty_round_id = penalty.id
             round_body = round_json(penalty, reversed_by=None)

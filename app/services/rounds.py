@@ -3,11 +3,12 @@
 Settling follows one path (style.md): the request is validated and played in memory first,
 so bad input writes nothing; then one transaction takes the Idempotency-Key's advisory lock
 without waiting (held: a replay when a committed round holds the key, else 409 in
-flight), then the chain's lock, reads the chain's head and the
-key's earlier use (same body: replay 200 rebuilt from the stored round; another body: 422),
-and appends the round, its players, its ledger lines and the key's row. Nothing is committed
-before the round is whole, so a failure, or a worker killed mid-request, leaves no trace:
-PostgreSQL rolls the transaction back and releases its locks, and a retry can settle at once.
+flight), then the chain's row lock, reads the chain's head and the key's earlier use (same
+body: replay 200 rebuilt from the stored round; another body: 422), and appends the round,
+its players, its ledger lines and the key: two round trips with BEGIN and COMMIT
+(app.db.appends). Nothing is committed before the round is whole, so a failure, or a worker
+killed mid-request, leaves no trace: PostgreSQL rolls the transaction back and releases its
+locks, and a retry can settle at once.
 
 A round's ``content_hash`` covers every column of the round itself (``round_content``);
 its players' and ledger lines' rows are checked against the hashed result by
@@ -30,8 +31,9 @@ from typing import Any, Protocol
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.appends import KeyUse
 from app.db.models import LedgerLine, Round, RoundPlayer
-from app.db.repositories import Cursor, KeyUse, Page
+from app.db.repositories import Cursor, Page
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
@@ -55,6 +57,12 @@ class IdempotencyConflict(Exception):
 
 class RoundIdTaken(Exception):
     """The request named a ``round_id`` that another round already has."""
+
+
+class ChainHeadMismatch(Exception):
+    """The chain's head row names a position its rounds already hold: it was changed
+    behind the service's back (or restored apart from them). Nothing is appended until an
+    operator has checked the chain; verify shows where it breaks."""
 
 
 class RoundNotFound(LookupError):
@@ -247,16 +255,25 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         )
         round_.content_hash = content_hash(round_)
         try:
-            uow.appends.insert(_round_row(round_), _player_rows(played, round_id, operator_id),
+            # Without a check nothing follows the rows: the append commits in its round trip.
+            uow.appends.append(_round_row(round_), _player_rows(played, round_id, operator_id),
                                _line_rows(played, round_id, operator_id, table_id,
-                                          start.created_at))
+                                          start.created_at), commit=check is None)
         except IntegrityError as error:
-            if "pk_rounds" in str(error.orig):
-                raise RoundIdTaken(str(round_id)) from None
-            raise
+            _refused(error, round_id)
         if check is not None:
             check(uow, played, round_id)
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
+
+
+def _refused(error: IntegrityError, round_id: uuid.UUID) -> None:
+    """Raise what an append's refusal means: a round id the operator already used, or a
+    chain head (in ``chains``) that no longer matches the chain's rounds."""
+    if "pk_rounds" in str(error.orig):
+        raise RoundIdTaken(str(round_id)) from None
+    if "uq_rounds_operator_id_table_id_chain_seq" in str(error.orig):
+        raise ChainHeadMismatch(str(error.orig)) from None
+    raise error
 
 
 def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: str,
@@ -270,8 +287,10 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             raise RoundNotFound(str(round_id))
         if original.kind == REVERSAL_KIND:
             raise NotReversible(str(round_id))
-        uow.rounds.lock_chain(operator_id, original.table_id)
-        start = uow.appends.head(operator_id, original.table_id, key)
+        # The key is ours already (a transaction may take its advisory lock again).
+        start = uow.appends.start(operator_id, original.table_id, key)
+        if start is None:
+            raise RuntimeError(f"lost the lock of idempotency key {key!r} in its transaction")
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
         # Read under the chain's lock: a reversal committed before it is seen here, and
@@ -296,10 +315,11 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
                  for line in line_rows(result, operator_id, original.table_id,
                                        start.created_at)]
         try:
-            uow.appends.insert(_round_row(reversal), players, lines)
+            uow.appends.append(_round_row(reversal), players, lines, commit=True)
         except IntegrityError as error:
             if "uq_rounds_operator_id_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None
+            _refused(error, reversal.id)
             raise
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
 

@@ -12,11 +12,8 @@ from typing import Literal, Self, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.repositories import (
-    AppendRepository,
-    LedgerRepository,
-    RoundRepository,
-)
+from app.db.appends import AppendRepository
+from app.db.repositories import LedgerRepository, RoundRepository
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,13 @@ foreign key crosses operators (issue 14: each table can be distributed by operat
 ``round_players`` and ``match_rounds`` gain the ``operator_id`` they were keyed without,
 filled from their rounds; the owner lifts the append-only trigger for that fill alone.
 
-Issue 14: ``chains`` has one row per chain. An append takes its chain by
-``INSERT ... ON CONFLICT DO UPDATE`` on that row, a row lock that serialises a chain the
-same on one server, behind a transaction-mode pooler and on a database distributed by
-operator, where a server's advisory locks do not reach. The runtime role may SELECT and
-INSERT chains and UPDATE ``locked_at`` alone; the chain's head is still read from rounds.
+Issue 14: ``chains`` has one row per chain, with the head its last append left. An append
+takes its chain by ``INSERT ... ON CONFLICT DO UPDATE`` on that row, a row lock that
+serialises a chain the same on one server, behind a transaction-mode pooler and on a
+database distributed by operator, where a server's advisory locks do not reach, and reads
+the head in the same statement (app.db.appends). The runtime role may SELECT and INSERT
+chains and UPDATE ``seq``, ``head_hash`` and ``locked_at`` alone. The head there is never
+evidence: verify walks the rounds.
 
 The downgrade restores the global keys; it fails if two operators came to share a round,
 match or checkpoint id meanwhile, which the old schema cannot hold.
@@ -140,19 +142,25 @@ def upgrade() -> None:
         "chains",
         sa.Column("operator_id", sa.Text(), nullable=False),
         sa.Column("table_id", sa.Text(), nullable=False),
+        sa.Column("seq", sa.BigInteger(), server_default=sa.text("0"), nullable=False),
+        sa.Column("head_hash", sa.Text(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
                   nullable=False),
         sa.Column("locked_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
                   nullable=False),
+        sa.CheckConstraint("(seq = 0) = (head_hash IS NULL)",
+                           name=op.f("ck_chains_head_hash_iff_rounds")),
         sa.PrimaryKeyConstraint("operator_id", "table_id", name=op.f("pk_chains")),
     )
-    op.execute("INSERT INTO chains (operator_id, table_id, created_at, locked_at) "
-               "SELECT operator_id, table_id, min(created_at), max(created_at) FROM rounds "
-               "GROUP BY operator_id, table_id")
+    # Each chain's head as its last round left it.
+    op.execute("INSERT INTO chains (operator_id, table_id, seq, head_hash, created_at, locked_at) "
+               "SELECT DISTINCT ON (operator_id, table_id) operator_id, table_id, chain_seq, "
+               "content_hash, created_at, created_at FROM rounds "
+               "ORDER BY operator_id, table_id, chain_seq DESC")
     role = _role()
     op.execute("REVOKE ALL ON chains FROM PUBLIC")
     op.execute(f"GRANT SELECT, INSERT ON chains TO {role}")
-    op.execute(f"GRANT UPDATE (locked_at) ON chains TO {role}")
+    op.execute(f"GRANT UPDATE (seq, head_hash, locked_at) ON chains TO {role}")
 
 
 def downgrade() -> None:

@@ -409,3 +409,45 @@ def test_flask_audit_verify_exits_0_clean_and_3_on_findings(auditor, owner_engin
                            timeout=120)
     assert found.returncode == 3, found.stderr
     assert found.stdout.startswith(f"truncated\ttable {table}\tseq 2\t")
+
+
+# --- the chain head row (app.db.appends) ---------------------------------------------------
+
+
+def _move_head(engine: Engine, operator_id: str, table_id: str, **head: Any) -> None:
+    """As the runtime role, which may update a chain's head row: what an attacker with the
+    service's own database login can do to it."""
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE chains SET seq = :seq, head_hash = :head_hash "
+                                "WHERE operator_id = :o AND table_id = :t"),
+                           {"o": operator_id, "t": table_id, **head})
+
+
+def test_a_forged_chain_head_shows_as_a_broken_link_at_the_next_round(auditor, engine):
+    table = f"t-{uuid.uuid4().hex[:10]}"
+    first = _settle(auditor, table)
+    _move_head(engine, first["operator_id"], table, seq=1, head_hash="f" * 64)
+    second = _settle(auditor, table)
+    assert second["chain"]["prev_hash"] == "f" * 64
+    verified = _period(auditor, table)
+    assert verified["ok"] is False
+    assert {(d["chain_seq"], d["what"]) for d in verified["differences"]} == {(2, "prev_hash")}
+
+
+def test_a_rewound_chain_head_refuses_appends_with_a_503_and_writes_nothing(auditor, engine,
+                                                                            count_rows):
+    table = f"t-{uuid.uuid4().hex[:10]}"
+    first, _ = _settle(auditor, table), _settle(auditor, table)
+    _move_head(engine, first["operator_id"], table, seq=1,
+               head_hash=first["chain"]["content_hash"])
+    before = count_rows()
+    answer = auditor.post("/v1/rounds", json=round_request(EX_000, table),
+                          headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert answer.status_code == 503
+    assert answer.get_json()["type"] == "/problems/chain-head-mismatch"
+    assert count_rows() == before
+    reversal = auditor.post(f"/v1/rounds/{first['round_id']}/reversal",
+                            json={"reason": "misdeal"},
+                            headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert reversal.status_code == 503
+    assert count_rows() == before

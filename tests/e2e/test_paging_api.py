@@ -63,7 +63,7 @@ def held(sessions):
 
         def open(self, table_id: str, player: str) -> uuid.UUID:
             uow = self.uow.__enter__()
-            uow.rounds.lock_chain("default", table_id)
+            uow.appends.start("default", table_id, uuid.uuid4().hex)
             round_ = make_round(table_id, players=(player, "H"))
             round_.ruleset = {"preset": "test", "precision": 0}  # lists show its money
             return uow.rounds.add(round_).id

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from app.db import get_database
-from app.db.repositories import _HEAD_CLOCK_AND_KEY
+from app.db.appends import _KEY_USE
 from app.db.schema import upgrade
 from app.services.keys import create_key
 from tests.worked_examples import EX_000, round_request
@@ -64,10 +64,10 @@ def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_g
     with engine.connect() as connection:  # the pool's one connection, which ran them all
         assert connection.exec_driver_sql(
             "SELECT count(*) FROM pg_prepared_statements").scalar() == 0
-        compiled = str(_HEAD_CLOCK_AND_KEY.compile(engine))
-        explained = connection.exec_driver_sql(
-            f"EXPLAIN (FORMAT JSON) {compiled}",
-            {"operator_id": "default", "table_id": table, "key": "bulk-key-77"}).scalar()
+        driver = connection.connection.driver_connection
+        explained = driver.execute(f"EXPLAIN (FORMAT JSON) {_KEY_USE}", {
+            "operator_id": "default", "key": "bulk-key-77"}).fetchone()[0]
+        connection.rollback()
     plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
     assert ("uq_rounds_operator_id_idempotency_key",
             "((operator_id = 'default'::text) AND (idempotency_key = 'bulk-key-77'::text))"

@@ -119,7 +119,7 @@ def test_same_key_with_another_body_is_refused(api: Any, count_rows: Any) -> Non
 
 
 def test_a_key_still_in_flight_answers_409(api: Any, engine: Any, count_rows: Any) -> None:
-    from app.db.repositories import key_lock_name
+    from app.db.appends import key_lock_name
 
     request = round_request(CASES[0], _new_table())
     key = uuid.uuid4().hex

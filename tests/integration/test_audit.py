@@ -132,7 +132,7 @@ def test_a_locked_chain_holds_back_its_own_table_but_not_another(patient_session
         done.append(_settle(sessions, operator, busy))
 
     with UnitOfWork(sessions) as holder:
-        holder.rounds.lock_chain(operator, busy)
+        holder.appends.start(operator, busy, fresh_id("key"))
         # Another table settles while this transaction holds the busy table's chain.
         other = _settle(sessions, operator, free)
         assert other["chain"]["seq"] == 1

@@ -12,7 +12,8 @@ from ledger_rows import fresh_id, make_round
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db.repositories import Cursor, InvalidCursor, KeyUse
+from app.db.appends import KeyUse
+from app.db.repositories import Cursor, InvalidCursor
 from app.services.uow import UnitOfWork, is_retryable
 
 
@@ -101,8 +102,8 @@ def test_the_chain_head_is_the_last_round_of_operator_and_table(sessions):
         assert start is not None and (start.seq, start.prev_hash) == (2, first.content_hash)
         uow.rounds.add(make_round(table, chain_seq=2, prev_hash=first.content_hash))
     with UnitOfWork(sessions) as uow:
-        assert uow.appends.head("default", table, key).seq == 3
-        assert uow.appends.head("other-operator", table, key).seq == 1
+        assert uow.appends.start("default", table, key).seq == 3
+        assert uow.appends.start("other-operator", table, key).seq == 1
 
 
 def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
@@ -113,13 +114,13 @@ def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
     def second_writer():
         first_has_lock.wait(5)
         with UnitOfWork(sessions) as uow:
-            uow.rounds.lock_chain("default", table)
+            uow.appends.start("default", table, fresh_id("key"))
             order.append("second locked")
 
     thread = threading.Thread(target=second_writer)
     thread.start()
     with UnitOfWork(sessions) as uow:
-        uow.rounds.lock_chain("default", table)
+        uow.appends.start("default", table, fresh_id("key"))
         first_has_lock.set()
         thread.join(0.3)  # the second writer is now waiting on the lock
         order.append("first commits")

@@ -42,7 +42,7 @@ from app.__main__ import gunicorn_command
 from app.api.schemas import RoundRequestSchema
 from app.config import DEFAULT_RUNTIME_ROLE, Settings
 from app.db import get_database
-from app.db.repositories import key_lock_name
+from app.db.appends import key_lock_name
 from app.db.roles import ensure_login
 from app.db.schema import upgrade
 from app.services.keys import create_key
@@ -150,7 +150,7 @@ def _key_state(db: FaultDb, key: str) -> str | None:
 
 
 def _key_holder(db: FaultDb, key: str) -> int | None:
-    """Return the backend pid holding ``key``'s advisory lock (repositories.key_lock_name)."""
+    """Return the backend pid holding ``key``'s advisory lock (appends.key_lock_name)."""
     rows = _query(db, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
                       "AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = "
                       "hashtextextended(%s, 0)",

@@ -1,0 +1,212 @@
+"""The append path of settles, reversals and penalties, on psycopg directly (issue 14).
+
+This is the one place the service talks to psycopg itself, and the reason is round trips:
+SQLAlchemy reads a result as soon as it sends its statement, so it cannot use psycopg's
+pipeline mode. Here a settle costs two round trips after its key check: ``BEGIN`` with the
+statement that takes the key and the chain and reads the head (``start``), and the append
+with ``COMMIT`` (``append_and_commit``). Everything else stays on SQLAlchemy, and these
+statements run on the session's own connection, in the unit of work's transaction.
+
+Errors are raised as SQLAlchemy's (``IntegrityError``, ``OperationalError``...), with the
+pooled connection invalidated when the server went away, exactly as a statement run
+through the session would, so retries and 503 answers work the same.
+
+Taking a chain: its row in ``chains`` is inserted by the chain's first append and locked
+by ``INSERT ... ON CONFLICT DO UPDATE`` by every later one, which waits for an append in
+progress and then returns the row's latest version: the head (seq and hash) that append
+left, read in the same statement that waited. The same row lock works on one server,
+behind a transaction-mode pooler and on a database distributed by operator. The head in
+``chains`` is a convenience the append keeps, never evidence: verify walks ``rounds``, so a
+head changed behind the service's back shows as a broken link or a gap at the next round.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from sqlalchemy import Connection
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.db.models import LedgerLine, Round, RoundPlayer
+
+
+def key_lock_name(operator_id: str, key: str) -> str:
+    """Return the advisory lock name of an Idempotency-Key (operator ids hold no separator)."""
+    return f"{operator_id}\x1fkey\x1f{key}"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyUse:
+    """What an ``Idempotency-Key`` was used for: the body's hash and the round it made.
+
+    A key is stored on the round it made (``rounds.idempotency_key``, unique per operator),
+    in the round's own transaction, so there is no key without its round.
+    """
+
+    body_hash: str
+    round_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class AppendStart:
+    """An append's locks are held: where the round goes, when, and the key's earlier use."""
+
+    seq: int
+    prev_hash: str | None
+    created_at: datetime
+    earlier: KeyUse | None
+
+
+# Not waiting for the key (a transaction-level advisory lock, which a pooler in transaction
+# mode keeps with its transaction): a second request with it is told 409 at once, and only
+# once the key is ours does the insert wait for the chain. ``locked_at`` is the clock read
+# under the chain's lock, the round's created_at: times never run backwards along a chain.
+_TAKE = """
+WITH key AS MATERIALIZED (
+    SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0)) AS taken),
+chain AS (
+    INSERT INTO chains (operator_id, table_id, locked_at)
+    SELECT %(operator_id)s, %(table_id)s, clock_timestamp() FROM key WHERE key.taken
+    ON CONFLICT (operator_id, table_id) DO UPDATE SET locked_at = clock_timestamp()
+    RETURNING seq, head_hash, locked_at)
+SELECT key.taken, chain.seq, chain.head_hash, chain.locked_at FROM key LEFT JOIN chain ON true
+"""
+
+_TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
+# Sent with _TAKE in one round trip but run after it, so under READ COMMITTED its
+# snapshot is taken after the locks were granted: it sees every round committed meanwhile.
+_KEY_USE = ("SELECT body_hash, id FROM rounds "
+            "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
+
+
+_DIALECT = PGDialect_psycopg()  # type: ignore[no-untyped-call]
+
+
+def _sql_type(column: Any) -> str:
+    return str(column.type.compile(dialect=_DIALECT))
+
+
+def _unnest_insert(table: Any, prefix: str, columns: Sequence[str]) -> str:
+    """INSERT ... SELECT FROM unnest(one typed array per column): many rows, one statement."""
+    arrays = ", ".join(f"%({prefix}_{name})s::{_sql_type(table.c[name])}[]" for name in columns)
+    return f"INSERT INTO {table.name} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+
+
+def _append_statement() -> str:
+    """The round's row, its players and lines in CTEs, and the chain's new head.
+
+    Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
+    players and lines are checked at the end of the statement, after the round's row.
+    """
+    rounds = Round.__table__
+    columns = [c.key for c in rounds.columns if c.key != "txid"]
+    values = ", ".join(f"%(r_{name})s::{_sql_type(rounds.c[name])}" for name in columns)
+    players = _unnest_insert(RoundPlayer.__table__, "p", PLAYER_COLUMNS)
+    lines = _unnest_insert(LedgerLine.__table__, "l", LINE_COLUMNS)
+    return (f"WITH new_players AS ({players}), new_lines AS ({lines}), "
+            "head AS (UPDATE chains SET seq = %(r_chain_seq)s, head_hash = %(r_content_hash)s "
+            "WHERE operator_id = %(r_operator_id)s AND table_id = %(r_table_id)s) "
+            f"INSERT INTO rounds ({', '.join(columns)}) VALUES ({values})")
+
+
+PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
+# The line id is the database's identity, and txid the inserting transaction's.
+LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
+_JSON_COLUMNS = frozenset(c.key for c in Round.__table__.columns
+                          if isinstance(c.type, postgresql.JSONB))
+_APPEND = _append_statement()
+
+
+class AppendRepository:
+    """The write path of settles, reversals and penalties: locks, chain head, inserts."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
+        """Take ``key`` (without waiting), then the chain; read its head and the key's
+        earlier use. None if the key is another transaction's. With the transaction's
+        BEGIN, one round trip."""
+        params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
+                  "table_id": table_id, "key": key}
+        (taken, seq, head_hash, locked_at), use = self._run((_TAKE, params), (_KEY_USE, params))
+        if not taken:
+            return None
+        return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
+                           earlier=None if use is None else KeyUse(*use))
+
+    def try_lock_key(self, operator_id: str, key: str) -> bool:
+        """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
+        (row,) = self._run((_TRY_LOCK_KEY, {"key_lock": key_lock_name(operator_id, key)}))
+        return bool(row and row[0])
+
+    def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
+        """Return the committed round that used ``key``, if any (a fresh statement's view).
+
+        For a request that found the key's lock held: the holder may be a replay of a round
+        stored long ago, which this request may replay too rather than be told 409.
+        """
+        (row,) = self._run((_KEY_USE, {"operator_id": operator_id, "key": key}))
+        return None if row is None else KeyUse(row[0], row[1])
+
+    def append(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
+               lines: Sequence[Mapping[str, Any]], *, commit: bool = False) -> None:
+        """Insert a round (with its Idempotency-Key), its players and lines, and move the
+        chain's head; with ``commit``, COMMIT in the same round trip (the unit of work's own
+        commit then finds nothing left to do).
+
+        Refusals (a taken round id, a second reversal, a key used twice) raise
+        IntegrityError, and the transaction is left to be rolled back.
+        """
+        params: dict[str, Any] = {
+            f"r_{name}": Jsonb(value) if name in _JSON_COLUMNS else value
+            for name, value in round_.items()}
+        for prefix, columns, rows in (("p", PLAYER_COLUMNS, players), ("l", LINE_COLUMNS, lines)):
+            params.update({f"{prefix}_{name}": [row[name] for row in rows] for name in columns})
+        connection, driver = self._connections()
+        with _as_sqlalchemy_errors(connection, _APPEND), driver.pipeline():
+            driver.execute(_APPEND, params, prepare=False)
+            if commit:
+                driver.commit()
+
+    def _run(self, *statements: tuple[str, Mapping[str, Any]]) -> list[Any]:
+        """Run statements in order in one round trip (with a BEGIN still due); return the
+        first row of each, None for a statement without one."""
+        connection, driver = self._connections()
+        with _as_sqlalchemy_errors(connection, statements[0][0]), driver.pipeline():
+            cursors = [driver.execute(sql, params, prepare=False) for sql, params in statements]
+            return [cursor.fetchone() for cursor in cursors]
+
+    def _connections(self) -> tuple[Connection, psycopg.Connection[Any]]:
+        connection = self._session.connection()
+        driver = connection.connection.driver_connection
+        assert isinstance(driver, psycopg.Connection)
+        return connection, driver
+
+
+@contextmanager
+def _as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[None]:
+    """Raise psycopg's errors as SQLAlchemy's; renew the pool when the server went away."""
+    try:
+        yield
+    except psycopg.Error as error:
+        dialect = connection.dialect
+        gone = dialect.is_disconnect(error,  # type: ignore[arg-type]  # psycopg's own Error
+                                     connection.connection.dbapi_connection, None)
+        if gone:
+            # As SQLAlchemy does for its own statements: this connection is discarded, and
+            # so are the pool's others, which the server most likely dropped with it.
+            connection.invalidate(error)
+            connection.engine.dispose(close=False)
+        raise DBAPIError.instance(statement, None, error, psycopg.Error,
+                                  connection_invalidated=gone, dialect=dialect) from error

@@ -1,0 +1,111 @@
+"""The second yardstick of bench/load.py: a settle's database work and nothing else.
+
+    gunicorn -c gunicorn.conf.py 'bench.db_app:create_app()'   (from the repository root)
+
+``POST /bench/settle-db`` does what ``POST /v1/rounds`` does with the database, through the
+same code: the API key's check (app.services.keys.authenticate), the unit of work, the
+key's and the chain's locks with the head read (AppendRepository.start) and the append of
+the round, its players and lines with the commit (AppendRepository.append). What it leaves
+out is the domain work: no validation, scoring, settlement, explanation or canonical hash.
+Its rows are one round played once at start (bench.load's first body) and copied for each
+request with a new id, table, key and chain position, so every request writes as much as a
+settle. The table id is read from the body, so appends contend for chains as settles do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+
+from app.api.schemas import RoundRequestSchema
+from app.config import Settings
+from app.db.engine import make_database
+from app.services.keys import InvalidToken, authenticate
+from app.services.play import parse_round, play, round_body
+from app.services.rounds import (
+    ROUND_KIND,
+    _line_rows,
+    _player_rows,
+    _round_row,
+    stored_input,
+)
+from app.services.uow import UnitOfWork
+from bench.load import make_bodies
+
+OPERATOR = "bench"
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """The rows of one played round, to be copied for each request."""
+
+    round: dict[str, Any]
+    players: list[dict[str, Any]]
+    lines: list[dict[str, Any]]
+
+
+def _template() -> Template:
+    from app.db.models import Round
+
+    body = make_bodies(1, seed=1, tables=1)[0]
+    data = RoundRequestSchema().load(body)
+    played = play(parse_round(data))
+    result = round_body(played)
+    round_id = uuid.uuid4()
+    rules = played.input.ruleset
+    row = _round_row(Round(
+        id=round_id, operator_id=OPERATOR, table_id="template", kind=ROUND_KIND,
+        ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
+        ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
+        request=stored_input(data), result=result, idempotency_key=None,
+        body_hash="0" * 64, created_at=None, prev_hash=None, chain_seq=1,
+        content_hash="0" * 64, reverses_round_id=None))
+    return Template(row, _player_rows(played, round_id, OPERATOR),
+                    _line_rows(played, round_id, OPERATOR, "template", None))  # type: ignore[arg-type]
+
+
+def create_app() -> Flask:
+    """Build the database-work app on DATABASE_URL (the runtime login, as the service)."""
+    settings = Settings.from_env()
+    if settings.database_url is None:
+        raise RuntimeError("bench.db_app needs DATABASE_URL (bench/load.py sets it)")
+    database = make_database(settings)
+    template = _template()
+    app = Flask(__name__)
+
+    @app.post("/bench/settle-db")
+    def settle_db() -> tuple[Response, int]:
+        try:
+            caller = authenticate(database.sessions,
+                                  request.headers.get("Authorization", "").removeprefix("Bearer "))
+        except InvalidToken:
+            return jsonify(error="unauthorized"), 401
+        key = request.headers["Idempotency-Key"]
+        table_id = json.loads(request.get_data())["table_id"]
+        with UnitOfWork(database.sessions) as uow:
+            start = uow.appends.start(caller.operator_id, table_id, key)
+            if start is None or start.earlier is not None:
+                return jsonify(error="key in use"), 409
+            round_id = uuid.uuid4()
+            link = hashlib.sha256(f"{start.prev_hash}{start.seq}{round_id}".encode()).hexdigest()
+            row = {**template.round, "id": round_id, "operator_id": caller.operator_id,
+                   "table_id": table_id, "idempotency_key": key, "created_at": start.created_at,
+                   "prev_hash": start.prev_hash, "chain_seq": start.seq, "content_hash": link}
+            moved = {"round_id": round_id, "operator_id": caller.operator_id}
+            lines = {**moved, "table_id": table_id, "created_at": start.created_at}
+            uow.appends.append(row, [{**p, **moved} for p in template.players],
+                               [{**line, **lines} for line in template.lines], commit=True)
+        return jsonify(round_id=str(round_id), chain={"seq": start.seq, "content_hash": link}), 201
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        with database.engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+        return jsonify(status="ready")
+
+    return app
