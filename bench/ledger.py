@@ -245,7 +245,7 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
             rounded, fee = template.rounded[s], template.fees[s]
             before = befores[s]
             seat_lines.append("\t".join((
-                round_id, str(s), pid, values[f"b{s}"], str(template.points[s]),
+                OPERATOR, round_id, str(s), pid, values[f"b{s}"], str(template.points[s]),
                 money_text(rounded - fee, p), money_text(fee, p), values[f"a{s}"], "f",
                 template.specials[s])) + "\n")
             line_no += 1
@@ -269,7 +269,7 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
 ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash, stake, "
                  "request, result, idempotency_key, body_hash, created_at, content_hash, "
                  "prev_hash, chain_seq, reverses_round_id")
-PLAYER_COLUMNS = ("round_id, seat, player_id, balance_before, points, amount, fee, "
+PLAYER_COLUMNS = ("operator_id, round_id, seat, player_id, balance_before, points, amount, fee, "
                   "balance_after, foul, special")
 LINE_COLUMNS = ("round_id, line_no, account, kind, amount, balance_before, balance_after, "
                 "operator_id, table_id, created_at")
@@ -314,6 +314,13 @@ def load(url: str, rounds: int, tables: int, seats: int, seed: int) -> Loaded:
             done += len(chunk)
             elapsed = time.perf_counter() - started
             print(f"  loaded {done:,} rounds, {lines:,} lines ({elapsed:.0f} s)", flush=True)
+        # Each chain's head row, as the appends would have left it (app.db.appends).
+        connection.execute(
+            "INSERT INTO chains (operator_id, table_id, seq, head_hash, created_at, locked_at) "
+            "SELECT DISTINCT ON (operator_id, table_id) operator_id, table_id, chain_seq, "
+            "content_hash, created_at, created_at FROM rounds "
+            "ORDER BY operator_id, table_id, chain_seq DESC")
+        connection.commit()
     with psycopg.connect(libpq_url(url), autocommit=True) as connection:
         connection.execute("VACUUM (ANALYZE) rounds, round_players, ledger_lines")
     print(f"load: {rounds:,} rounds, {lines:,} lines in {time.perf_counter() - started:.1f} s "
