@@ -453,16 +453,20 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
 
 
 def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:
-    if round_.precision is None:
-        raise RuntimeError(f"round {round_.id} was listed without its ruleset's precision")
     precision = round_.precision
+
+    def money(amount: Decimal) -> str:
+        # A stored ruleset without its precision was changed behind the service's back
+        # (verify names the round): list the amounts as stored rather than fail the page.
+        return format(amount, "f") if precision is None else money_text(amount, precision)
+
     return {
         "round_id": str(round_.id), "kind": round_.kind,
         "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
         "table_id": round_.table_id, "created_at": utc_text(round_.created_at),
-        "ruleset": round_.ruleset_name, "stake": money_text(round_.stake, precision),
+        "ruleset": round_.ruleset_name, "stake": money(round_.stake),
         "players": [{"player_id": p.player_id, "points": p.points,
-                     "amount": money_text(p.amount, precision)} for p in round_.players],
+                     "amount": money(p.amount)} for p in round_.players],
         "chain_seq": round_.chain_seq,
         "reverses_round_id": None if round_.reverses_round_id is None
         else str(round_.reverses_round_id),

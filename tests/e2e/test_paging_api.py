@@ -153,3 +153,16 @@ def test_a_cursor_walks_on_under_the_filters_it_was_issued_with(api):
     moved = api.get("/v1/rounds", query_string={"cursor": page["next_cursor"], "limit": "1",
                                                 "table_id": f"{table}-other"})
     assert moved.status_code == 400
+
+
+def test_a_stored_ruleset_without_its_precision_still_lists_with_the_amounts_as_stored(
+        api, sessions):
+    table = f"noprec-{uuid.uuid4().hex[:10]}"
+    with UnitOfWork(sessions) as uow:
+        round_id = uow.rounds.add(make_round(table)).id  # its ruleset names no precision
+    answer = api.get(f"/v1/rounds?table_id={table}")
+    assert answer.status_code == 200, answer.get_json()
+    (item,) = answer.get_json()["items"]
+    assert item["round_id"] == str(round_id)
+    assert item["stake"] == "10"
+    assert [p["amount"] for p in item["players"]] == ["95", "-100"]
