@@ -5,10 +5,9 @@ so bad input writes nothing; then one transaction takes the Idempotency-Key's ad
 without waiting (held: a replay when a committed round holds the key, else 409 in
 flight), then the chain's row lock, reads the chain's head and the key's earlier use (same
 body: replay 200 rebuilt from the stored round; another body: 422), and appends the round,
-its players, its ledger lines and the key: two round trips with BEGIN and COMMIT
-(app.db.appends). Nothing is committed before the round is whole, so a failure, or a worker
-killed mid-request, leaves no trace: PostgreSQL rolls the transaction back and releases its
-locks, and a retry can settle at once.
+its players, its ledger lines and the key (app.db.appends). Nothing is committed before the
+round is whole, so a failure, or a worker killed mid-request, leaves no trace: PostgreSQL
+rolls the transaction back and releases its locks, and a retry can settle at once.
 
 A round's ``content_hash`` covers every column of the round itself (``round_content``);
 its players' and ledger lines' rows are checked against the hashed result by
