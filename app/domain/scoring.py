@@ -270,9 +270,13 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
             everything.extend(p.cards)
     if problems:
         raise CardError(problems)
-    # Fast path: one deck and no repeats, keyed by plain ints (hashing a Card hashes two
-    # enums in Python). Only a failure pays for the paths.
-    if decks == 1 and len({c.rank * 128 + ord(c.suit) for c in everything}) == len(everything):
+    # Fast path: count the copies of each card by its plain-int order (hashing a Card
+    # hashes two enums in Python), for any number of decks. Only a failure pays for the
+    # paths.
+    copies = [0] * 52
+    for c in everything:
+        copies[c.order] += 1
+    if max(copies) <= decks:
         return
     located: list[tuple[str, Card]] = []
     for i, p in enumerate(players):
