@@ -13,10 +13,11 @@ leaves, and claiming a special hand whenever the ruleset pays one (``special: au
    pool of ``POOL`` keep_back hands sampled for the request instead.
 3. Refine: the best ``SHORTLIST`` by model points, plus keep_back's own arrangement (and
    the special-hand claim, when the cards hold one the ruleset pays), are each played on
-   the same ``DEALS`` sampled deals through ``app.domain.scoring.score_round``: the real
-   scorer, with home runs, specials, dragons and card removal. The answer is the best by
-   that mean; ``expected_points`` is that mean and ``error`` its standard error
-   (sample standard deviation / √deals). The same deals for every candidate make the
+   the same ``DEALS`` sampled deals through the real scorer (``score_choices``: what
+   ``app.domain.scoring.score_round`` gives each, the opponents prepared once), with
+   home runs, specials, dragons and card removal. The answer is the best by that mean;
+   ``expected_points`` is that mean and ``error`` its standard error (sample standard
+   deviation / √deals). The same deals for every candidate make the
    differences between candidates far more precise than each mean.
 
 Deterministic: the deals come from ``random.Random`` seeded with the SHA-256 of the
@@ -40,7 +41,7 @@ from app.domain.arrange import keep_back
 from app.domain.cards import DECK, Card
 from app.domain.hands import Arrangement, row_strength
 from app.domain.rulesets import DRAGONS, Ruleset, Topology, ruleset_hash
-from app.domain.scoring import PlayerHand, score_round
+from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName, find_specials
 
 COARSE = 64
@@ -111,12 +112,17 @@ def special_claim(cards: Sequence[Card], rules: Ruleset) -> SpecialName | None:
     return top.name
 
 
-def deal_opponents(rng: random.Random, cards: Sequence[Card], rules: Ruleset,
-                   players: int) -> list[PlayerHand]:
-    """Deal and keep_back-arrange the other seats' hands from what ``cards`` leave."""
+def pack_without(cards: Sequence[Card], rules: Ruleset) -> list[Card]:
+    """The ruleset's decks, in deck order, less ``cards``: what the other seats are dealt."""
     pack = list(DECK) * rules.decks
     for card in cards:
         pack.remove(card)
+    return pack
+
+
+def deal_opponents(rng: random.Random, pack: Sequence[Card], rules: Ruleset,
+                   players: int) -> list[PlayerHand]:
+    """Deal and keep_back-arrange the other seats' hands from ``pack_without`` the hand."""
     drawn = rng.sample(pack, 13 * (players - 1))
     banker = rules.topology is Topology.BANKER
     return [PlayerHand(f"seat{i + 1}", keep_back(drawn[13 * i:13 * i + 13],
@@ -166,16 +172,16 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
         candidates.append((kb, kb_model))
     claim = special_claim(hand, rules)
 
-    scores: list[list[int]] = [[] for _ in candidates]
-    claimed: list[int] = []
+    plays = [PlayerHand(ME, a, special="none") for a, _ in candidates]
+    if claim is not None:
+        plays.append(PlayerHand(ME, kb, special=claim.value))
+    pack = pack_without(hand, rules)
+    scores: list[list[int]] = [[] for _ in plays]
     for _ in range(deals):
-        others = deal_opponents(rng, hand, rules, n)
-        for k, (a, _) in enumerate(candidates):
-            me = PlayerHand(ME, a, special="none")
-            scores[k].append(score_round([me, *others], rules).players[0].points)
-        if claim is not None:
-            me = PlayerHand(ME, kb, special=claim.value)
-            claimed.append(score_round([me, *others], rules).players[0].points)
+        others = deal_opponents(rng, pack, rules, n)
+        for k, result in enumerate(score_choices(plays, others, rules)):
+            scores[k].append(result.players[0].points)
+    claimed = scores.pop() if claim is not None else []
 
     choices = [Choice(a, None, m, tuple(s)) for (a, m), s in zip(candidates, scores, strict=True)]
     ranked = sorted(choices, key=lambda c: (c.mean, c.model_points or 0.0), reverse=True)

@@ -143,7 +143,30 @@ class _Seat:
 def score_round(players: Sequence[PlayerHand], ruleset: Ruleset) -> RoundScore:
     """Score one round under ``ruleset``; refuse what cannot be scored, naming its path."""
     _check_table(players, ruleset)
-    seats = [_prepare(i, p, ruleset) for i, p in enumerate(players)]
+    return _score([_prepare(i, p, ruleset) for i, p in enumerate(players)], ruleset)
+
+
+def score_choices(choices: Sequence[PlayerHand], others: Sequence[PlayerHand],
+                  ruleset: Ruleset) -> list[RoundScore]:
+    """Score ``[choice, *others]`` for each of ``choices``: the same as ``score_round`` of
+    each table in turn, with the other seats prepared once (their claims settled, their
+    rows arranged and evaluated; scoring never changes a prepared seat).
+
+    The advisor plays a few arrangements of one hand against the same sampled opponents.
+    """
+    out = []
+    prepared: list[_Seat] = []
+    for choice in choices:
+        table = [choice, *others]
+        _check_table(table, ruleset)
+        mine = _prepare(0, choice, ruleset)
+        if not prepared:
+            prepared = [_prepare(i, p, ruleset) for i, p in enumerate(table) if i]
+        out.append(_score([mine, *prepared], ruleset))
+    return out
+
+
+def _score(seats: list[_Seat], ruleset: Ruleset) -> RoundScore:
     banker = next((s.index for s in seats if s.hand.banker), None)
     if ruleset.topology is Topology.BANKER and banker is not None:
         couples = [(banker, s.index) for s in seats if s.index != banker]
@@ -247,9 +270,13 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
             everything.extend(p.cards)
     if problems:
         raise CardError(problems)
-    # Fast path: one deck and no repeats, keyed by plain ints (hashing a Card hashes two
-    # enums in Python). Only a failure pays for the paths.
-    if decks == 1 and len({c.rank * 128 + ord(c.suit) for c in everything}) == len(everything):
+    # Fast path: count the copies of each card by its plain-int order (hashing a Card
+    # hashes two enums in Python), for any number of decks. Only a failure pays for the
+    # paths.
+    copies = [0] * 52
+    for c in everything:
+        copies[c.order] += 1
+    if max(copies) <= decks:
         return
     located: list[tuple[str, Card]] = []
     for i, p in enumerate(players):

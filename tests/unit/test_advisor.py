@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from app.advisor import tables
-from app.advisor.best import advise, deal_opponents
+from app.advisor.best import advise, deal_opponents, pack_without
 from app.advisor.splits import _positions, lookup, row_strengths, splits
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK
@@ -88,8 +88,9 @@ def _direct(cards: tuple, arrangement: object, name: str, players: int, deals: i
     rules = PRESETS[name]
     rng = random.Random(seed)
     points = []
+    pack = pack_without(cards, rules)
     for _ in range(deals):
-        others = deal_opponents(rng, cards, rules, players)
+        others = deal_opponents(rng, pack, rules, players)
         me = PlayerHand("advisor", arrangement, special="none")
         points.append(score_round([me, *others], rules).players[0].points)
     mean = sum(points) / deals

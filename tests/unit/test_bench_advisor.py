@@ -20,5 +20,6 @@ def test_quality_seats_the_advisor_only_in_the_players_seats_of_the_banker_game(
 
 
 def test_speed_reports_a_median_below_its_p99() -> None:
-    median, p99 = advisor.speed(PRESETS["bonus3"], 5, 1)
+    median, p99, cpu_median, cpu_p99 = advisor.speed(PRESETS["bonus3"], 5, 1)
     assert 0 < median <= p99
+    assert 0 < cpu_median <= cpu_p99

@@ -7,11 +7,12 @@ from decimal import Decimal
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from app.domain.arrange import keep_back
 from app.domain.cards import DECK, Card, parse_cards
 from app.domain.hands import arrangement, evaluate_hand
 from app.domain.rounds import play_round
 from app.domain.rulesets import PRESETS, FoulPolicy, Ruleset, Topology, resolve_ruleset
-from app.domain.scoring import PlayerHand, _may_hold_special, score_round
+from app.domain.scoring import PlayerHand, _may_hold_special, score_choices, score_round
 from app.domain.settlement import HOUSE, Payout
 from app.domain.specials import find_specials
 
@@ -97,6 +98,50 @@ def test_swapping_two_players_mirrors_their_pair(name: str, cards: list[Card], w
             assert (pair.first, pair.points) == (mirrored.second, -mirrored.points)
             if pair.rows is not None and mirrored.rows is not None:
                 assert pair.rows == tuple(-x for x in mirrored.rows)
+
+
+def _choices(player: PlayerHand, ruleset: Ruleset) -> list[PlayerHand]:
+    """Ways to play one seat's cards: loose, keep_back's rows, dealt rows (maybe a foul)."""
+    cards = player.cards if player.arrangement is None else player.arrangement.cards
+    assert cards is not None
+    kb = keep_back(cards, ruleset.ace_low_straight, decks=ruleset.decks)
+    dealt = arrangement(cards[:3], cards[3:8], cards[8:])
+    out = [PlayerHand(player.player_id, cards=cards, banker=player.banker),
+           PlayerHand(player.player_id, kb, special="none", banker=player.banker)]
+    if ruleset.foul is not FoulPolicy.REJECT:
+        out.append(PlayerHand(player.player_id, dealt, banker=player.banker))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(presets, decks, st.integers(2, 4), st.lists(st.booleans(), min_size=4, max_size=4))
+def test_scoring_choices_for_one_seat_is_scoring_each_round(name: str, cards: list[Card],
+                                                           wanted: int,
+                                                           loose: list[bool]) -> None:
+    ruleset = PRESETS[name]
+    me, *others = _hands(cards, ruleset, _count(ruleset, wanted), loose)
+    choices = _choices(me, ruleset)
+    assert score_choices(choices, others, ruleset) == [
+        score_round([c, *others], ruleset) for c in choices]
+
+
+def test_scoring_choices_against_special_hands_is_scoring_each_round() -> None:
+    texts = [
+        "2s 2h 3s 3h 4s 4h 5s 5h 6s 6h 7s 7h As",  # six pairs
+        "2c 3c 4c 5c 7c 8h 9h Jh Qh Kh 8d 9d Td",  # three flushes
+        "Ah 2d 3d 4d 5d 6d 7d 8s 9s Ts Js Qs Ks",  # dragon
+        "Ad Ac 6c 8c 9c Th Tc Jd Jc Qd Qc Kd Kc",  # the rest of the deck
+    ]
+    hands = [parse_cards(t.split()) for t in texts]
+    for name, ruleset in sorted(PRESETS.items()):
+        for me in range(ruleset.max_players):
+            banker = [ruleset.topology is Topology.BANKER and i == 0 for i in range(4)]
+            table = [PlayerHand(f"p{i}", cards=tuple(h), banker=banker[i])
+                     for i, h in enumerate(hands[:ruleset.max_players])]
+            mine, others = table[me], table[:me] + table[me + 1:]
+            choices = _choices(mine, ruleset)
+            assert score_choices(choices, others, ruleset) == [
+                score_round([c, *others], ruleset) for c in choices], (name, me)
 
 
 @settings(max_examples=40, deadline=None)
