@@ -7,7 +7,7 @@ The service layer prefixes those paths with where the value sat in the request.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 
@@ -42,6 +42,22 @@ class DomainError(ValueError):
     def under(self, prefix: str) -> DomainError:
         """Return the same kind of error with every path placed under ``prefix``."""
         return type(self)(p.under(prefix) for p in self.problems)
+
+
+def gather(errors: Sequence[DomainError]) -> DomainError:
+    """Return one error holding every problem of ``errors``, in order, each once.
+
+    Errors of one kind stay that kind; errors of several kinds become a plain DomainError,
+    which the API answers as a validation problem whose items each keep their own code.
+    (Two checks may find the same fault: the stake is checked wherever money is.)
+    """
+    if not errors:
+        raise ValueError("nothing to gather")
+    if len(errors) == 1:
+        return errors[0]
+    kinds = {type(e) for e in errors}
+    kind = kinds.pop() if len(kinds) == 1 else DomainError
+    return kind(dict.fromkeys(p for e in errors for p in e.problems))
 
 
 def _describe(problem: Problem) -> str:

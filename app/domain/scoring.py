@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.domain.arrange import keep_back
-from app.domain.cards import Card, check_copies
-from app.domain.errors import CardError, ClaimError, Problem, RoundError
+from app.domain.cards import Card, copy_problems, has_copies
+from app.domain.errors import CardError, ClaimError, DomainError, Problem, RoundError, gather
 from app.domain.hands import (
     ROWS,
     Arrangement,
@@ -141,9 +141,26 @@ class _Seat:
 # --------------------------------------------------------------------------- entry point
 
 def score_round(players: Sequence[PlayerHand], ruleset: Ruleset) -> RoundScore:
-    """Score one round under ``ruleset``; refuse what cannot be scored, naming its path."""
-    _check_table(players, ruleset)
-    seats = [_prepare(i, p, ruleset) for i, p in enumerate(players)]
+    """Score one round under ``ruleset``; refuse what cannot be scored, naming its path.
+
+    Every problem found is refused together: the table's, the cards', and once the cards
+    are whole, each hand's (claims, fouls under ``reject``).
+    """
+    errors: list[DomainError] = []
+    table = table_problems(players, ruleset)
+    if table:
+        errors.append(RoundError(table))
+    cards = _card_problems(players, ruleset.decks)
+    if cards:
+        raise gather([*errors, CardError(cards)])
+    seats: list[_Seat] = []
+    for i, hand in enumerate(players):
+        try:
+            seats.append(_prepare(i, hand, ruleset))
+        except DomainError as error:
+            errors.append(error)
+    if errors:
+        raise gather(errors)
     banker = next((s.index for s in seats if s.hand.banker), None)
     if ruleset.topology is Topology.BANKER and banker is not None:
         couples = [(banker, s.index) for s in seats if s.index != banker]
@@ -179,8 +196,11 @@ def _player_score(s: _Seat, points: int, r: Ruleset) -> PlayerScore:
 
 # --------------------------------------------------------------------------- validation
 
-def _check_table(players: Sequence[PlayerHand], r: Ruleset) -> None:
-    """Refuse counts, ids, bankers, bets, row bets and duplicate cards the table forbids."""
+def table_problems(players: Sequence[PlayerHand], r: Ruleset) -> list[Problem]:
+    """Return what the table forbids of its players: counts, ids, bankers, bets, row bets.
+
+    Reads no cards, so it also judges players whose hands could not be read.
+    """
     problems: list[Problem] = []
     n = len(players)
     if not r.min_players <= n <= r.max_players:
@@ -218,12 +238,20 @@ def _check_table(players: Sequence[PlayerHand], r: Ruleset) -> None:
         if bankers != 1:
             problems.append(Problem("players", f"a banker game needs exactly one player "
                                     f"marked banker, got {bankers}", "banker_count"))
-    if problems:
-        raise RoundError(problems)
-    _check_cards(players, r.decks)
+    return problems
 
 
-def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
+def hand_error(index: int, hand: PlayerHand, r: Ruleset) -> DomainError | None:
+    """Return why one whole hand cannot be played (its claim, a foul under ``reject``)."""
+    try:
+        _prepare(index, hand, r)
+    except DomainError as error:
+        return error
+    return None
+
+
+def _card_problems(players: Sequence[PlayerHand], decks: int) -> list[Problem]:
+    """Return each hand's size problems and every card given more often than decks allow."""
     problems: list[Problem] = []
     everything: list[Card] = []
     for i, p in enumerate(players):
@@ -245,12 +273,9 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
                 problems.append(Problem(f"{at}.cards", f"a hand needs 13 cards, got "
                                         f"{len(p.cards)}", "wrong_hand_size"))
             everything.extend(p.cards)
-    if problems:
-        raise CardError(problems)
-    # Fast path: one deck and no repeats, keyed by plain ints (hashing a Card hashes two
-    # enums in Python). Only a failure pays for the paths.
-    if decks == 1 and len({c.rank * 128 + ord(c.suit) for c in everything}) == len(everything):
-        return
+    # Only a failure pays for the paths.
+    if not has_copies(everything, decks):
+        return problems
     located: list[tuple[str, Card]] = []
     for i, p in enumerate(players):
         if p.arrangement is not None:
@@ -258,7 +283,7 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
                         for row in ROWS for k, c in enumerate(p.arrangement.row(row))]
         elif p.cards is not None:
             located += [(f"players[{i}].cards[{k}]", c) for k, c in enumerate(p.cards)]
-    check_copies(located, decks)
+    return problems + copy_problems(located, decks)
 
 
 # --------------------------------------------------------------------------- one hand
