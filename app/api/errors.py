@@ -334,11 +334,15 @@ def _phrase(status: int) -> str:
         return "Error"
 
 
-def _on_validation(error: ValidationError) -> Response:
-    errors = validation_errors(error.messages)
+def validation_problem(errors: list[dict[str, str]]) -> ProblemError:
+    """Return the 422 refusing a request for each of ``errors`` (``{path, message, code}``)."""
     count = len(errors)
     detail = f"{count} invalid value{'s' if count != 1 else ''} in the request"
-    return problem(422, "Invalid request", detail, errors, type_=TYPE_VALIDATION)
+    return ProblemError(422, "Invalid request", detail, errors, type_=TYPE_VALIDATION)
+
+
+def _on_validation(error: ValidationError) -> Response:
+    return validation_problem(validation_errors(error.messages)).response
 
 
 def _on_domain(error: DomainError) -> Response:

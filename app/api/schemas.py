@@ -53,10 +53,11 @@ class Money(fields.Field[Decimal]):
                 f"and {MAX_INTEGER_DIGITS} integer digits)")
         amount = Decimal(value)
         # "-0" is no amount anyone means, and would be echoed back as a signed zero.
-        if amount < 0 or value.startswith("-"):
+        negative = amount < 0 or value.startswith("-")
+        if self.positive and (negative or amount == 0):
+            raise ValidationError(f"must be greater than 0, got {value!r}")
+        if negative:
             raise ValidationError(f"{value!r} is negative; money here must be 0 or more")
-        if self.positive and amount == 0:
-            raise ValidationError("must be greater than 0")
         return amount
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
@@ -226,25 +227,31 @@ class ErbagangPlayerSchema(BankerPlayerSchema):
                         validate=validate.Length(TILES_PER_HAND, TILES_PER_HAND))
 
 
-_PLAYER_SCHEMAS: dict[Game, type[Schema]] = {
-    Game.QIANG21: Qiang21PlayerSchema, Game.ERBAGANG: ErbagangPlayerSchema,
+_PLAYER_SCHEMA_OF: dict[Game, Schema] = {
+    Game.THIRTEEN: PlayerSchema(), Game.QIANG21: Qiang21PlayerSchema(),
+    Game.ERBAGANG: ErbagangPlayerSchema(),
 }
 
 
-class GamePlayers(fields.Field[list[dict[str, Any]]]):
-    """The round's players, in the shape of the game its ruleset's preset plays.
+def player_schema(data: object) -> Schema:
+    """Return the schema of one player of the round ``data``, by its ruleset's game.
 
     The game follows from the preset's name alone; an unknown preset is read as 十三支
     and refused by the domain, naming ``ruleset``.
     """
+    spec = data.get("ruleset") if isinstance(data, Mapping) else None
+    name = spec.get("preset") if isinstance(spec, dict) else spec
+    game = game_of_preset(name) if isinstance(name, str) else Game.THIRTEEN
+    return _PLAYER_SCHEMA_OF.get(game, _PLAYER_SCHEMA_OF[Game.THIRTEEN])
+
+
+class GamePlayers(fields.Field[list[dict[str, Any]]]):
+    """The round's players, in the shape of the game its ruleset's preset plays."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any,
                      **kwargs: Any) -> list[dict[str, Any]]:
-        spec = data.get("ruleset") if isinstance(data, Mapping) else None
-        name = spec.get("preset") if isinstance(spec, dict) else spec
-        game = game_of_preset(name) if isinstance(name, str) else Game.THIRTEEN
-        schema = _PLAYER_SCHEMAS.get(game, PlayerSchema)
-        players = fields.List(fields.Nested(schema), validate=validate.Length(1, MAX_PLAYERS))
+        players = fields.List(fields.Nested(player_schema(data)),
+                              validate=validate.Length(1, MAX_PLAYERS))
         loaded: list[dict[str, Any]] = players.deserialize(value)
         return loaded
 
