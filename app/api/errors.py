@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from http import HTTPStatus
 from typing import Any
 
@@ -32,6 +31,7 @@ from app.domain.errors import (
     SettlementError,
 )
 from app.domain.matches import MatchError
+from app.json_codec import NOT_READ, loads_body, loads_decimal
 from app.text import text_fault
 
 log = logging.getLogger(__name__)
@@ -115,19 +115,9 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
             f"send the body as application/json, not {request.mimetype or 'no content type'}"
         )
     raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
-    try:
-        text = raw.decode("utf-8")
-        value = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
-    except UnicodeDecodeError as error:
-        raise _malformed(f"the body is not UTF-8 (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise _malformed(
-            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-        ) from None
-    except ValueError as error:
-        raise _malformed(f"the body is not valid JSON: {error}") from None
-    except RecursionError:
-        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    value = loads_body(raw)
+    if value is NOT_READ:
+        value = _loads_exactly(raw)
     if _depth(value) > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
@@ -141,6 +131,23 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
             type_=TYPE_MALFORMED,
         )
     return value
+
+
+def _loads_exactly(raw: bytes) -> Any:
+    """Read a body with the standard library: Decimals for fractions, and its messages."""
+    try:
+        text = raw.decode("utf-8")
+        return loads_decimal(text, _refuse_constant)
+    except UnicodeDecodeError as error:
+        raise _malformed(f"the body is not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise _malformed(
+            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except ValueError as error:
+        raise _malformed(f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
 
 
 # No request of ours nests deeper than a handful of levels; a bound keeps hostile bodies

@@ -15,6 +15,7 @@ from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body, validation_errors, validation_problem
 from app.api.metrics import count_idempotency_conflict, count_replay, count_stored_round
 from app.api.paging import invalid_cursor
+from app.api.responses import json_response
 from app.api.schemas import (
     IDENTIFIER_FIELD,
     MAX_PLAYERS,
@@ -85,7 +86,7 @@ def loaded_parts(error: ValidationError, raw: dict[str, Any],
 @bp.post("/score")
 def score_round() -> Response:
     data = round_request(json_body())
-    return jsonify(rounds.score(data))
+    return json_response(rounds.score(data))
 
 
 @bp.post("")
@@ -113,7 +114,7 @@ def _stored(settled: rounds.Settled, route: str) -> Response:
         count_replay(route)
     else:
         count_stored_round(settled.body, operator_id())
-    response = jsonify(sign_receipt(settled.body, signer()))
+    response = json_response(sign_receipt(settled.body, signer()))
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
     if settled.replayed:
@@ -189,7 +190,7 @@ def get_round(round_id: uuid.UUID) -> Response:
     if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
     # The signature is deterministic (Ed25519), so the tag still names what is shown.
-    response = jsonify(sign_receipt(stored.body, signer()))
+    response = json_response(sign_receipt(stored.body, signer()))
     response.set_etag(stored.etag)
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"
