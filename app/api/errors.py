@@ -26,6 +26,7 @@ from app.domain.errors import (
     CardError,
     ClaimError,
     DomainError,
+    Refusals,
     RoundError,
     RulesetError,
     SettlementError,
@@ -53,6 +54,8 @@ _DOMAIN_TITLES: dict[type[DomainError], tuple[str, str]] = {
     RoundError: ("/problems/invalid-round", "Round cannot be scored"),
     SettlementError: ("/problems/invalid-settlement", "Round cannot be settled"),
     MatchError: ("/problems/invalid-match", "Refused by the match"),
+    # Several of the kinds above in one round: it cannot be scored.
+    Refusals: ("/problems/invalid-round", "Round cannot be scored"),
 }
 
 

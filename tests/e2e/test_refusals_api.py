@@ -189,13 +189,24 @@ def test_one_answer_lists_every_problem_of_every_stage(
     assert count_rows() == before
 
 
-def test_problems_of_several_kinds_are_one_validation_problem(api: Any) -> None:
+def test_domain_problems_of_several_kinds_are_one_invalid_round(api: Any) -> None:
+    """Schema-valid: the round is refused for its meaning, not its shape."""
     body = valid_round("dagiang4")
     edit(body, "players[0].back[2]", "Zz")
     edit(body, "players[2].balance", "99.99")
     problem = _post(api, SCORE, body).get_json()
-    assert (problem["type"], problem["title"]) == ("/problems/validation", "Invalid request")
+    assert (problem["type"], problem["title"]) == ("/problems/invalid-round",
+                                                   "Round cannot be scored")
     assert [e["code"] for e in problem["errors"]] == ["unknown_card", "below_continue_min"]
+
+
+def test_schema_and_domain_problems_together_are_one_validation_problem(api: Any) -> None:
+    body = valid_round()
+    body["stake"] = "0"
+    edit(body, "players[0].back[2]", "Zz")
+    problem = _post(api, SCORE, body).get_json()
+    assert (problem["type"], problem["title"]) == ("/problems/validation", "Invalid request")
+    assert [e["code"] for e in problem["errors"]] == ["invalid_value", "unknown_card"]
 
 
 def test_problems_of_one_kind_keep_their_type(api: Any) -> None:

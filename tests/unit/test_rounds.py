@@ -121,7 +121,7 @@ def test_a_balance_for_someone_not_playing_is_refused() -> None:
 
 def test_play_round_refuses_the_money_the_table_and_each_hand_at_once() -> None:
     """A stake finer than the precision, a player twice and a false claim: one error."""
-    from app.domain.errors import DomainError
+    from app.domain.errors import DomainError, Refusals
 
     case = CASES["000_bonus3_proportional"]
     players = [player(p["player_id"], p["front"], p["middle"], p["back"])
@@ -132,7 +132,7 @@ def test_play_round_refuses_the_money_the_table_and_each_hand_at_once() -> None:
     balances = {p["player_id"]: Decimal(p["balance"]) for p in case["players"]}
     with pytest.raises(DomainError) as refused:
         play_round(players, PRESETS["classic4"], Decimal("1.001"), balances)
-    assert type(refused.value) is DomainError  # several kinds: no one kind names it
+    assert type(refused.value) is Refusals  # several kinds: no one kind names it
     found = {(p.path, p.code) for p in refused.value.problems}
     assert found >= {("stake", "too_many_decimals"), ("players[1].player_id", "duplicate_player"),
                      ("players[1].special", "false_claim")}
