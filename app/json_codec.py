@@ -4,9 +4,9 @@ Three uses, each with the standard library as its fallback for whatever orjson d
 take or would write otherwise:
 
 - ``loads_body``: a request body. orjson reads numbers with a fraction (and integers past
-  64 bits) as floats, so a body holding one is read again by ``json.loads`` with
-  ``parse_float=Decimal``; so is any body orjson refuses, so malformed bodies get the
-  standard library's error messages as before.
+  64 bits) as floats, so a body holding one is read again by ``loads_decimal``
+  (``json.loads`` with ``parse_float=Decimal``); so is any body orjson refuses, so malformed
+  bodies get the standard library's error messages as before (app.api.errors.json_body).
 - ``canonical_json``: the text hashes are taken over. It equals ``json.dumps(value,
   sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)`` for the values
   the service hashes: str, int, bool, None, Decimal, UUID, datetime, lists, tuples and
@@ -35,28 +35,16 @@ NOT_READ = object()
 
 
 def loads_body(raw: bytes) -> Any:
-    """Return the JSON value of ``raw`` as orjson reads it, or NOT_READ when the standard
-    library must read it: orjson refused it, or it may hold a number orjson reads as a
-    float (a fraction, an exponent, or an integer past 64 bits)."""
+    """Return the JSON value of ``raw`` as orjson reads it, or NOT_READ when it refuses it.
+
+    A value holding a float must be read again by ``loads_decimal``: orjson reads a number
+    with a fraction or an exponent, and an integer past 64 bits, as a float. (The caller
+    walks the value anyway, for its depth.)
+    """
     try:
-        value = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return NOT_READ
-    return NOT_READ if _has_float(value) else value
-
-
-def _has_float(value: object) -> bool:
-    """Say whether ``value`` holds a float anywhere; without recursion."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, float):
-            return True
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
 
 
 def canonical_json(value: Any) -> bytes:

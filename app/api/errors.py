@@ -119,9 +119,11 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
         )
     raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
     value = loads_body(raw)
-    if value is NOT_READ:
+    depth, floats = (0, True) if value is NOT_READ else _shape(value)
+    if floats:  # orjson read a fraction, an exponent or a big integer as a float
         value = _loads_exactly(raw)
-    if _depth(value) > MAX_JSON_DEPTH:
+        depth, _ = _shape(value)
+    if depth > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
     refuse_text_faults(string_faults(value, newlines_at))
@@ -158,9 +160,11 @@ def _loads_exactly(raw: bytes) -> Any:
 MAX_JSON_DEPTH = 32
 
 
-def _depth(value: object) -> int:
-    """Return how deeply ``value`` nests lists and objects, without recursion."""
+def _shape(value: object) -> tuple[int, bool]:
+    """Return how deeply ``value`` nests lists and objects, and whether it holds a float;
+    without recursion."""
     deepest = 0
+    floats = False
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
@@ -169,12 +173,13 @@ def _depth(value: object) -> int:
         elif isinstance(node, list):
             children = node
         else:
+            floats = floats or isinstance(node, float)
             continue
         deepest = max(deepest, level)
         if deepest > MAX_JSON_DEPTH:
-            return deepest
+            return deepest, floats
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, floats
 
 
 def string_faults(value: object,
