@@ -51,14 +51,14 @@ def round_request(raw: dict[str, Any]) -> dict[str, Any]:
     if data is not None:
         return data
     try:
-        data = ROUND_REQUEST.load(raw)
+        loaded: dict[str, Any] = ROUND_REQUEST.load(raw)
     except ValidationError as error:
         found = validation_errors(error.messages)
         parts, refused = loaded_parts(error, raw, found)
         later = [{"path": p.path, "message": p.message, "code": p.code}
                  for e in play.refusals(parts, refused) for p in e.problems]
         raise validation_problem([*found, *later]) from None
-    return data
+    return loaded
 
 
 def loaded_parts(error: ValidationError, raw: dict[str, Any],
