@@ -191,9 +191,7 @@ def _thirteen_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]
         house = _house_seat(data, players, rules)
     except DomainError as error:
         errors.append(error)
-    complete = (not refused and all(h is not None for h in hands)
-                and all(k in data for k in ("table_id", "stake", "players")))
-    if complete and not errors:
+    if not errors and _complete(data, refused, hands):
         return RoundInput(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(h for h in hands if h is not None),
@@ -246,6 +244,13 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     if len(parsed) == len(ROWS):
         return arrangement(*(parsed[row.value] for row in ROWS)), None, parsed, problems
     return None, None, parsed, problems
+
+
+def _complete(data: Mapping[str, Any], refused: Collection[str],
+              seats: Sequence[object | None]) -> bool:
+    """Say whether the schema refused nothing and every seat and round field was read."""
+    return (not refused and all(s is not None for s in seats)
+            and all(k in data for k in ("table_id", "stake", "players")))
 
 
 def _one_form(raw: Mapping[str, Any], at: str, refused: Collection[str]) -> bool:
@@ -363,9 +368,7 @@ def _banker_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
         seats.append(_banker_seat(raw, hand)
                      if _seat_ok(raw, at, refused, _BANKER_SEAT_FIELDS) else None)
     errors: list[DomainError] = [CardError(problems)] if problems else []
-    complete = (not refused and all(s is not None for s in seats)
-                and all(k in data for k in ("table_id", "stake", "players")))
-    if complete and not errors:
+    if not errors and _complete(data, refused, seats):
         return RoundInput(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(s for s in seats if s is not None),

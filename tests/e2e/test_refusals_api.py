@@ -21,21 +21,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.e2e.test_errors import D_FOUL_TWICE, DELETE, ROUNDS, SCORE, edit, valid_round
+from tests.e2e.test_errors import (
+    D_FOUL_TWICE,
+    DELETE,
+    ROUNDS,
+    SCORE,
+    edit,
+    valid_round,
+)
+from tests.e2e.test_errors import banker_round as _banker_thirteen
 
 Build = Callable[[], dict[str, Any]]
 
 
 def _dagiang4() -> dict[str, Any]:
     return valid_round("dagiang4")
-
-
-def _banker_thirteen() -> dict[str, Any]:
-    body = valid_round("banker")
-    body["players"][0]["banker"] = True
-    for player in body["players"][1:]:
-        player["bet"] = "50"
-    return body
 
 
 def qiang21() -> dict[str, Any]:
