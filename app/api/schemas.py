@@ -436,14 +436,15 @@ def _fast_player(raw: object, game: Game) -> dict[str, Any] | None:
         return player
     name, fewest, most = _HAND_SIZES[game]
     banker = raw.get("banker", False)
-    multiple = raw.get("bet_multiple")
-    if not (_card_texts(raw[name], fewest, most) and isinstance(banker, bool)
-            and (multiple is None or (type(multiple) is int and 1 <= multiple <= MAX_MULTIPLE))):
+    if not (_card_texts(raw[name], fewest, most) and isinstance(banker, bool)):
         return None
+    if "bet_multiple" in raw:  # given, even as null, it must be a whole number in range
+        multiple = raw["bet_multiple"]
+        if not (type(multiple) is int and 1 <= multiple <= MAX_MULTIPLE):
+            return None
+        player["bet_multiple"] = multiple
     player[name] = raw[name]
     player["banker"] = banker
-    if multiple is not None:
-        player["bet_multiple"] = multiple
     if game is Game.QIANG21:
         player["timed_out"] = False
     return player

@@ -37,6 +37,19 @@ def test_the_common_shape_loads_as_marshmallow_loads_it(body: dict[str, Any]) ->
     assert typed(fast) == typed(SCHEMA.load(body))
 
 
+@pytest.mark.parametrize(("name", "value"), [
+    ("bet_multiple", None), ("banker", None), ("balance", None), ("limits_enforced", None),
+    ("cards", None), ("bet_multiple", True), ("bet_multiple", 0),
+])
+def test_a_null_or_out_of_range_value_is_left_to_marshmallow(name: str, value: Any) -> None:
+    body = copy.deepcopy(next(b for b in BODIES if b["ruleset"] == "qiang21"))
+    target = body if name == "limits_enforced" else body["players"][1]
+    target[name] = value
+    assert fast_round_request(body) is None
+    with pytest.raises(ValidationError):
+        SCHEMA.load(body)
+
+
 JUNK = st.one_of(
     st.none(), st.booleans(), st.integers(-5, 200), st.text(max_size=10),
     st.sampled_from(["0", "-0", "1.5", "1.123456789", "1e3", " 5", "05", "Ah", "", "x" * 9,
