@@ -217,13 +217,19 @@ def _writable_folder(out: Path) -> None:
                                  param_hint="--out") from None
 
 
+_MOMENT_NEEDED = ("give a date-time with Z or an offset, such as 2026-01-01T00:00:00Z or "
+                  "2026-01-01T08:00:00+08:00")
+
+
 def _moment_option(text: str, name: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not an RFC 3339 time", param_hint=name) from None
+        raise click.BadParameter(f"{text!r} is not an RFC 3339 time; {_MOMENT_NEEDED}",
+                                 param_hint=name) from None
     if moment.tzinfo is None:
-        raise click.BadParameter(f"{text!r} needs a time zone (Z or +08:00)", param_hint=name)
+        raise click.BadParameter(f"{text!r} has no time zone; {_MOMENT_NEEDED}",
+                                 param_hint=name)
     return moment
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from http import HTTPStatus
 from typing import Any
 
@@ -27,11 +26,13 @@ from app.domain.errors import (
     CardError,
     ClaimError,
     DomainError,
+    Refusals,
     RoundError,
     RulesetError,
     SettlementError,
 )
 from app.domain.matches import MatchError
+from app.json_codec import NOT_READ, loads_body, loads_decimal
 from app.text import text_fault
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ _DOMAIN_TITLES: dict[type[DomainError], tuple[str, str]] = {
     RoundError: ("/problems/invalid-round", "Round cannot be scored"),
     SettlementError: ("/problems/invalid-settlement", "Round cannot be settled"),
     MatchError: ("/problems/invalid-match", "Refused by the match"),
+    # Several of the kinds above in one round: it cannot be scored.
+    Refusals: ("/problems/invalid-round", "Round cannot be scored"),
 }
 
 
@@ -115,20 +118,12 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
             f"send the body as application/json, not {request.mimetype or 'no content type'}"
         )
     raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
-    try:
-        text = raw.decode("utf-8")
-        value = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
-    except UnicodeDecodeError as error:
-        raise _malformed(f"the body is not UTF-8 (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise _malformed(
-            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-        ) from None
-    except ValueError as error:
-        raise _malformed(f"the body is not valid JSON: {error}") from None
-    except RecursionError:
-        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
-    if _depth(value) > MAX_JSON_DEPTH:
+    value = loads_body(raw)
+    depth, floats = (0, True) if value is NOT_READ else _shape(value)
+    if floats:  # orjson read a fraction, an exponent or a big integer as a float
+        value = _loads_exactly(raw)
+        depth, _ = _shape(value)
+    if depth > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
     refuse_text_faults(string_faults(value, newlines_at))
@@ -143,14 +138,33 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
     return value
 
 
+def _loads_exactly(raw: bytes) -> Any:
+    """Read a body with the standard library: Decimals for fractions, and its messages."""
+    try:
+        text = raw.decode("utf-8")
+        return loads_decimal(text, _refuse_constant)
+    except UnicodeDecodeError as error:
+        raise _malformed(f"the body is not UTF-8 (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise _malformed(
+            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except ValueError as error:
+        raise _malformed(f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
+
+
 # No request of ours nests deeper than a handful of levels; a bound keeps hostile bodies
 # from reaching recursive code (hashing, validation) at depths that exhaust the stack.
 MAX_JSON_DEPTH = 32
 
 
-def _depth(value: object) -> int:
-    """Return how deeply ``value`` nests lists and objects, without recursion."""
+def _shape(value: object) -> tuple[int, bool]:
+    """Return how deeply ``value`` nests lists and objects, and whether it holds a float;
+    without recursion."""
     deepest = 0
+    floats = False
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
@@ -159,12 +173,13 @@ def _depth(value: object) -> int:
         elif isinstance(node, list):
             children = node
         else:
+            floats = floats or isinstance(node, float)
             continue
         deepest = max(deepest, level)
         if deepest > MAX_JSON_DEPTH:
-            return deepest
+            return deepest, floats
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, floats
 
 
 def string_faults(value: object,
@@ -334,11 +349,15 @@ def _phrase(status: int) -> str:
         return "Error"
 
 
-def _on_validation(error: ValidationError) -> Response:
-    errors = validation_errors(error.messages)
+def validation_problem(errors: list[dict[str, str]]) -> ProblemError:
+    """Return the 422 refusing a request for each of ``errors`` (``{path, message, code}``)."""
     count = len(errors)
     detail = f"{count} invalid value{'s' if count != 1 else ''} in the request"
-    return problem(422, "Invalid request", detail, errors, type_=TYPE_VALIDATION)
+    return ProblemError(422, "Invalid request", detail, errors, type_=TYPE_VALIDATION)
+
+
+def _on_validation(error: ValidationError) -> Response:
+    return validation_problem(validation_errors(error.messages)).response
 
 
 def _on_domain(error: DomainError) -> Response:

@@ -6,21 +6,30 @@ import logging
 import re
 import uuid
 from datetime import datetime
+from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
 from app.api.context import operator_id
-from app.api.errors import ProblemError, json_body
+from app.api.errors import ProblemError, json_body, validation_errors, validation_problem
 from app.api.metrics import count_idempotency_conflict, count_replay, count_stored_round
 from app.api.paging import invalid_cursor
-from app.api.schemas import IDENTIFIER_FIELD, PageQuerySchema, RoundRequestSchema
+from app.api.responses import json_response
+from app.api.schemas import (
+    IDENTIFIER_FIELD,
+    MAX_PLAYERS,
+    PageQuerySchema,
+    RoundRequestSchema,
+    fast_round_request,
+    player_schema,
+)
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.db.repositories import InvalidCursor
 from app.domain.games import Game
-from app.services import matches, rounds
+from app.services import matches, play, rounds
 from app.services.signing import sign_receipt
 
 log = logging.getLogger(__name__)
@@ -33,17 +42,67 @@ MAX_KEY_LENGTH = 128
 ROUND_REQUEST = RoundRequestSchema()
 
 
+def round_request(raw: dict[str, Any]) -> dict[str, Any]:
+    """Load a round request, or refuse it with every problem found (422).
+
+    A request the schema refuses is still read as far as its loaded fields allow: the
+    answer lists the schema's refusals and what the cards, players and money checks find.
+    The common shape is loaded by a plain-Python check to the same values; marshmallow
+    loads the rest and makes every refusal.
+    """
+    data = fast_round_request(raw)
+    if data is not None:
+        return data
+    try:
+        loaded: dict[str, Any] = ROUND_REQUEST.load(raw)
+    except ValidationError as error:
+        found = validation_errors(error.messages)
+        parts, refused = loaded_parts(error, raw, found)
+        later = [{"path": p.path, "message": p.message, "code": p.code}
+                 for e in play.refusals(parts, refused) for p in e.problems]
+        raise validation_problem([*found, *later]) from None
+    return loaded
+
+
+def loaded_parts(error: ValidationError, raw: dict[str, Any],
+                 found: list[dict[str, str]]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Return the fields of a refused round request that loaded, and the refused paths.
+
+    A field is kept only when nothing at or under it was refused; an unknown field makes
+    nothing else untrustworthy. Each player is loaded again on its own, so a player's
+    fields keep their seat's index whatever the others hold.
+    """
+    messages = error.messages if isinstance(error.messages, dict) else {}
+    valid = error.valid_data if isinstance(error.valid_data, dict) else {}
+    parts = {k: v for k, v in valid.items() if k not in messages and k != "players"}
+    refused = frozenset(e["path"] for e in found if e["code"] != "unknown_field")
+    given = raw.get("players")
+    if isinstance(given, list) and 1 <= len(given) <= MAX_PLAYERS:
+        schema = player_schema(raw)
+        players = []
+        for item in given:
+            try:
+                players.append(schema.load(item))
+            except ValidationError as refusal:
+                inner = refusal.messages if isinstance(refusal.messages, dict) else {}
+                kept = refusal.valid_data if isinstance(refusal.valid_data, dict) else {}
+                players.append({} if "_schema" in inner
+                               else {k: v for k, v in kept.items() if k not in inner})
+        parts["players"] = players
+    return parts, refused
+
+
 @bp.post("/score")
 def score_round() -> Response:
-    data = ROUND_REQUEST.load(json_body())
-    return jsonify(rounds.score(data))
+    data = round_request(json_body())
+    return json_response(rounds.score(data))
 
 
 @bp.post("")
 def settle_round() -> Response:
     key = _idempotency_key()
     raw = json_body()
-    data = ROUND_REQUEST.load(raw)
+    data = round_request(raw)
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,
@@ -77,7 +136,7 @@ def _stored(settled: rounds.Settled, route: str) -> Response:
         count_replay(route)
     else:
         count_stored_round(settled.body, operator_id())
-    response = jsonify(sign_receipt(settled.body, signer()))
+    response = json_response(sign_receipt(settled.body, signer()))
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
     if settled.replayed:
@@ -155,7 +214,7 @@ def get_round(round_id: uuid.UUID) -> Response:
     if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
     # The signature is deterministic (Ed25519), so the tag still names what is shown.
-    response = jsonify(sign_receipt(stored.body, signer()))
+    response = json_response(sign_receipt(stored.body, signer()))
     response.set_etag(stored.etag)
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"

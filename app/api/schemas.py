@@ -53,10 +53,11 @@ class Money(fields.Field[Decimal]):
                 f"and {MAX_INTEGER_DIGITS} integer digits)")
         amount = Decimal(value)
         # "-0" is no amount anyone means, and would be echoed back as a signed zero.
-        if amount < 0 or value.startswith("-"):
+        negative = amount < 0 or value.startswith("-")
+        if self.positive and (negative or amount == 0):
+            raise ValidationError(f"must be greater than 0, got {value!r}")
+        if negative:
             raise ValidationError(f"{value!r} is negative; money here must be 0 or more")
-        if self.positive and amount == 0:
-            raise ValidationError("must be greater than 0")
         return amount
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
@@ -226,25 +227,31 @@ class ErbagangPlayerSchema(BankerPlayerSchema):
                         validate=validate.Length(TILES_PER_HAND, TILES_PER_HAND))
 
 
-_PLAYER_SCHEMAS: dict[Game, type[Schema]] = {
-    Game.QIANG21: Qiang21PlayerSchema, Game.ERBAGANG: ErbagangPlayerSchema,
+_PLAYER_SCHEMA_OF: dict[Game, Schema] = {
+    Game.THIRTEEN: PlayerSchema(), Game.QIANG21: Qiang21PlayerSchema(),
+    Game.ERBAGANG: ErbagangPlayerSchema(),
 }
 
 
-class GamePlayers(fields.Field[list[dict[str, Any]]]):
-    """The round's players, in the shape of the game its ruleset's preset plays.
+def player_schema(data: object) -> Schema:
+    """Return the schema of one player of the round ``data``, by its ruleset's game.
 
     The game follows from the preset's name alone; an unknown preset is read as 十三支
     and refused by the domain, naming ``ruleset``.
     """
+    spec = data.get("ruleset") if isinstance(data, Mapping) else None
+    name = spec.get("preset") if isinstance(spec, dict) else spec
+    game = game_of_preset(name) if isinstance(name, str) else Game.THIRTEEN
+    return _PLAYER_SCHEMA_OF.get(game, _PLAYER_SCHEMA_OF[Game.THIRTEEN])
+
+
+class GamePlayers(fields.Field[list[dict[str, Any]]]):
+    """The round's players, in the shape of the game its ruleset's preset plays."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any,
                      **kwargs: Any) -> list[dict[str, Any]]:
-        spec = data.get("ruleset") if isinstance(data, Mapping) else None
-        name = spec.get("preset") if isinstance(spec, dict) else spec
-        game = game_of_preset(name) if isinstance(name, str) else Game.THIRTEEN
-        schema = _PLAYER_SCHEMAS.get(game, PlayerSchema)
-        players = fields.List(fields.Nested(schema), validate=validate.Length(1, MAX_PLAYERS))
+        players = fields.List(fields.Nested(player_schema(data)),
+                              validate=validate.Length(1, MAX_PLAYERS))
         loaded: list[dict[str, Any]] = players.deserialize(value)
         return loaded
 
@@ -357,3 +364,103 @@ class PageQuerySchema(PeriodQuerySchema):
 
     limit = QueryInteger(load_default=50, validate=validate.Range(1, 200))
     cursor = fields.String(validate=validate.Length(1, 512))
+
+
+# --- the common round request, checked in plain Python ------------------------------------
+#
+# marshmallow builds ~100 field deserialisations for a four-player round. Most requests are
+# of one shape: a preset name, a table, a stake and players who each give an id, a balance
+# and their rows (or, at a banker game, their cards or tiles and a bet multiple). A request
+# of exactly that shape whose every value marshmallow would accept is loaded here, to the
+# same values marshmallow returns (defaults included); anything else, and every refusal,
+# is marshmallow's (tests/unit/test_fast_round_request.py holds the two equal).
+
+_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players", "limits_enforced"})
+_REQUIRED_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players"})
+_ROWS = (("front", 26), ("middle", 26), ("back", 26))
+_PLAYER_KEYS: dict[Game, tuple[frozenset[str], frozenset[str]]] = {
+    # (keys a player may give in the common shape, keys it must give)
+    Game.THIRTEEN: (frozenset({"player_id", "balance", "front", "middle", "back"}),
+                    frozenset({"player_id", "balance", "front", "middle", "back"})),
+    Game.QIANG21: (frozenset({"player_id", "balance", "banker", "bet_multiple", "cards"}),
+                   frozenset({"player_id", "balance", "cards"})),
+    Game.ERBAGANG: (frozenset({"player_id", "balance", "banker", "bet_multiple", "tiles"}),
+                    frozenset({"player_id", "balance", "tiles"})),
+}
+_HAND_SIZES = {Game.QIANG21: ("cards", 1, MAX_21_CARDS),
+               Game.ERBAGANG: ("tiles", TILES_PER_HAND, TILES_PER_HAND)}
+
+
+def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return what ``RoundRequestSchema().load(raw)`` returns for a request of the common
+    shape with nothing to refuse, or None for marshmallow to load (or refuse) it."""
+    keys = raw.keys()
+    if not (_REQUIRED_ROUND_KEYS <= keys <= _ROUND_KEYS):
+        return None
+    ruleset, table_id, players = raw["ruleset"], raw["table_id"], raw["players"]
+    if not (isinstance(ruleset, str) and 1 <= len(ruleset) <= 64 and _identifier(table_id)
+            and isinstance(players, list) and 1 <= len(players) <= MAX_PLAYERS):
+        return None
+    stake = _money(raw["stake"])
+    if stake is None or stake == 0:
+        return None
+    limits = raw.get("limits_enforced", False)
+    if not isinstance(limits, bool):
+        return None
+    game = game_of_preset(ruleset)
+    loaded = [_fast_player(p, game) for p in players]
+    if None in loaded:
+        return None
+    return {"ruleset": ruleset, "table_id": table_id, "stake": stake, "players": loaded,
+            "limits_enforced": limits}
+
+
+def _fast_player(raw: object, game: Game) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    allowed, required = _PLAYER_KEYS[game]
+    keys = raw.keys()
+    if not (required <= keys <= allowed) or not _identifier(raw["player_id"]):
+        return None
+    balance = _money(raw["balance"])
+    if balance is None:
+        return None
+    player: dict[str, Any] = {"player_id": raw["player_id"], "balance": balance}
+    if game is Game.THIRTEEN:
+        for name, most in _ROWS:
+            if not _card_texts(raw[name], 0, most):
+                return None
+            player[name] = raw[name]
+        player["special"] = "auto"
+        player["banker"] = False
+        return player
+    name, fewest, most = _HAND_SIZES[game]
+    banker = raw.get("banker", False)
+    if not (_card_texts(raw[name], fewest, most) and isinstance(banker, bool)):
+        return None
+    if "bet_multiple" in raw:  # given, even as null, it must be a whole number in range
+        multiple = raw["bet_multiple"]
+        if not (type(multiple) is int and 1 <= multiple <= MAX_MULTIPLE):
+            return None
+        player["bet_multiple"] = multiple
+    player[name] = raw[name]
+    player["banker"] = banker
+    if game is Game.QIANG21:
+        player["timed_out"] = False
+    return player
+
+
+def _identifier(value: object) -> bool:
+    return isinstance(value, str) and IDENTIFIER.fullmatch(value) is not None
+
+
+def _money(value: object) -> Decimal | None:
+    """The amount of a money string Money() accepts (0 or more), else None."""
+    if not isinstance(value, str) or value.startswith("-") or not _MONEY.fullmatch(value):
+        return None
+    return Decimal(value)
+
+
+def _card_texts(value: object, fewest: int, most: int) -> bool:
+    return (isinstance(value, list) and fewest <= len(value) <= most
+            and all(isinstance(t, str) and 1 <= len(t) <= 8 for t in value))

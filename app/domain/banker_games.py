@@ -18,7 +18,7 @@ from typing import cast
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
 from app.domain.blackjack import Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies
-from app.domain.errors import CardError, Problem, RoundError
+from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
 from app.domain.settlement import (
     Debt,
@@ -204,6 +204,19 @@ def compare(banker: Evaluation, player: Evaluation, rules: BankerRules) -> tuple
 
 def check_table(seats: Sequence[BankerSeat], rules: BankerRules) -> None:
     """Refuse counts, bankers, multiples and hands the table forbids, naming each."""
+    problems = table_problems(seats, rules) + hand_problems(seats, rules)
+    if problems:
+        raise RoundError(problems)
+
+
+def hand_problems(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Problem]:
+    """Return what the game forbids of the seats' hands: sizes, draws, copies."""
+    return PLAYS[rules.game].check(seats, rules)
+
+
+def table_problems(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Problem]:
+    """Return what the table forbids of its seats (counts, bankers, multiples); reads no
+    hands, so it also judges seats whose hands could not be read."""
     problems: list[Problem] = []
     if not 2 <= len(seats) <= rules.max_players:
         problems.append(Problem("players", f"{rules.name} seats 2 to {rules.max_players} "
@@ -243,9 +256,7 @@ def check_table(seats: Sequence[BankerSeat], rules: BankerRules) -> None:
                 problems.append(Problem(f"{at}.bet_multiple", f"bet_multiple "
                                         f"{s.bet_multiple} is not one of "
                                         f"{list(rules.bet_multiples)}", "bad_multiple"))
-    problems += PLAYS[rules.game].check(seats, rules)
-    if problems:
-        raise RoundError(problems)
+    return problems
 
 
 def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: Decimal,
@@ -258,11 +269,23 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
     ``continue_min`` refuses the round; with ``bet_requires_cover`` so does a player whose
     balance does not cover its bet at the top multiplier.
     """
-    check_table(seats, rules)
-    check_amounts(rules.money, stake)
+    errors: list[DomainError] = []
+    try:
+        check_table(seats, rules)
+    except RoundError as error:
+        errors.append(error)
+    try:
+        check_amounts(rules.money, stake)
+    except SettlementError as error:
+        errors.append(error)
     seated = {s.player_id: balances[s.player_id] for s in seats}
     if not limits_enforced:
-        check_continue(rules.money, stake, seated)
+        try:
+            check_continue(rules.money, stake, seated)
+        except SettlementError as error:
+            errors.append(error)
+    if errors:  # the cover rule reads the multiples and the stake: only once they are good
+        raise gather(errors)
     banker_seat = next(i for i, s in enumerate(seats) if s.banker)
     banker = seats[banker_seat]
     grab = banker.grab_multiple or 1

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from typing import cast
 
 from app.domain.errors import CardError, Problem
 
@@ -134,6 +135,11 @@ def parse_card(text: object, path: str = "") -> Card:
 
 def parse_cards(texts: Iterable[object], path: str = "") -> tuple[Card, ...]:
     """Parse a list of cards, reporting every unknown card with its index."""
+    texts = tuple(texts)
+    # One lookup a card; only a refusal pays for the paths of its message.
+    found = tuple(_BY_TEXT.get(t) if isinstance(t, str) else None for t in texts)
+    if None not in found:
+        return cast(tuple[Card, ...], found)
     cards: list[Card] = []
     problems: list[Problem] = []
     for i, text in enumerate(texts):
@@ -155,6 +161,17 @@ def format_cards(cards: Iterable[Card]) -> list[str]:
     return [str(c) for c in cards]
 
 
+def has_copies(cards: Iterable[Card], decks: int = 1) -> bool:
+    """Say whether a card is among ``cards`` more often than ``decks`` allow.
+
+    Counted by each card's ``order``, a plain int: hashing a Card hashes two enums.
+    """
+    orders = [c.order for c in cards]
+    if decks == 1:
+        return len(set(orders)) != len(orders)
+    return bool(orders) and max(Counter(orders).values()) > decks
+
+
 def check_copies(
     located: Sequence[tuple[str, Card]], decks: int = 1
 ) -> None:
@@ -162,6 +179,14 @@ def check_copies(
 
     ``located`` pairs each card with the path where it was given.
     """
+    problems = copy_problems(located, decks)
+    if problems:
+        raise CardError(problems)
+
+
+def copy_problems(located: Sequence[tuple[str, Card]], decks: int = 1) -> list[Problem]:
+    """Return a problem for each copy of a card past ``decks``, naming its place and the
+    first copy's."""
     seen: Counter[Card] = Counter()
     first: dict[Card, str] = {}
     problems: list[Problem] = []
@@ -172,5 +197,4 @@ def check_copies(
             what = "duplicate card" if decks == 1 else f"more than {decks} copies of card"
             problems.append(Problem(path, f"{what} {card} (also at {first[card]})",
                                     "duplicate_card"))
-    if problems:
-        raise CardError(problems)
+    return problems

@@ -7,7 +7,7 @@ The service layer prefixes those paths with where the value sat in the request.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 
@@ -44,8 +44,28 @@ class DomainError(ValueError):
         return type(self)(p.under(prefix) for p in self.problems)
 
 
+def gather(errors: Sequence[DomainError]) -> DomainError:
+    """Return one error holding every problem of ``errors``, in order, each once.
+
+    Errors of one kind stay that kind; errors of several kinds become Refusals, whose
+    problems each keep their own code. (Two checks may find the same fault: the stake is
+    checked wherever money is.)
+    """
+    if not errors:
+        raise ValueError("nothing to gather")
+    if len(errors) == 1:
+        return errors[0]
+    kinds = {type(e) for e in errors}
+    kind = kinds.pop() if len(kinds) == 1 else Refusals
+    return kind(dict.fromkeys(p for e in errors for p in e.problems))
+
+
 def _describe(problem: Problem) -> str:
     return f"{problem.path}: {problem.message}" if problem.path else problem.message
+
+
+class Refusals(DomainError):
+    """Problems of several kinds found together in one round (cards, money, the table)."""
 
 
 class CardError(DomainError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
-from app.domain.cards import Card, canonical, check_copies, parse_cards
+from app.domain.cards import Card, canonical, check_copies, has_copies, parse_cards
 from app.domain.errors import CardError, Problem
 
 
@@ -204,8 +204,9 @@ def parse_arrangement(rows: dict[str, object], decks: int = 1) -> Arrangement:
             problems.extend(err.problems)
     if problems:
         raise CardError(problems)
-    located = [(f"{row.value}[{i}]", c) for row in ROWS for i, c in enumerate(parsed[row])]
-    check_copies(located, decks)
+    if has_copies((c for row in ROWS for c in parsed[row]), decks):
+        check_copies([(f"{row.value}[{i}]", c) for row in ROWS
+                      for i, c in enumerate(parsed[row])], decks)
     return arrangement(parsed[Row.FRONT], parsed[Row.MIDDLE], parsed[Row.BACK])
 
 
@@ -217,7 +218,8 @@ def parse_hand(texts: object, decks: int = 1, path: str = "") -> tuple[Card, ...
         raise CardError(Problem(path, f"a hand needs 13 cards, got {len(texts)}",
                                 "wrong_hand_size"))
     cards = parse_cards(texts, path)
-    check_copies([(f"{path}[{i}]", c) for i, c in enumerate(cards)], decks)
+    if has_copies(cards, decks):
+        check_copies([(f"{path}[{i}]", c) for i, c in enumerate(cards)], decks)
     return cards
 
 

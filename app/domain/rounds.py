@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.domain.banker import BankerPair, settle_banker
-from app.domain.errors import Problem, SettlementError
+from app.domain.errors import DomainError, Problem, SettlementError, gather
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand, RoundScore, score_round
 from app.domain.settlement import (
@@ -39,12 +39,25 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
     ``limits_enforced`` says the caller checked them, a balance below ``continue_min``
     refuses the round.
     """
-    check_amounts(ruleset.money, stake,
-                  {f"players[{i}].bet": p.bet for i, p in enumerate(players)})
-    seated = _seat_balances(players, balances)
-    if not limits_enforced:
-        check_continue(ruleset.money, stake, seated)
-    score = score_round(players, ruleset)
+    errors: list[DomainError] = []
+    try:
+        check_amounts(ruleset.money, stake,
+                      {f"players[{i}].bet": p.bet for i, p in enumerate(players)})
+    except SettlementError as error:
+        errors.append(error)
+    seated: dict[str, Decimal] = {}
+    try:
+        seated = _seat_balances(players, balances)
+        if not limits_enforced:
+            check_continue(ruleset.money, stake, seated)
+    except SettlementError as error:
+        errors.append(error)
+    try:
+        score = score_round(players, ruleset)
+    except DomainError as error:
+        errors.append(error)
+    if errors:  # every problem at once: the money's, the table's, the cards', the hands'
+        raise gather(errors)
     if ruleset.topology is Topology.BANKER:
         # Banker pairs are (banker, player): the player's bet prices the pair.
         bets = {p.player_id: p.bet for p in players}

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.domain.arrange import keep_back
-from app.domain.cards import Card, check_copies
-from app.domain.errors import CardError, ClaimError, Problem, RoundError
+from app.domain.cards import Card, copy_problems, has_copies
+from app.domain.errors import CardError, ClaimError, DomainError, Problem, RoundError, gather
 from app.domain.hands import (
     ROWS,
     Arrangement,
@@ -141,9 +141,23 @@ class _Seat:
 # --------------------------------------------------------------------------- entry point
 
 def score_round(players: Sequence[PlayerHand], ruleset: Ruleset) -> RoundScore:
-    """Score one round under ``ruleset``; refuse what cannot be scored, naming its path."""
-    _check_table(players, ruleset)
-    return _score([_prepare(i, p, ruleset) for i, p in enumerate(players)], ruleset)
+    """Score one round under ``ruleset``; refuse what cannot be scored, naming its path.
+
+    Every problem found is refused together: the table's, the cards', and once the cards
+    are whole, each hand's (claims, fouls under ``reject``).
+    """
+    errors = _table_errors(players, ruleset)
+    if any(isinstance(error, CardError) for error in errors):
+        raise gather(errors)
+    seats: list[_Seat] = []
+    for i, hand in enumerate(players):
+        try:
+            seats.append(_prepare(i, hand, ruleset))
+        except DomainError as error:
+            errors.append(error)
+    if errors:
+        raise gather(errors)
+    return _score(seats, ruleset)
 
 
 def score_choices(choices: Sequence[PlayerHand], others: Sequence[PlayerHand],
@@ -158,12 +172,30 @@ def score_choices(choices: Sequence[PlayerHand], others: Sequence[PlayerHand],
     prepared: list[_Seat] = []
     for choice in choices:
         table = [choice, *others]
-        _check_table(table, ruleset)
+        _refuse_table(table, ruleset)
         mine = _prepare(0, choice, ruleset)
         if not prepared:
             prepared = [_prepare(i, p, ruleset) for i, p in enumerate(table) if i]
         out.append(_score([mine, *prepared], ruleset))
     return out
+
+
+def _table_errors(players: Sequence[PlayerHand], ruleset: Ruleset) -> list[DomainError]:
+    """Return the table's problems and the cards', found before any hand is played."""
+    errors: list[DomainError] = []
+    table = table_problems(players, ruleset)
+    if table:
+        errors.append(RoundError(table))
+    cards = _card_problems(players, ruleset.decks)
+    if cards:
+        errors.append(CardError(cards))
+    return errors
+
+
+def _refuse_table(players: Sequence[PlayerHand], ruleset: Ruleset) -> None:
+    errors = _table_errors(players, ruleset)
+    if errors:
+        raise gather(errors)
 
 
 def _score(seats: list[_Seat], ruleset: Ruleset) -> RoundScore:
@@ -202,8 +234,11 @@ def _player_score(s: _Seat, points: int, r: Ruleset) -> PlayerScore:
 
 # --------------------------------------------------------------------------- validation
 
-def _check_table(players: Sequence[PlayerHand], r: Ruleset) -> None:
-    """Refuse counts, ids, bankers, bets, row bets and duplicate cards the table forbids."""
+def table_problems(players: Sequence[PlayerHand], r: Ruleset) -> list[Problem]:
+    """Return what the table forbids of its players: counts, ids, bankers, bets, row bets.
+
+    Reads no cards, so it also judges players whose hands could not be read.
+    """
     problems: list[Problem] = []
     n = len(players)
     if not r.min_players <= n <= r.max_players:
@@ -241,12 +276,20 @@ def _check_table(players: Sequence[PlayerHand], r: Ruleset) -> None:
         if bankers != 1:
             problems.append(Problem("players", f"a banker game needs exactly one player "
                                     f"marked banker, got {bankers}", "banker_count"))
-    if problems:
-        raise RoundError(problems)
-    _check_cards(players, r.decks)
+    return problems
 
 
-def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
+def hand_error(index: int, hand: PlayerHand, r: Ruleset) -> DomainError | None:
+    """Return why one whole hand cannot be played (its claim, a foul under ``reject``)."""
+    try:
+        _prepare(index, hand, r)
+    except DomainError as error:
+        return error
+    return None
+
+
+def _card_problems(players: Sequence[PlayerHand], decks: int) -> list[Problem]:
+    """Return each hand's size problems and every card given more often than decks allow."""
     problems: list[Problem] = []
     everything: list[Card] = []
     for i, p in enumerate(players):
@@ -268,16 +311,9 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
                 problems.append(Problem(f"{at}.cards", f"a hand needs 13 cards, got "
                                         f"{len(p.cards)}", "wrong_hand_size"))
             everything.extend(p.cards)
-    if problems:
-        raise CardError(problems)
-    # Fast path: count the copies of each card by its plain-int order (hashing a Card
-    # hashes two enums in Python), for any number of decks. Only a failure pays for the
-    # paths.
-    copies = [0] * 52
-    for c in everything:
-        copies[c.order] += 1
-    if max(copies) <= decks:
-        return
+    # Only a failure pays for the paths.
+    if not has_copies(everything, decks):
+        return problems
     located: list[tuple[str, Card]] = []
     for i, p in enumerate(players):
         if p.arrangement is not None:
@@ -285,7 +321,7 @@ def _check_cards(players: Sequence[PlayerHand], decks: int) -> None:
                         for row in ROWS for k, c in enumerate(p.arrangement.row(row))]
         elif p.cards is not None:
             located += [(f"players[{i}].cards[{k}]", c) for k, c in enumerate(p.cards)]
-    check_copies(located, decks)
+    return problems + copy_problems(located, decks)
 
 
 # --------------------------------------------------------------------------- one hand

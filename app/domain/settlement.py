@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Context, Decimal, Inexact, Rounded
+from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded
 from enum import StrEnum
 from fractions import Fraction
 from types import MappingProxyType
@@ -472,8 +472,18 @@ def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Dec
 # --- money text ----------------------------------------------------------------------------
 
 
+# Cuts toward zero, wide enough for every amount the service writes (money has 15 integer
+# digits, the house seat's balance 31): no quantize through it can round or overflow.
+_TOWARD_ZERO = Context(prec=64, rounding=ROUND_DOWN)
+_STEPS = tuple(Decimal(1).scaleb(-p) for p in range(MAX_PRECISION + 1))
+
+
 def quantize(amount: Decimal, precision: int) -> Decimal:
     """Return ``amount`` with exactly ``precision`` decimals, extra digits cut toward zero."""
+    if (isinstance(amount, Decimal) and amount.is_finite() and 0 <= precision <= MAX_PRECISION
+            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
+        cut = amount.quantize(_STEPS[precision], context=_TOWARD_ZERO)
+        return cut.copy_abs() if cut.is_zero() else cut  # no "-0.00"
     return _units_decimal(math.trunc(Fraction(amount) * 10 ** precision), precision)
 
 

@@ -36,6 +36,7 @@ from app.db.repositories import Cursor, Page
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
+from app.json_codec import canonical_json
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
@@ -87,12 +88,6 @@ class Settled:
     status: int
     body: dict[str, Any]
     replayed: bool
-
-
-def canonical_json(value: Any) -> bytes:
-    """Serialise ``value`` the one way hashes are taken: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str).encode("utf-8")
 
 
 def sha256(value: Any) -> str:

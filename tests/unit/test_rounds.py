@@ -117,3 +117,33 @@ def test_a_balance_for_someone_not_playing_is_refused() -> None:
     with pytest.raises(SettlementError) as err:
         play_round(players, PRESETS["bonus3"], Decimal(200), balances)
     assert [p.path for p in err.value.problems] == ["players[2].balance", "balances"]
+
+
+def test_play_round_refuses_the_money_the_table_and_each_hand_at_once() -> None:
+    """A stake finer than the precision, a player twice and a false claim: one error."""
+    from app.domain.errors import DomainError, Refusals
+
+    case = CASES["000_bonus3_proportional"]
+    players = [player(p["player_id"], p["front"], p["middle"], p["back"])
+               for p in case["players"]]
+    first = case["players"][0]["player_id"]
+    players[1] = player(first, *(case["players"][1][row] for row in ("front", "middle", "back")),
+                        special="six_pairs")
+    balances = {p["player_id"]: Decimal(p["balance"]) for p in case["players"]}
+    with pytest.raises(DomainError) as refused:
+        play_round(players, PRESETS["classic4"], Decimal("1.001"), balances)
+    assert type(refused.value) is Refusals  # several kinds: no one kind names it
+    found = {(p.path, p.code) for p in refused.value.problems}
+    assert found >= {("stake", "too_many_decimals"), ("players[1].player_id", "duplicate_player"),
+                     ("players[1].special", "false_claim")}
+    assert len(refused.value.problems) == len(set(refused.value.problems))
+
+
+def test_gather_keeps_one_kind_and_tells_each_problem_once() -> None:
+    from app.domain.errors import CardError, Problem, RoundError, gather
+
+    twice = Problem("stake", "a stake must be greater than 0, got 0", "bad_stake")
+    one = gather([SettlementError(twice), SettlementError([twice, Problem("x", "m", "c")])])
+    assert type(one) is SettlementError and one.problems == (twice, Problem("x", "m", "c"))
+    mixed = gather([CardError(Problem("a", "m", "c")), RoundError(Problem("b", "m", "c"))])
+    assert [p.path for p in mixed.problems] == ["a", "b"]

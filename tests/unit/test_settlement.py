@@ -490,3 +490,24 @@ def test_property_unlimited_pays_the_gross_exactly(case) -> None:
             (d.amount for d in debts if d.debtor == p.player_id), D(0))
         assert p.rounded == quantize(p.gross, money.precision)
         assert p.amount == p.rounded - p.fee
+
+
+def _money_text_by_fraction(amount: Decimal, precision: int) -> str:
+    """money_text as it was written: through an exact Fraction, cut toward zero."""
+    import math
+
+    units = math.trunc(Fraction(amount) * 10 ** precision)
+    return format(Decimal(f"{units}E-{precision}"), "f")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.decimals(allow_nan=False, allow_infinity=False),
+                 st.decimals(places=12, allow_nan=False, allow_infinity=False),
+                 st.sampled_from([Decimal("-0"), Decimal("-0.001"), Decimal("0E-20"),
+                                  Decimal("1E+30"), Decimal("10") ** 30, Decimal("-85.715"),
+                                  Decimal("99999999999999.99999999"), Decimal("1E-100")])),
+       st.integers(0, 8))
+def test_money_text_by_quantize_is_money_text_by_fraction(amount: Decimal, precision: int) -> None:
+    from app.domain.settlement import money_text
+
+    assert money_text(amount, precision) == _money_text_by_fraction(amount, precision)
