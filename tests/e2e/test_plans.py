@@ -72,3 +72,39 @@ def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_g
     assert ("uq_rounds_operator_id_idempotency_key",
             "((operator_id = 'default'::text) AND (idempotency_key = 'bulk-key-77'::text))"
             ) in _index_conditions(plan)
+
+
+# A player's lines at many tables, as a busy new database holds them before its first
+# ANALYZE (autovacuum is kept off this table so no analysis happens mid-test).
+_LINES = """
+INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, balance_before,
+    balance_after, operator_id, table_id, created_at, txid)
+SELECT gen_random_uuid(), 1, (ARRAY['A', 'B', 'C', 'D'])[1 + g %% 4], 'win', 1, 0, 1,
+    'default', 't' || (g / 8), now(), g
+FROM generate_series(1, 40000) AS g
+"""
+
+
+def test_a_player_page_reads_each_table_by_its_index_before_the_first_analyze(make_database):
+    from app.services.ledger import PLAYER_PAGE
+
+    owner = make_database()
+    upgrade(owner)
+    engine = create_engine(owner, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "ALTER TABLE ledger_lines SET (autovacuum_enabled = false)")
+        connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
+        connection.exec_driver_sql(_LINES)
+    with engine.connect() as connection:
+        explained = connection.exec_driver_sql(
+            "EXPLAIN (FORMAT JSON) " + PLAYER_PAGE.format(filters="")
+            .replace(":operator", "%(operator)s").replace(":player", "%(player)s")
+            .replace(":bound", "%(bound)s").replace(":limit", "%(limit)s"),
+            {"operator": "default", "player": "D", "bound": 10**9, "limit": 50}).scalar()
+    engine.dispose()
+    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    by_txid = [cond for name, cond in _index_conditions(plan)
+               if name == "ix_ledger_lines_operator_id_account_txid_id"]
+    # The page itself walks the player's lines in commit order; nothing else may.
+    assert len(by_txid) == 1 and "txid <" in by_txid[0], by_txid
