@@ -14,8 +14,8 @@ def json_response(body: Any) -> Response:
     """Answer ``body`` as ``flask.jsonify`` would, written by orjson when that is the same.
 
     Only for bodies without floats (a round's): orjson writes some floats otherwise. The
-    text must be ASCII without DEL, as ``jsonify`` escapes the rest as ``\\uXXXX`` and
-    orjson does not; anything else is ``jsonify``'s.
+    text must be ASCII without DEL, as ``jsonify`` escapes the rest (``\\u`` and four hex
+    digits) and orjson does not; anything else is ``jsonify``'s.
     """
     provider = current_app.json
     compact = getattr(provider, "compact", None)
