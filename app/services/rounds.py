@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -260,7 +260,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 
-def _refused(error: IntegrityError, round_id: uuid.UUID) -> None:
+def _refused(error: IntegrityError, round_id: uuid.UUID) -> NoReturn:
     """Raise what an append's refusal means: a round id the operator already used, or a
     chain head (in ``chains``) that no longer matches the chain's rounds."""
     if "pk_rounds" in str(error.orig):
@@ -314,7 +314,6 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             if "uq_rounds_operator_id_reverses_round_id" in str(error.orig):
                 raise AlreadyReversed(None) from None
             _refused(error, reversal.id)
-            raise
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
 
 
