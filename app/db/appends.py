@@ -1,16 +1,29 @@
 """The append path of settles, reversals and penalties, on psycopg directly (issue 14).
 
-This is the one place the service talks to psycopg itself, and the reason is the CPU of
+This is the one place the service talks to psycopg itself, and the reason is the cost of
 the hot path: SQLAlchemy's per-statement work (its statement cache, bind and result
-processing) and the ORM's unit of work were a measured share of a settle, for three
-statements whose shape never changes. Here they are plain SQL built once from the models,
-run on the session's own connection in the unit of work's transaction: the one that takes
-the key and the chain and returns the head, the read of the key's earlier use, and the
-append with its COMMIT. Everything else stays on SQLAlchemy.
+processing) and the ORM's unit of work were a measured share of a settle's CPU, and so
+were round trips, for statements whose shape never changes. Here they are plain SQL built
+once from the models, run on the session's own connection in the unit of work's
+transaction. Everything else stays on SQLAlchemy.
 
-psycopg's pipeline mode was tried for fewer round trips and measured slower on loopback
-(two small statements: 0.28 ms of CPU and 0.66 ms wall piped, 0.16 ms and 0.29 ms plain),
-so statements go one at a time.
+Two messages make a settle (after the API key's read):
+
+- ``BEGIN; TAKE``: the transaction's start, then one statement that takes the key and the
+  chain and returns the chain's head and the key's earlier use;
+- ``APPEND; COMMIT``: the round's row, its players and lines and the chain's new head,
+  then the commit.
+
+Each message is one simple query, with its values bound here by psycopg
+(``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
+the unit of work holds no transaction yet, its connection is put in autocommit (by
+SQLAlchemy, which restores it when the connection goes back to the pool) so that psycopg
+sends no BEGIN of its own, and the first message carries it, with the per-transaction
+setup behind a pooler (``TRANSACTION_SETUP``). Otherwise, as when a unit of work read
+through SQLAlchemy first, the transaction is psycopg's and the messages run inside it.
+psycopg's pipeline mode was tried before for fewer round trips and measured slower on
+loopback (two small statements: 0.28 ms of CPU and 0.66 ms wall piped, 0.16 ms and
+0.29 ms plain).
 
 Errors are raised as SQLAlchemy's (``IntegrityError``, ``OperationalError``...), with the
 pooled connection invalidated when the server went away, exactly as a statement run
@@ -27,6 +40,7 @@ head changed behind the service's back shows as a broken link or a gap at the ne
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,7 +48,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql
@@ -42,6 +58,7 @@ from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from app.db.engine import TRANSACTION_SETUP
 from app.db.models import LedgerLine, Round, RoundPlayer
 
 
@@ -64,7 +81,13 @@ class KeyUse:
 
 @dataclass(frozen=True, slots=True)
 class AppendStart:
-    """An append's locks are held: where the round goes, when, and the key's earlier use."""
+    """An append's locks are held: where the round goes, when, and the key's earlier use.
+
+    ``earlier`` is what the statement that took the key saw: its snapshot was taken just
+    before the key's lock, so a round that used the key and committed in between is not
+    in it. The append then fails on the key's unique constraint (``KEY_CONSTRAINT``), and
+    the request is run again, to find that round and replay it.
+    """
 
     seq: int
     prev_hash: str | None
@@ -84,14 +107,20 @@ chain AS (
     SELECT %(operator_id)s, %(table_id)s, clock_timestamp() FROM key WHERE key.taken
     ON CONFLICT (operator_id, table_id) DO UPDATE SET locked_at = clock_timestamp()
     RETURNING seq, head_hash, locked_at)
-SELECT key.taken, chain.seq, chain.head_hash, chain.locked_at FROM key LEFT JOIN chain ON true
+SELECT key.taken, chain.seq, chain.head_hash, chain.locked_at, used.body_hash, used.id
+FROM key LEFT JOIN chain ON true
+LEFT JOIN rounds used ON key.taken AND used.operator_id = %(operator_id)s
+    AND used.idempotency_key = %(key)s
 """
 
 _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
-# Run after _TAKE, so under READ COMMITTED its snapshot is taken after the locks were
-# granted: it sees every round committed meanwhile.
+# In a statement of its own after the key's lock was refused: under READ COMMITTED its
+# snapshot sees every round committed until then.
 _KEY_USE = ("SELECT body_hash, id FROM rounds "
             "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
+# The unique constraint that stops a second round with one key (see AppendStart).
+KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
+_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 
 _DIALECT = PGDialect_psycopg()  # type: ignore[no-untyped-call]
@@ -143,16 +172,16 @@ class AppendRepository:
         earlier use. None if the key is another transaction's."""
         params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
                   "table_id": table_id, "key": key}
-        (taken, seq, head_hash, locked_at), use = self._run((_TAKE, params), (_KEY_USE, params))
+        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
         if not taken:
             return None
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
-                           earlier=None if use is None else KeyUse(*use))
+                           earlier=None if round_id is None else KeyUse(body_hash, round_id))
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
-        (row,) = self._run((_TRY_LOCK_KEY, {"key_lock": key_lock_name(operator_id, key)}))
-        return bool(row and row[0])
+        (taken,) = self._send(_TRY_LOCK_KEY, {"key_lock": key_lock_name(operator_id, key)})
+        return bool(taken)
 
     def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
         """Return the committed round that used ``key``, if any (a fresh statement's view).
@@ -160,41 +189,56 @@ class AppendRepository:
         For a request that found the key's lock held: the holder may be a replay of a round
         stored long ago, which this request may replay too rather than be told 409.
         """
-        (row,) = self._run((_KEY_USE, {"operator_id": operator_id, "key": key}))
+        row = self._send(_KEY_USE, {"operator_id": operator_id, "key": key}, rows=True)
         return None if row is None else KeyUse(row[0], row[1])
 
     def append(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
                lines: Sequence[Mapping[str, Any]], *, commit: bool = False) -> None:
         """Insert a round (with its Idempotency-Key), its players and lines, and move the
-        chain's head; with ``commit``, COMMIT at once (the unit of work's own commit then
-        finds nothing left to do).
+        chain's head; with ``commit``, COMMIT in the same message (the unit of work's own
+        commit then finds nothing left to do).
 
         Refusals (a taken round id, a second reversal, a key used twice) raise
         IntegrityError, and the transaction is left to be rolled back.
         """
         params: dict[str, Any] = {
-            f"r_{name}": Jsonb(value) if name in _JSON_COLUMNS else value
+            f"r_{name}": Jsonb(value, dumps=_json_text) if name in _JSON_COLUMNS else value
             for name, value in round_.items()}
         for prefix, columns, rows in (("p", PLAYER_COLUMNS, players), ("l", LINE_COLUMNS, lines)):
             params.update({f"{prefix}_{name}": [row[name] for row in rows] for name in columns})
-        connection, driver = self._connections()
-        with _as_sqlalchemy_errors(connection, _APPEND):
-            driver.execute(_APPEND, params, prepare=False)
-            if commit:
-                driver.commit()
+        self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
-    def _run(self, *statements: tuple[str, Mapping[str, Any]]) -> list[Any]:
-        """Run statements in order; return the first row of each (None when it has none)."""
+    def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
+        """Send ``sql`` as one message (after BEGIN when it opens the transaction); return
+        the first row of its last statement, or None, when ``rows``."""
         connection, driver = self._connections()
-        with _as_sqlalchemy_errors(connection, statements[0][0]):
-            return [driver.execute(sql, params, prepare=False).fetchone()
-                    for sql, params in statements]
+        if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
+            setup = connection.get_execution_options().get(TRANSACTION_SETUP)
+            sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
+        with _as_sqlalchemy_errors(connection, sql):
+            cursor = psycopg.ClientCursor(driver)
+            cursor.execute(sql, params)
+            while cursor.nextset():
+                pass
+            return cursor.fetchone() if rows else None
 
     def _connections(self) -> tuple[Connection, psycopg.Connection[Any]]:
+        if not self._session.in_transaction():
+            # Nothing sent yet: autocommit, so that this repository's first message opens
+            # the transaction (SQLAlchemy restores the pool's setting on check-in).
+            self._session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         connection = self._session.connection()
         driver = connection.connection.driver_connection
         assert isinstance(driver, psycopg.Connection)
         return connection, driver
+
+
+def _json_text(value: Any) -> bytes:
+    """A JSONB parameter's text: orjson, or the standard library for what orjson refuses."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False).encode()
 
 
 @contextmanager

@@ -126,7 +126,8 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     Idempotency-Key by scanning the operator's rounds (issue 14), and a pooler in
     transaction mode may hand the next transaction another server connection, where the
     prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
-    the session either: the timeouts are set in each transaction, as it begins.
+    the session either: the timeouts are set in each transaction, as it begins
+    (``TRANSACTION_SETUP``).
     """
     timeouts = {
         "statement_timeout": settings.db_statement_timeout_ms,
@@ -141,6 +142,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     }
     if not pooled:
         connect_args["options"] = " ".join(f"-c {name}={ms}" for name, ms in timeouts.items())
+    setup = transaction_setup(timeouts) if pooled else ""
     engine = create_engine(
         url or database_urls(settings).runtime,
         pool_size=settings.db_pool_size,
@@ -150,26 +152,42 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         # No ping on every checkout (a round trip each, two a settle): see ping_when_idle.
         pool_pre_ping=False,
         connect_args=connect_args,
+        execution_options={TRANSACTION_SETUP: setup},
     )
-    if pooled:
-        set_in_each_transaction(engine, timeouts)
+    if setup:
+        run_setup_in_each_transaction(engine)
     ping_when_idle(engine)
     return engine
 
 
-def set_in_each_transaction(engine: Engine, values: dict[str, int]) -> None:
-    """Set ``values`` (integer settings) for each transaction alone, as it begins.
+# The execution option holding what each transaction runs first ("" for nothing). The
+# append path (app.db.appends) opens its transactions itself and sends it with its BEGIN.
+TRANSACTION_SETUP = "thirteen_transaction_setup"
+
+
+def transaction_setup(values: dict[str, int]) -> str:
+    """Return the statements that set ``values`` (integer settings) for one transaction.
 
     Behind a pooler in transaction mode a session setting would stay on a server
     connection that other clients share next, so every setting is transaction-local.
     """
     # SET, not SELECT set_config(): a SET takes no snapshot, so a transaction may still
     # import one (reconciliation's readers do). Integers only, so nothing needs quoting.
-    statement = "; ".join(f"SET LOCAL {name} = {int(value)}" for name, value in values.items())
+    return "; ".join(f"SET LOCAL {name} = {int(value)}" for name, value in values.items())
+
+
+def run_setup_in_each_transaction(engine: Engine) -> None:
+    """Run the engine's ``TRANSACTION_SETUP`` as each transaction begins.
+
+    Not on a connection in autocommit: there no transaction begins with SQLAlchemy's, and
+    whoever sends BEGIN sends the setup with it.
+    """
 
     @event.listens_for(engine, "begin")
     def _began(connection: Any) -> None:
-        connection.exec_driver_sql(statement)
+        options = connection.get_execution_options()
+        if options.get("isolation_level") != "AUTOCOMMIT":
+            connection.exec_driver_sql(options[TRANSACTION_SETUP])
 
 
 # A connection back in the pool for longer than this is pinged before it is handed out.

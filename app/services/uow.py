@@ -9,10 +9,10 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Literal, Self, TypeVar
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.appends import AppendRepository
+from app.db.appends import KEY_CONSTRAINT, AppendRepository
 from app.db.repositories import LedgerRepository, RoundRepository
 
 log = logging.getLogger(__name__)
@@ -79,10 +79,16 @@ class UnitOfWork:
 
 
 def is_retryable(error: BaseException) -> bool:
-    """Tell whether ``error`` is a serialization failure or deadlock worth a retry."""
+    """Tell whether ``error`` is worth running the transaction again for: a serialization
+    failure, a deadlock, or an Idempotency-Key that a round committed while this
+    transaction took it (app.db.appends.AppendStart: run again, the request replays it)."""
     if not isinstance(error, DBAPIError):
         return False
-    return getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES
+    if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
+        return True
+    diag = getattr(error.orig, "diag", None)
+    return isinstance(error, IntegrityError) and getattr(
+        diag, "constraint_name", None) == KEY_CONSTRAINT
 
 
 def run_with_retry(

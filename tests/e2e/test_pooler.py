@@ -32,6 +32,7 @@ from sqlalchemy import make_url
 
 from app.config import Settings, libpq_url
 from app.db import get_database
+from app.services.uow import UnitOfWork
 from tests.e2e.conftest import ContractClient
 from tests.e2e.test_operator_keys import (  # noqa: F401  (collected here, on the pooler)
     test_a_reversal_voids_the_asking_operators_round_alone,
@@ -212,6 +213,20 @@ def test_no_timeout_is_sent_at_connect_but_each_transaction_has_them(pooled_app,
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         outside = dict(connection.exec_driver_sql(read).all())
     assert outside != inside
+
+
+def test_the_append_paths_own_begin_sends_the_timeouts_with_it(pooled_app, settings):
+    """The append path opens its transactions itself (app.db.appends): its BEGIN carries
+    the same settings as a transaction SQLAlchemy begins, and they end with it."""
+    read = ("SELECT name, setting::int FROM pg_settings WHERE name IN "
+            "('lock_timeout', 'statement_timeout', 'idle_in_transaction_session_timeout')")
+    with UnitOfWork(get_database(pooled_app).sessions) as uow:
+        assert uow.appends.try_lock_key("op-pool", uuid.uuid4().hex)
+        inside = dict(uow.session.connection().exec_driver_sql(read).all())
+    assert inside == {"lock_timeout": settings.db_lock_timeout_ms,
+                      "statement_timeout": settings.db_statement_timeout_ms,
+                      "idle_in_transaction_session_timeout":
+                          settings.db_idle_in_transaction_timeout_ms}
 
 
 def test_concurrent_rounds_at_one_table_form_one_chain_through_the_pooler(api):

@@ -1,0 +1,214 @@
+"""A settle's round trips, and the connection it leaves behind (issue 14, app.db.appends).
+
+After the API key's read, a settle is two messages to PostgreSQL: ``BEGIN; TAKE`` and
+``APPEND; COMMIT``. The append path puts the session's connection in autocommit to send its
+own BEGIN; the pool must get the connection back as it gave it, whatever the answer. The
+key's earlier use is read in the statement that takes the key, so a round committed with
+that key in between is found by the key's unique constraint, and the request replays it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import pq
+from sqlalchemy import Engine, event, text
+
+from app.db import get_database
+from app.db.appends import AppendRepository
+from app.services.uow import UnitOfWork
+from tests.worked_examples import EX_000, EX_004, round_request
+
+
+@contextmanager
+def traced(app: Any) -> Iterator[list[str]]:
+    """Record libpq's protocol trace of every connection the app checks out meanwhile."""
+    engine = get_database(app).engine
+    lines: list[str] = []
+    files: dict[int, Any] = {}
+    with ExitStack() as stack:
+
+        def out(dbapi_connection: Any, *_: Any) -> None:
+            trace = stack.enter_context(tempfile.TemporaryFile())
+            files[id(dbapi_connection)] = trace
+            dbapi_connection.pgconn.trace(trace.fileno())
+            dbapi_connection.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS
+                                                    | pq.Trace.REGRESS_MODE)
+
+        def back(dbapi_connection: Any, *_: Any) -> None:
+            trace = files.pop(id(dbapi_connection), None)
+            if trace is not None:
+                dbapi_connection.pgconn.untrace()
+                trace.seek(0)
+                lines.extend(trace.read().decode().splitlines())
+
+        event.listen(engine, "checkout", out)
+        event.listen(engine, "checkin", back)
+        try:
+            yield lines
+        finally:
+            event.remove(engine, "checkout", out)
+            event.remove(engine, "checkin", back)
+
+
+def messages(lines: list[str]) -> list[tuple[str, str, str]]:
+    """Split a trace into (direction, type, text) messages; a text may span lines."""
+    found: list[tuple[str, str, str]] = []
+    for line in lines:
+        parts = line.split("\t", 3)
+        if len(parts) >= 3 and parts[0] in ("F", "B") and parts[1].isdigit():
+            found.append((parts[0], parts[2], parts[3].strip() if len(parts) > 3 else ""))
+        elif found:
+            direction, kind, text_ = found[-1]
+            found[-1] = (direction, kind, f"{text_}\n{line}")
+    return found
+
+
+def round_trips(lines: list[str]) -> int:
+    """Each simple query and each extended-protocol Sync is answered by one ReadyForQuery."""
+    return sum(1 for d, kind, _ in messages(lines) if (d, kind) == ("B", "ReadyForQuery"))
+
+
+def sent_queries(lines: list[str]) -> list[str]:
+    return [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Query")]
+
+
+def _key() -> dict[str, str]:
+    return {"Idempotency-Key": uuid.uuid4().hex}
+
+
+def rounds_at(engine: Engine, table: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.scalar(
+            text("SELECT count(*) FROM rounds WHERE table_id = :t"), {"t": table}) or 0)
+
+
+def test_a_settle_is_two_messages_after_its_key_check(app, api):
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    assert api.post("/v1/rounds", json=round_request(EX_004, table), headers=_key()
+                    ).status_code == 201  # the chain exists, as for most settles
+    with traced(app) as lines:
+        answer = api.post("/v1/rounds", json=round_request(EX_000, table), headers=_key())
+    assert answer.status_code == 201, answer.get_json()
+    assert round_trips(lines) == 3, "\n".join(lines)
+    first, second = sent_queries(lines)
+    assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
+    assert "pg_try_advisory_xact_lock" in first
+    assert second.rstrip('"').endswith("; COMMIT")
+
+
+def test_a_replay_is_answered_inside_the_transaction_that_took_the_key(app, api):
+    body, key = round_request(EX_000, f"msg-{uuid.uuid4().hex[:10]}"), _key()
+    first = api.post("/v1/rounds", json=body, headers=key)
+    assert first.status_code == 201
+    with traced(app) as lines:
+        again = api.post("/v1/rounds", json=body, headers=key)
+    assert again.status_code == 200
+    assert again.get_json() == first.get_json()
+    # The key's check, BEGIN with the key and its use, the round's read, and the COMMIT.
+    assert round_trips(lines) == 4, "\n".join(lines)
+
+
+def _pooled_states(app: Any) -> list[tuple[bool, pq.TransactionStatus]]:
+    """Check out every connection the pool holds at once; return how each comes."""
+    engine = get_database(app).engine
+    held = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
+    try:
+        states = []
+        for fairy in held:
+            driver = fairy.driver_connection
+            assert isinstance(driver, psycopg.Connection)
+            states.append((driver.autocommit, driver.pgconn.transaction_status))
+        return states
+    finally:
+        for fairy in held:
+            fairy.close()
+
+
+def test_every_answer_gives_the_pool_its_connection_back_as_it_was(app, api, engine):
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    round_id = str(uuid.uuid4())
+    body = {**round_request(EX_000, table), "round_id": round_id}
+    key = _key()
+    assert api.post("/v1/rounds", json=body, headers=key).status_code == 201
+    assert api.post("/v1/rounds", json=body, headers=key).status_code == 200  # replayed
+    taken = api.post("/v1/rounds", json=body, headers=_key())  # the id again: refused
+    assert taken.status_code == 409
+    assert taken.get_json()["type"].endswith("/round-id-taken")
+    mismatch = api.post("/v1/rounds", json={**body, "stake": "7"}, headers=key)
+    assert mismatch.status_code == 422
+    reversal = api.post(f"/v1/rounds/{round_id}/reversal", json={"reason": "test"},
+                        headers=_key())
+    assert reversal.status_code == 201, reversal.get_json()
+    states = _pooled_states(app)
+    assert states
+    assert set(states) == {(False, pq.TransactionStatus.IDLE)}
+    assert rounds_at(engine, table) == 2
+
+
+def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch, engine):
+    """The statement that takes the key reads its use with a snapshot taken just before
+    the key's lock; a round committed in between is not in it. Here the snapshot is made
+    to miss a committed round: the append then meets the key's unique constraint, and the
+    request runs again and replays the round instead of failing or storing a second one."""
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    body, key = round_request(EX_000, table), _key()
+    first = api.post("/v1/rounds", json=body, headers=key)
+    assert first.status_code == 201
+    real_start = AppendRepository.start
+    calls: list[bool] = []
+
+    def missed(self: AppendRepository, *args: Any) -> Any:
+        start = real_start(self, *args)
+        calls.append(start is not None and start.earlier is not None)
+        return start if len(calls) > 1 or start is None else replace(start, earlier=None)
+
+    monkeypatch.setattr(AppendRepository, "start", missed)
+    again = api.post("/v1/rounds", json=body, headers=key)
+    assert again.status_code == 200, again.get_json()
+    assert again.get_json() == first.get_json()
+    assert calls == [True, True]  # the use was there both times; the first was hidden
+    assert rounds_at(engine, table) == 1
+
+
+def test_a_unit_of_work_that_read_first_runs_the_append_in_its_own_transaction(sessions):
+    """When SQLAlchemy began the transaction, psycopg's BEGIN stands and nothing is sent
+    twice: the append's statements run inside that transaction."""
+    key = uuid.uuid4().hex
+    with UnitOfWork(sessions) as uow:
+        before = uow.session.connection().exec_driver_sql(
+            "SELECT pg_current_xact_id()::text").scalar_one()
+        assert uow.appends.try_lock_key("op-msg", key)
+        after = uow.session.connection().exec_driver_sql(
+            "SELECT pg_current_xact_id()::text").scalar_one()
+        driver = uow.session.connection().connection.driver_connection
+        assert isinstance(driver, psycopg.Connection)
+        assert driver.autocommit is False
+    assert before == after
+
+
+@pytest.mark.parametrize("first", ["try_lock_key", "committed_use"])
+def test_an_append_path_transaction_is_one_transaction(sessions, first):
+    """The append path's first message opens the transaction: what follows, through
+    SQLAlchemy or psycopg, is in it, and the key's lock lasts until it ends."""
+    key = uuid.uuid4().hex
+    with UnitOfWork(sessions) as uow:
+        if first == "try_lock_key":
+            assert uow.appends.try_lock_key("op-msg", key)
+        else:
+            assert uow.appends.committed_use("op-msg", key) is None
+        ids = {uow.session.connection().exec_driver_sql(
+            "SELECT pg_current_xact_id()::text").scalar_one() for _ in range(2)}
+        assert len(ids) == 1
+        if first == "try_lock_key":
+            with UnitOfWork(sessions) as other:
+                assert not other.appends.try_lock_key("op-msg", key)
+    with UnitOfWork(sessions) as uow:
+        assert uow.appends.try_lock_key("op-msg", key)
