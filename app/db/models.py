@@ -127,7 +127,11 @@ class Round(Base):
         CheckConstraint(
             "(kind = 'reversal') = (reverses_round_id IS NOT NULL)", name="reversal_has_target"
         ),
-        UniqueConstraint("operator_id", "table_id", "chain_seq"),
+        # A chain's order: reconciliation (links, counts, each table's game) and verify
+        # read this index alone (migration 0013).
+        UniqueConstraint("operator_id", "table_id", "chain_seq",
+                         postgresql_include=["created_at", "kind", "content_hash", "prev_hash",
+                                             "id", "ruleset_name"]),
         # A round is reversed at most once.
         UniqueConstraint("operator_id", "reverses_round_id"),
         # A key settles at most one round, whatever happens to the idempotency table.
@@ -137,9 +141,6 @@ class Round(Base):
         # GET /v1/rounds pages, in commit order, by operator and by table.
         Index(None, "operator_id", "txid", "id"),
         Index(None, "operator_id", "table_id", "txid", "id"),
-        # Reconciliation reads the hash-chain links and round counts from this index alone.
-        Index(None, "operator_id", "table_id", "chain_seq",
-              postgresql_include=["created_at", "kind", "content_hash", "prev_hash", "id"]),
         # Counting rounds without a deal reads this index, not every request's JSON.
         Index("ix_rounds_without_deal", "operator_id", "table_id", "created_at",
               postgresql_where=text("kind = 'settlement' AND NOT (request ? 'deal')")),

@@ -3,7 +3,7 @@
 Every figure comes from set-based SQL over the ledger, read in one REPEATABLE READ snapshot
 so the figures of a report agree with each other. Each table is read once in index order:
 the period's ledger lines in (operator, table, account, id) order, and its rounds in
-(operator, table, chain_seq) order, both from covering indexes (migration 0004), so
+(operator, table, chain_seq) order, both from covering indexes (migrations 0004, 0013), so
 neither pass sorts nor visits the heap; a third pass streams the lines in round order
 from another (migration 0005). The line pass runs on one connection while the zero-sum
 and round passes run on a second one in the same exported snapshot, one core each.
@@ -21,8 +21,10 @@ and round passes run on a second one in the same exported snapshot, one core eac
   ``net`` every line (zero when every round balances);
 - the zero-sum check lists each round whose lines do not sum to zero;
 - ``games`` breaks the same money down by operator and game (thirteen, qiang21,
-  erbagang): every round of the period joined with its lines, the game read from the
-  round's preset name; summed over games it equals the tables' figures;
+  erbagang), the game read from the round's preset name: a table that ran one game in
+  the period gives its figures to that game (the round pass tells each table's game from
+  its index), and only a table that ran more than one has its rounds joined with their
+  lines; summed over games it equals the tables' figures;
 - the balance chain follows each player at a table in chain order (line id order, which is
   the order rounds were appended under the table's chain lock) and lists every break: a
   line whose balance before differs from the previous line's balance after. A reversal
@@ -341,20 +343,30 @@ JOIN rounds r ON r.operator_id = u.operator_id AND r.id = u.round_id
 ORDER BY r.operator_id, r.table_id, r.id
 """
 
-# One pass over the period's rounds in chain order (index-only on
-# ix_rounds_operator_id_table_id_chain_seq): the counts per table, and the chain positions
-# whose link to the round before is not proven inside the period: the first of each table
-# in the period, and any after a gap or with a prev_hash that does not match.
-ROUND_PASS = """
+# A round's game is its preset's, and its ruleset name is its preset's name (a hashed
+# column), so the game needs no column of its own: :qiang21 and :erbagang list the presets
+# of each, anything else is 十三支.
+GAME = """CASE WHEN r.ruleset_name = ANY(CAST(:qiang21 AS text[])) THEN 'qiang21'
+         WHEN r.ruleset_name = ANY(CAST(:erbagang AS text[])) THEN 'erbagang'
+         ELSE 'thirteen' END"""
+
+# One pass over the period's rounds in chain order (index-only on the chain's unique index,
+# uq_rounds_operator_id_table_id_chain_seq, migration 0013): the counts per table, its game
+# (``mixed`` when its rounds are of more than one), and the chain positions whose link to
+# the round before is not proven inside the period: the first of each table in the
+# period, and any after a gap or with a prev_hash that does not match.
+ROUND_PASS = f"""
 WITH chained AS (
     SELECT r.operator_id, r.table_id, r.kind, r.chain_seq, r.prev_hash,
-        lag(r.chain_seq) OVER w AS prev_seq, lag(r.content_hash) OVER w AS prev_content
+        lag(r.chain_seq) OVER w AS prev_seq, lag(r.content_hash) OVER w AS prev_content,
+        {GAME} AS game
     FROM rounds r
-    WHERE {scope}
+    WHERE {{scope}}
     WINDOW w AS (PARTITION BY r.operator_id, r.table_id ORDER BY r.chain_seq)
 )
 SELECT operator_id, table_id, count(*) AS rounds,
     count(*) FILTER (WHERE kind = 'reversal') AS reversals,
+    min(game) AS game, min(game) <> max(game) AS mixed,
     array_agg(chain_seq) FILTER (WHERE chain_seq > 1 AND (
         prev_seq IS DISTINCT FROM chain_seq - 1 OR prev_hash IS DISTINCT FROM prev_content))
         AS suspects
@@ -384,14 +396,13 @@ WHERE r.kind = 'settlement' AND NOT (r.request ? 'deal') AND {scope}
 GROUP BY r.operator_id, r.table_id
 """
 
-# The period's money broken down by game. A round's game is its preset's, and its ruleset
-# name is its preset's name (a hashed column), so the game needs no column of its own:
-# :qiang21 and :erbagang list the presets of each, anything else is 十三支.
-GAME_PASS = """
-SELECT r.operator_id,
-    CASE WHEN r.ruleset_name = ANY(CAST(:qiang21 AS text[])) THEN 'qiang21'
-         WHEN r.ruleset_name = ANY(CAST(:erbagang AS text[])) THEN 'erbagang'
-         ELSE 'thirteen' END AS game,
+
+# The money of the tables that ran more than one game in the period, by game. A table
+# that ran one game (the usual case) needs no statement: its game's money is its own,
+# from the line pass, because a round's lines carry its created_at (the append writes
+# both), so a table's lines of the period are its rounds' lines.
+GAME_PASS = f"""
+SELECT r.operator_id, {GAME} AS game,
     count(DISTINCT r.id) AS rounds,
     count(DISTINCT r.id) FILTER (WHERE r.kind = 'reversal') AS reversals,
     count(l.id) AS lines, coalesce(sum(l.amount), 0) AS net,
@@ -409,25 +420,48 @@ SELECT r.operator_id,
         AS penalties,
     coalesce(sum(l.amount) FILTER (WHERE l.kind = 'penalty' AND l.account = :house), 0)
         AS house_penalties
-FROM rounds r
+FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[])) AS s(operator_id, table_id)
+JOIN rounds r ON r.operator_id = s.operator_id AND r.table_id = s.table_id
 LEFT JOIN ledger_lines l ON l.operator_id = r.operator_id AND l.round_id = r.id
-WHERE {scope}
+WHERE {{scope}}
 GROUP BY 1, 2
-ORDER BY 1, 2
 """
+GAME_PRESETS = {"qiang21": list(presets_of(Game.QIANG21)),
+                "erbagang": list(presets_of(Game.ERBAGANG))}
+MONEY = ("lines", "net", "won", "lost", "fees", "rounding", "reversal_total", "penalties",
+         "house_penalties", "house_game")
 
 
-def _games(db: Reader, *, scoped: Scoped, params: Mapping[str, Any]) -> tuple[GameTotals, ...]:
-    rows = db.execute(scoped(GAME_PASS, "r"), {
-        **params, "qiang21": list(presets_of(Game.QIANG21)),
-        "erbagang": list(presets_of(Game.ERBAGANG))}).mappings()
+def _games(db: Reader, scoped: Scoped, params: Mapping[str, Any],
+           counts: Mapping[Key, Mapping[str, Any]],
+           totals: Mapping[Key, Mapping[str, Any]]) -> tuple[GameTotals, ...]:
+    """Return the period's money by operator and game, from the per-table passes, with one
+    statement for the tables that ran more than one game."""
+    sums: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(key: tuple[str, str], row: Mapping[Any, Any]) -> None:
+        into = sums.setdefault(key, dict.fromkeys(("rounds", "reversals", *MONEY), 0))
+        for name in into:
+            into[name] += row.get(name) or 0
+
+    mixed = [key for key, row in counts.items() if row["mixed"]]
+    for key, row in counts.items():
+        if not row["mixed"]:
+            add((key[0], row["game"]), {**totals.get(key, {}), "rounds": row["rounds"],
+                                        "reversals": row["reversals"]})
+    if mixed:
+        for split in db.execute(scoped(GAME_PASS, "r"), {
+                **params, "operators": [k[0] for k in mixed],
+                "tables": [k[1] for k in mixed]}).mappings():
+            add((split["operator_id"], split["game"]), split)
     return tuple(GameTotals(
-        operator_id=row["operator_id"], game=row["game"], rounds=int(row["rounds"]),
-        reversals=int(row["reversals"]), lines=int(row["lines"]), won=row["won"],
-        lost=row["lost"], fees=row["fees"], rounding=row["rounding"],
-        reversal_total=row["reversal_total"], penalties=row["penalties"],
-        house_penalties=row["house_penalties"], house_game=row["house_game"],
-        net=row["net"]) for row in rows)
+        operator_id=operator, game=game, rounds=int(got["rounds"]),
+        reversals=int(got["reversals"]), lines=int(got["lines"]), won=Decimal(got["won"]),
+        lost=Decimal(got["lost"]), fees=Decimal(got["fees"]),
+        rounding=Decimal(got["rounding"]), reversal_total=Decimal(got["reversal_total"]),
+        penalties=Decimal(got["penalties"]), house_penalties=Decimal(got["house_penalties"]),
+        house_game=Decimal(got["house_game"]), net=Decimal(got["net"]))
+        for (operator, game), got in sorted(sums.items()))
 
 
 def unknown_scope(sessions: sessionmaker[Session], *, operator_id: str | None,
@@ -469,7 +503,7 @@ def reconcile(
         raise ValueError("the period is empty: 'to' must be later than 'from'")
     params: dict[str, Any] = {"from": created_from, "to": created_to, "operator": operator_id,
                               "table": table_id, "house": HOUSE,
-                              "house_game": HOUSE_GAME}
+                              "house_game": HOUSE_GAME, **GAME_PRESETS}
 
     def scoped(sql: str, alias: str = "l", extra: str = "TRUE") -> Any:
         return text(sql.format(scope=f"{_scope(alias, operator_id, table_id)} AND {extra}"))
@@ -487,8 +521,6 @@ def reconcile(
         # the round pass is one part as big as a part of the lines.
         parts: list[Callable[[Reader], Any]] = [
             lambda db: _by_table(db.execute(scoped(ROUND_PASS, "r"), params).mappings()),
-            # As big as the round pass: every round of the period joined with its lines.
-            partial(_games, scoped=scoped, params=params),
             *(partial(_line_pass, scoped=scoped, params=params, chunk=c) for c in line_chunks),
             *(partial(_unbalanced_in, scoped=scoped, params=params, chunk=c)
               for c in round_chunks),
@@ -500,12 +532,13 @@ def reconcile(
         else:
             with reader as connection:
                 done = _run_parts(parts, session, connection)
-        counts, games, no_deal = done[0], done[1], done[-1]
-        totals = _merged(done[2:2 + len(line_chunks)])
-        unbalanced = _merged(done[2 + len(line_chunks):-1])
+        counts, no_deal = done[0], done[-1]
+        totals = _merged(done[1:1 + len(line_chunks)])
+        unbalanced = _merged(done[1 + len(line_chunks):-1])
         # Small follow-ups on what the passes flagged, on the first connection.
         breaks = _breaks_of(session, scoped, params, totals)
         chains = _chains(session, counts)
+        games = _games(session, scoped, params, counts, totals)
     keys = sorted(set(totals) | set(counts))
     tables = tuple(
         _table_report(key, totals.get(key, {}), counts.get(key, {}), no_deal.get(key, {}),

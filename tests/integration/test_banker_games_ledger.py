@@ -75,3 +75,53 @@ def test_reconciliation_breaks_the_money_down_by_game(sessions: sessionmaker[Ses
     for name in ("rounds", "lines", "won", "lost", "fees", "rounding"):
         assert sum(getattr(g, name) for g in games.values()) == getattr(row, name), name
     assert report.to_json()["games"][0]["operator_id"] == operator
+
+
+# The money by game as one statement over every round joined with its lines: what the
+# report gave before it took a one-game table's figures from the table passes.
+EVERY_ROUND_BY_GAME = """
+SELECT CASE WHEN r.ruleset_name = ANY(:qiang21) THEN 'qiang21'
+            WHEN r.ruleset_name = ANY(:erbagang) THEN 'erbagang' ELSE 'thirteen' END AS game,
+    count(DISTINCT r.id) AS rounds,
+    count(DISTINCT r.id) FILTER (WHERE r.kind = 'reversal') AS reversals,
+    count(l.id) AS lines, coalesce(sum(l.amount), 0) AS net,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'win' AND l.account <> 'house'), 0) AS won,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'loss' AND l.account <> 'house'), 0) AS lost,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'fee' AND l.account = 'house'), 0) AS fees,
+    coalesce(sum(l.amount) FILTER (WHERE l.kind = 'reversal' AND l.account <> 'house'), 0)
+        AS reversal_total
+FROM rounds r LEFT JOIN ledger_lines l ON l.operator_id = r.operator_id AND l.round_id = r.id
+WHERE r.operator_id = :operator
+GROUP BY 1 ORDER BY 1
+"""
+
+
+def test_money_by_game_from_one_game_tables_equals_every_round_joined_with_its_lines(
+        sessions: sessionmaker[Session], engine: Engine) -> None:
+    from app.domain.games import Game, presets_of
+
+    operator = fresh_id("op")
+    banker, thirteen, mixed = fresh_id("t"), fresh_id("t"), fresh_id("t")
+    _settle(sessions, operator, banker_request(QIANG21_EXAMPLE, banker))
+    _settle(sessions, operator, banker_request(QIANG21_EXAMPLE, banker, suffix="x"))
+    voided = _settle(sessions, operator, round_request(EX_004, thirteen))
+    _settle(sessions, operator, round_request(EX_004, thirteen, names={
+        p["player_id"]: f"{p['player_id']}-2" for p in EX_004["players"]}))
+    reversal = rounds.reverse(uuid.UUID(voided["round_id"]), "dealt twice", {"reason": "x"},
+                              operator_id=operator, idempotency_key=uuid.uuid4().hex,
+                              sessions=sessions)
+    assert reversal.status == 201
+    _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, mixed))
+    _settle(sessions, operator, round_request(EX_004, mixed))
+    report = reconcile(sessions, operator_id=operator, **_period())
+    with engine.connect() as connection:
+        expected = connection.execute(text(EVERY_ROUND_BY_GAME), {
+            "operator": operator, "qiang21": list(presets_of(Game.QIANG21)),
+            "erbagang": list(presets_of(Game.ERBAGANG))}).mappings().all()
+    got = [{"game": g.game, "rounds": g.rounds, "reversals": g.reversals, "lines": g.lines,
+            "net": g.net, "won": g.won, "lost": g.lost, "fees": g.fees,
+            "reversal_total": g.reversal_total} for g in report.games]
+    assert got == [dict(row) for row in expected]
+    assert [g.game for g in report.games] == ["erbagang", "qiang21", "thirteen"]
+    assert next(g for g in report.games if g.game == "thirteen").reversals == 1
+    assert {r.table_id for r in report.tables} == {banker, thirteen, mixed}
