@@ -4,6 +4,8 @@
     .venv/bin/python -m bench.ledger --rounds 50000   # a quick run
     .venv/bin/python -m bench.ledger --keep           # keep the database to explore it
     .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789  # time it again
+    .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789 \
+        --cold 'pg_ctlcluster --skip-systemctl-redirect 15 main restart'  # and cold first
 
 The server is DATABASE_URL, else the machine's ``postgresql://postgres@127.0.0.1:5432``;
 the role needs CREATEDB. A database ``bench_ledger_<random>`` is created, migrated to head
@@ -35,6 +37,7 @@ import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -42,6 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, cast
 
 import psycopg
@@ -437,10 +441,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random) -> N
           f"p95 {p95(ledger_ms):.2f} ms over {len(ledger_ms)} players "
           f"[{ledger_page.__doc__}]")
 
-    def rounds_page(table: str) -> None:
-        with UnitOfWork(sessions) as uow:
-            uow.rounds.list(OPERATOR, table_id=table, limit=50)
-
+    rounds_page = _rounds_page(sessions)
     tt = iter(tables * 2)
     rounds_ms = timed(lambda: rounds_page(next(tt)), len(tables))
     print(f"table rounds page (50 round summaries with their players, RoundRepository.list): "
@@ -497,6 +498,74 @@ def _ledger_page(sessions: Any) -> Callable[[str], object]:
     return page
 
 
+def _rounds_page(sessions: Any) -> Callable[[str], object]:
+    def page(table: str) -> object:
+        """RoundRepository.list"""
+        with UnitOfWork(sessions) as uow:
+            return uow.rounds.list(OPERATOR, table_id=table, limit=50)
+
+    return page
+
+
+def chill(url: str, restart: str) -> str:
+    """Empty PostgreSQL's buffers (``restart``, a shell command that restarts the server)
+    and, where this process may, the OS page cache; wait until the server answers again."""
+    subprocess.run(restart, shell=True, check=True, stdout=subprocess.DEVNULL)  # noqa: S602
+    dropped = "OS page cache kept (not root)"
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        dropped = "OS page cache dropped"
+    except OSError as error:
+        dropped = f"OS page cache kept ({error.strerror})"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with psycopg.connect(libpq_url(url), connect_timeout=5) as connection:
+                connection.execute("SELECT 1")
+            return f"server restarted, {dropped}"
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def run_cold(url: str, loaded: Loaded, samples: int, rng: random.Random, restart: str) -> None:
+    """Time the pages and the reconciliation each right after a restart, on empty caches.
+
+    Every page is a player or table not read before, so each reads its rows from disk
+    (or the OS cache when it could not be dropped); the reconciliation reads the period.
+    """
+    players = rng.sample(loaded.players, min(samples, len(loaded.players)))
+    tables = rng.sample(loaded.tables, min(samples, len(loaded.tables)))
+    for title, make_page, keys in (("player ledger page (50 lines)", _ledger_page, players),
+                                   ("table rounds page (50 round summaries)", _rounds_page,
+                                    tables)):
+        how = chill(url, restart)
+        pooled = create_engine(url, pool_size=2)
+        page = make_page(make_sessionmaker(pooled))
+        samples_ms = []
+        for key in keys:
+            t = time.perf_counter()
+            page(key)
+            samples_ms.append((time.perf_counter() - t) * 1000)
+        pooled.dispose()
+        print(f"cold {title}: first {samples_ms[0]:.1f} ms, "
+              f"p50 {statistics.median(samples_ms):.2f} ms, p95 {p95(samples_ms):.2f} ms "
+              f"over {len(samples_ms)} never read before "
+              f"({how}; {load_average()})", flush=True)
+    how = chill(url, restart)
+    pooled = create_engine(url, pool_size=2)
+    t = time.perf_counter()
+    report = reconcile(make_sessionmaker(pooled), created_from=loaded.first,
+                       created_to=loaded.end)
+    seconds = time.perf_counter() - t
+    pooled.dispose()
+    print(f"cold reconciliation of the whole period: {seconds:.2f} s, "
+          f"{sum(r.rounds for r in report.tables):,} rounds, {report.discrepancies} "
+          f"discrepancies ({how}; {load_average()})", flush=True)
+
+
 def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
     """Verify one table's chain over the loaded period (every page) and summarise it."""
     rounds, differences, cursor = 0, [], None
@@ -545,6 +614,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=200, help="pages timed per query")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
+    parser.add_argument("--cold", metavar="RESTART_COMMAND",
+                        help="first time the pages and the reconciliation cold: before each, "
+                             "run this shell command, which must restart the PostgreSQL "
+                             "server (e.g. 'pg_ctlcluster --skip-systemctl-redirect 15 main "
+                             "restart'), and drop the OS page cache when run as root")
     parser.add_argument("--reuse", metavar="DATABASE",
                         help="time a database kept by an earlier --keep run with the same "
                              "--tables and --seats: migrate it to head, skip the load, keep it")
@@ -567,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
             loaded = load(url, args.rounds, args.tables, args.seats, args.seed)
         else:
             loaded = reused(url, args.tables, args.seats)
+        if args.cold:
+            run_cold(url, loaded, args.samples, random.Random(args.seed + 2), args.cold)
         run_timings(url, loaded, args.samples, random.Random(args.seed + 1))
     finally:
         if args.keep or args.reuse:
