@@ -46,6 +46,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -130,10 +131,14 @@ def _sql_type(column: Any) -> str:
     return str(column.type.compile(dialect=_DIALECT))
 
 
-def _unnest_insert(table: Any, prefix: str, columns: Sequence[str]) -> str:
-    """INSERT ... SELECT FROM unnest(one typed array per column): many rows, one statement."""
-    arrays = ", ".join(f"%({prefix}_{name})s::{_sql_type(table.c[name])}[]" for name in columns)
-    return f"INSERT INTO {table.name} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+def _recordset_insert(table: Any, param: str, columns: Sequence[str]) -> str:
+    """INSERT ... SELECT FROM jsonb_to_recordset(one JSON array of rows): many rows from
+    one parameter, which orjson writes in a fraction of the time psycopg takes to quote an
+    array per column."""
+    names = ", ".join(columns)
+    fields = ", ".join(f"{name} {_sql_type(table.c[name])}" for name in columns)
+    return (f"INSERT INTO {table.name} ({names}) SELECT {names} "
+            f"FROM jsonb_to_recordset(%({param})s::jsonb) AS row_({fields})")
 
 
 def _append_statement() -> str:
@@ -145,8 +150,8 @@ def _append_statement() -> str:
     rounds = Round.__table__
     columns = [c.key for c in rounds.columns if c.key != "txid"]
     values = ", ".join(f"%(r_{name})s::{_sql_type(rounds.c[name])}" for name in columns)
-    players = _unnest_insert(RoundPlayer.__table__, "p", PLAYER_COLUMNS)
-    lines = _unnest_insert(LedgerLine.__table__, "l", LINE_COLUMNS)
+    players = _recordset_insert(RoundPlayer.__table__, "players", PLAYER_COLUMNS)
+    lines = _recordset_insert(LedgerLine.__table__, "lines", LINE_COLUMNS)
     return (f"WITH new_players AS ({players}), new_lines AS ({lines}), "
             "head AS (UPDATE chains SET seq = %(r_chain_seq)s, head_hash = %(r_content_hash)s "
             "WHERE operator_id = %(r_operator_id)s AND table_id = %(r_table_id)s) "
@@ -204,8 +209,8 @@ class AppendRepository:
         params: dict[str, Any] = {
             f"r_{name}": Jsonb(value, dumps=_json_text) if name in _JSON_COLUMNS else value
             for name, value in round_.items()}
-        for prefix, columns, rows in (("p", PLAYER_COLUMNS, players), ("l", LINE_COLUMNS, lines)):
-            params.update({f"{prefix}_{name}": [row[name] for row in rows] for name in columns})
+        params["players"] = _rows_json(players, PLAYER_COLUMNS)
+        params["lines"] = _rows_json(lines, LINE_COLUMNS)
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
     def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
@@ -231,6 +236,20 @@ class AppendRepository:
         driver = connection.connection.driver_connection
         assert isinstance(driver, psycopg.Connection)
         return connection, driver
+
+
+def _rows_json(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """Rows as a JSON array of objects, exactly: money (Decimal) as its text, which
+    PostgreSQL reads back into numeric digit for digit; ids and times as orjson writes
+    them (a UUID's text, RFC 3339 with the offset)."""
+    return orjson.dumps([{name: row[name] for name in columns} for row in rows],
+                        default=_decimal_text).decode()
+
+
+def _decimal_text(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not a column value of a ledger row")
 
 
 def _json_text(value: Any) -> bytes:
