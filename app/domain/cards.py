@@ -158,7 +158,7 @@ def canonical(cards: Iterable[Card]) -> tuple[Card, ...]:
 
 
 def format_cards(cards: Iterable[Card]) -> list[str]:
-    return [str(c) for c in cards]
+    return [c.text for c in cards]
 
 
 def has_copies(cards: Iterable[Card], decks: int = 1) -> bool:

@@ -185,6 +185,14 @@ def rules_to_dict(rules: AnyRules) -> dict[str, Any]:
 
 def rules_hash(rules: AnyRules) -> str:
     """Return the sha256 hex digest of the rules' canonical JSON."""
+    # Identity, not equality: rules that compare equal may still write a parameter
+    # differently ("0.05" and "0.050" are equal Decimals) and so hash differently.
+    if PRESETS.get(rules.name) is rules:
+        return _PRESET_HASHES[rules.name]
+    return _rules_hash(rules)
+
+
+def _rules_hash(rules: AnyRules) -> str:
     if isinstance(rules, Ruleset):
         return ruleset_hash(rules)
     text = json.dumps(rules_to_dict(rules), sort_keys=True, separators=(",", ":"),
@@ -197,6 +205,11 @@ def _limit_dict(limit: Limit | None) -> dict[str, str | None] | None:
         return None
     return {"multiple": None if limit.multiple is None else str(limit.multiple),
             "absolute": None if limit.absolute is None else str(limit.absolute)}
+
+
+# Every round answers with its rules' hash; a preset is a constant, so its hash is taken
+# once, here.
+_PRESET_HASHES: dict[str, str] = {name: _rules_hash(rules) for name, rules in PRESETS.items()}
 
 
 def resolve(spec: object, path: str = "ruleset") -> AnyRules:

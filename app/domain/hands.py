@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
-from app.domain.cards import Card, canonical, check_copies, has_copies, parse_cards
+from app.domain.cards import (
+    Card,
+    canonical,
+    check_copies,
+    format_cards,
+    has_copies,
+    parse_cards,
+)
 from app.domain.errors import CardError, Problem
 
 
@@ -26,9 +33,11 @@ class Category(IntEnum):
     @property
     def label(self) -> str:
         """The name used in JSON and in ruleset tables, such as ``full_house``."""
-        return self.name.lower()
+        return _CATEGORY_LABELS[self]
 
 
+# Looked up, not rebuilt: a round's explanation labels every row.
+_CATEGORY_LABELS = {c: c.name.lower() for c in Category}
 CATEGORY_BY_LABEL = {c.label: c for c in Category}
 
 
@@ -43,6 +52,7 @@ class Row(StrEnum):
 
 
 ROWS: tuple[Row, Row, Row] = (Row.FRONT, Row.MIDDLE, Row.BACK)
+ROW_NAMES: tuple[str, ...] = tuple(row.value for row in ROWS)
 
 
 class AceLow(StrEnum):
@@ -175,7 +185,7 @@ class Arrangement:
         return self.front + self.middle + self.back
 
     def as_text(self) -> dict[str, list[str]]:
-        return {row.value: [str(c) for c in self.row(row)] for row in ROWS}
+        return {name: format_cards(cards) for name, cards in zip(ROW_NAMES, self.rows, strict=True)}
 
 
 def arrangement(front: Iterable[Card], middle: Iterable[Card],

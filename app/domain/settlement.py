@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded
+from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded, localcontext
 from enum import StrEnum
 from fractions import Fraction
 from types import MappingProxyType
@@ -40,6 +40,10 @@ ROUNDING_MODES = frozenset({"toward_zero"})
 MAX_PRECISION = 8
 # Shows a non-terminating exact amount (5000 × 25/39); money itself never goes through it.
 _DISPLAY = Context(prec=34)
+# Adds and subtracts money exactly: a sum needs a digit or two more than its terms (money
+# has 15 integer digits, the house seat's balance 31, and 8 decimals), far below this
+# precision; it would trap rather than round.
+_EXACT = Context(prec=100, traps=[Inexact, Rounded])
 
 
 def exact_product(amount: Decimal, *factors: int) -> Decimal:
@@ -311,29 +315,30 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         # Each won pair's amount after payout, toward zero at the precision, then its fee
         # half-up (§5's order on one pair): never more than the pair brought in.
         for debt, amount in zip(owed, paid, strict=True):
-            pair_fees[debt.creditor] += _fee_units(math.trunc(amount * scale), rate)
+            pair_fees[debt.creditor] += _fee_units(_toward_zero(amount, scale), rate)
     players: list[PlayerSettlement] = []
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
     for pid in ids:
-        rounded = math.trunc(payable[pid] * scale)  # toward zero, per player (§5)
+        rounded = _toward_zero(payable[pid], scale)  # per player (§5)
         fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
-        before = int(held[pid] * scale)  # exact: balances carry at most `precision` decimals
+        before = _toward_zero(held[pid], scale)  # exact: at most `precision` decimals
         after_result = before + rounded
         after = after_result - fee
         fee_units_total += fee
         rounded_units_total += rounded
+        # Each amount is written once and shared by the player's record and its lines.
+        before_text, rounded_text = unit(before, p), unit(rounded, p)
+        result_text, after_text = unit(after_result, p), unit(after, p)
         players.append(PlayerSettlement(
-            player_id=pid, balance_before=unit(before, p), gross=_decimal(gross[pid]),
-            payable=_decimal(payable[pid]), rounded=unit(rounded, p), fee=unit(fee, p),
-            amount=unit(rounded - fee, p), balance_after=unit(after, p)))
+            player_id=pid, balance_before=before_text, gross=_decimal(gross[pid]),
+            payable=_decimal(payable[pid]), rounded=rounded_text, fee=unit(fee, p),
+            amount=unit(rounded - fee, p), balance_after=after_text))
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
-        lines.append(LedgerLine(pid, kind, unit(rounded, p), unit(before, p),
-                                unit(after_result, p)))
+        lines.append(LedgerLine(pid, kind, rounded_text, before_text, result_text))
         if fee:
-            lines.append(LedgerLine(pid, LineKind.FEE, unit(-fee, p), unit(after_result, p),
-                                    unit(after, p)))
+            lines.append(LedgerLine(pid, LineKind.FEE, unit(-fee, p), result_text, after_text))
     if fee_units_total:
         lines.append(LedgerLine(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
     if rounded_units_total:
@@ -349,7 +354,16 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
 
 def _fee_units(won_units: int, rate: Fraction) -> int:
     """Return the fee on a won amount in units of the precision, half-up; none on no win."""
-    return math.floor(won_units * rate + Fraction(1, 2)) if won_units > 0 else 0
+    if won_units <= 0:
+        return 0
+    # floor(won × n/d + 1/2), in integers: (2 × won × n + d) // 2d
+    return (2 * won_units * rate.numerator + rate.denominator) // (2 * rate.denominator)
+
+
+def _toward_zero(amount: Fraction, scale: int) -> int:
+    """Return ``amount`` × ``scale`` cut toward zero, in integers (no Fraction built)."""
+    units = amount.numerator * scale
+    return units // amount.denominator if units >= 0 else -(-units // amount.denominator)
 
 
 def _proportional(held: Mapping[str, Fraction],
@@ -362,12 +376,12 @@ def _proportional(held: Mapping[str, Fraction],
     for debt in debts:
         debt_of[debt.debtor] += debt.amount
     # Winnings of the same round do not count toward what a debtor can pay (rules.md §7).
-    factor = {pid: held[pid] / owed if owed > held[pid] else Fraction(1)
-              for pid, owed in debt_of.items()}
+    # A debtor that can pay everything pays its debts as they are (a factor of 1).
+    factor = {pid: held[pid] / owed for pid, owed in debt_of.items() if owed > held[pid]}
     payable = dict.fromkeys(held, Fraction(0))
     paid: list[Fraction] = []
     for debt in debts:
-        amount = debt.amount * factor[debt.debtor]
+        amount = debt.amount * factor[debt.debtor] if debt.debtor in factor else debt.amount
         paid.append(amount)
         payable[debt.debtor] -= amount
         payable[debt.creditor] += amount
@@ -389,27 +403,25 @@ def _capped(held: Mapping[str, Fraction], gross: Mapping[str, Fraction]) -> dict
 def check_settlement(settlement: Settlement) -> None:
     """Refuse a settlement that breaks a money invariant (§5, §6); raise, never assert."""
     p = settlement.precision
-    unit = Fraction(1, 10 ** p)
-    total = sum((Fraction(line.amount) for line in settlement.lines), Fraction(0))
-    if total != 0:
-        raise InvariantError(f"the lines of the round sum to {_decimal(total)}, not 0")
-    bound = len(settlement.players) * unit
-    if abs(Fraction(settlement.rounding)) >= bound:
-        raise InvariantError(f"rounding {settlement.rounding} is not below "
-                             f"{len(settlement.players)} × {_decimal(unit)}")
-    fees = sum((Fraction(s.fee) for s in settlement.players), Fraction(0))
-    if fees != Fraction(settlement.fees):
-        raise InvariantError(f"house fees {settlement.fees} differ from the players' fees "
-                             f"{_decimal(fees)}")
-    for s in settlement.players:
-        # As fractions: Decimal arithmetic rounds past the context's 28 digits.
-        amount, before = Fraction(s.amount), Fraction(s.balance_before)
-        if (amount != Fraction(s.rounded) - Fraction(s.fee)
-                or Fraction(s.balance_after) != before + amount):
-            raise InvariantError(f"player {s.player_id}: amount and balance do not add up")
-        if settlement.payout is not Payout.UNLIMITED and s.balance_after < 0:
-            raise InvariantError(f"player {s.player_id} pays {-s.amount}, more than its "
-                                 f"balance {s.balance_before}, under {settlement.payout}")
+    # Exact: these are sums and differences of money, which _EXACT never rounds.
+    with localcontext(_EXACT):
+        total = sum((line.amount for line in settlement.lines), Decimal(0))
+        if total != 0:
+            raise InvariantError(f"the lines of the round sum to {total}, not 0")
+        unit = _units_decimal(1, p)
+        if abs(settlement.rounding) >= len(settlement.players) * unit:
+            raise InvariantError(f"rounding {settlement.rounding} is not below "
+                                 f"{len(settlement.players)} × {unit}")
+        fees = sum((s.fee for s in settlement.players), Decimal(0))
+        if fees != settlement.fees:
+            raise InvariantError(f"house fees {settlement.fees} differ from the players' "
+                                 f"fees {fees}")
+        for s in settlement.players:
+            if s.amount != s.rounded - s.fee or s.balance_after != s.balance_before + s.amount:
+                raise InvariantError(f"player {s.player_id}: amount and balance do not add up")
+            if settlement.payout is not Payout.UNLIMITED and s.balance_after < 0:
+                raise InvariantError(f"player {s.player_id} pays {-s.amount}, more than its "
+                                     f"balance {s.balance_before}, under {settlement.payout}")
 
 
 # --- limits --------------------------------------------------------------------------------
@@ -520,7 +532,7 @@ def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str
         if exact < 0:
             problems.append(Problem(f"{path}.balance", f"player {pid}: a balance cannot be "
                                     f"negative, got {value}", "negative_balance"))
-        elif (exact * 10 ** precision).denominator != 1:
+        elif not _whole_units(exact, precision):
             problems.append(Problem(f"{path}.balance", f"player {pid}: balance {value} has more "
                                     f"than {precision} decimals", "too_many_decimals"))
         held[pid] = exact
@@ -565,7 +577,7 @@ def _check_stake(stake: Decimal, problems: list[Problem], precision: int) -> Non
 def _check_decimals(exact: Fraction, value: object, path: str, precision: int,
                     problems: list[Problem]) -> None:
     """Refuse an amount with more decimals than the precision: never truncated (§1)."""
-    if (exact * 10 ** precision).denominator != 1:
+    if not _whole_units(exact, precision):
         problems.append(Problem(path, f"{value} has more than {precision} decimals, the "
                                       "ruleset's precision", "too_many_decimals"))
 
@@ -644,6 +656,13 @@ def _out_of_range(path: str) -> Problem:
     return Problem(path, f"a money parameter has at most {PARAMETER_DIGITS} significant "
                          f"digits, none above 10^{PARAMETER_EXPONENT} or below "
                          f"10^-{PARAMETER_EXPONENT}", "out_of_range")
+
+
+def _whole_units(exact: Fraction, precision: int) -> bool:
+    """Say whether ``exact`` has at most ``precision`` decimals: whether its (lowest terms)
+    denominator divides 10**precision."""
+    scale: int = 10 ** precision
+    return scale % exact.denominator == 0
 
 
 def _units_decimal(units: int, precision: int) -> Decimal:
