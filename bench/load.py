@@ -81,6 +81,10 @@ DB_WORK_RATIO_TARGET = 0.8
 DB_APP = "bench.db_app:create_app()"
 TARGET_CONNECTIONS = 16
 START_TIMEOUT_S = 60.0
+# gunicorn.conf.py recycles a worker after about 20,000 requests, which the health run
+# alone reaches: a worker replaced during a run takes its CPU seconds (and its database
+# connections' backends) with it and spends the run's CPU booting its successor.
+NO_RECYCLING = ("--max-requests", "0")
 STOP_TIMEOUT_S = 25.0  # gunicorn's graceful_timeout is 20 s
 
 
@@ -103,12 +107,20 @@ class Figures:
     socket_errors: dict[str, int]
     # CPU seconds gunicorn (master and workers) used during the run, when /proc tells.
     server_cpu_s: float | None = None
+    # CPU seconds of the PostgreSQL backends serving its database, when /proc tells.
+    database_cpu_s: float | None = None
 
     @property
     def cpu_ms_per_request(self) -> float | None:
         if self.server_cpu_s is None or not self.requests:
             return None
         return self.server_cpu_s / self.requests * 1000
+
+    @property
+    def pg_ms_per_request(self) -> float | None:
+        if not self.database_cpu_s or not self.requests:
+            return None
+        return self.database_cpu_s / self.requests * 1000
 
     @property
     def rps(self) -> float:
@@ -211,6 +223,19 @@ def api_key(url: str, scopes: Sequence[str] = ("rounds:write",),
         engine.dispose()
 
 
+def analyze_ledger(url: str) -> None:
+    """ANALYZE the tables an append writes, as autovacuum soon does on a live database.
+
+    A scratch database starts empty, and each server connection keeps the plans of its
+    foreign-key checks from its first appends: a sequential scan of a nearly empty
+    ``rounds``, which then grows with every round until autovacuum's first ANALYZE (up to a
+    minute away) makes them plan again. Without this a run times that first minute of a
+    new database, not the service.
+    """
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        connection.execute("ANALYZE rounds, round_players, ledger_lines, chains")
+
+
 def count_rows(url: str, table: str) -> int:
     """Return the number of rows in ``table`` of the database at ``url``."""
     with psycopg.connect(libpq_url(url), autocommit=True) as connection:
@@ -308,6 +333,8 @@ class Server:
 
     base: str
     pid: int
+    # The database it serves, whose PostgreSQL backends database_cpu_s counts.
+    database: str | None = None
 
 
 def processes() -> tuple[dict[int, int], dict[int, float]]:
@@ -344,6 +371,27 @@ def tree_cpu_s(root: int) -> float | None:
         pid = todo.pop()
         total += cpu.get(pid, 0.0)
         todo.extend(child for child, parent in parents.items() if parent == pid)
+    return total
+
+
+def database_cpu_s(database: str | None) -> float | None:
+    """Return the CPU seconds used so far by the PostgreSQL backends connected to
+    ``database`` on this machine (their process titles name it), or None without /proc.
+
+    A backend that exits meanwhile takes its seconds with it; a gunicorn's pool keeps its
+    connections for the whole run.
+    """
+    if database is None or not Path("/proc/self/cmdline").is_file():
+        return None
+    _, cpu = processes()
+    total = 0.0
+    for pid, seconds in cpu.items():
+        try:
+            title = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(b"postgres: ") and f" {database} ".encode() in title:
+            total += seconds
     return total
 
 
@@ -403,7 +451,7 @@ def gunicorn(app_spec: str, database_url: str, label: str,
                                    start_new_session=True)
         try:
             _wait_ready(process, f"{base}/readyz", label, log)
-            yield Server(base, process.pid)
+            yield Server(base, process.pid, make_url(database_url).database)
         finally:
             _stop(process)
 
@@ -472,10 +520,10 @@ def run_wrk(load: Load, name: str, server: Server, method: str, path: str,
                f"--duration={seconds}s", "--timeout=5s", f"--script={WRK_SCRIPT}",
                f"{server.base}{path}", "--", method, path,
                str(bodies_file) if bodies_file else "", key_prefix or "", api_key or ""]
-    cpu_before = tree_cpu_s(server.pid)
+    cpu_before, db_before = tree_cpu_s(server.pid), database_cpu_s(server.database)
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30,
                           check=False)
-    cpu_after = tree_cpu_s(server.pid)
+    cpu_after, db_after = tree_cpu_s(server.pid), database_cpu_s(server.database)
     line = next((row for row in done.stdout.splitlines() if row.startswith("BENCH_JSON ")),
                 None)
     if done.returncode != 0 or line is None:
@@ -491,18 +539,23 @@ def run_wrk(load: Load, name: str, server: Server, method: str, path: str,
         socket_errors={str(k): int(v) for k, v in data["errors"].items()},
         server_cpu_s=None if cpu_before is None or cpu_after is None
         else cpu_after - cpu_before,
+        database_cpu_s=None if db_before is None or db_after is None
+        else db_after - db_before,
     )
 
 
 def measure(load: Load, name: str, server: Server, method: str, path: str,
             bodies_file: Path | None = None, key_prefix: str | None = None,
-            api_key: str | None = None) -> list[Figures]:
-    """Warm up, then run wrk for the full duration; return [measured, warm-up if any]."""
+            api_key: str | None = None, analyze: str | None = None) -> list[Figures]:
+    """Warm up, ANALYZE the database at ``analyze`` (an owner's URL) if given, then run wrk
+    for the full duration; return [measured, warm-up if any]."""
     runs = []
     if load.warmup_s > 0:
         runs.append(run_wrk(load, f"{name} warm-up", server, method, path, bodies_file,
                             f"{key_prefix}-warm" if key_prefix else None, api_key,
                             duration_s=load.warmup_s))
+    if analyze is not None:
+        analyze_ledger(analyze)
     figures = run_wrk(load, name, server, method, path, bodies_file, key_prefix, api_key)
     print(f"  {name}: {figures.rps:,.0f} req/s, p50 {figures.p50_ms:.1f} ms, "
           f"p99 {figures.p99_ms:.1f} ms, {figures.requests} requests", flush=True)
@@ -516,18 +569,20 @@ def report(results: Sequence[Figures], settle: Figures, bare: Figures,
            connections: int, db_work: Figures | None = None) -> list[str]:
     """Return the table of figures and the target verdicts as lines."""
     lines = [f"{'endpoint':<28} {'req/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} "
-             f"{'max ms':>7} {'cpu ms':>7} {'2xx':>7}  non-2xx / socket errors"]
+             f"{'max ms':>7} {'cpu ms':>7} {'pg ms':>7} {'2xx':>7}  non-2xx / socket errors"]
     for f in results:
         bad = ", ".join(f"{code}: {n}" for code, n in f.not_ok.items()) or "none"
         socket_errors = ", ".join(f"{k} {v}" for k, v in f.socket_errors.items()
                                   if v and k != "status") or "none"
         cpu = "n/a" if f.cpu_ms_per_request is None else f"{f.cpu_ms_per_request:.2f}"
+        pg = "n/a" if f.pg_ms_per_request is None else f"{f.pg_ms_per_request:.2f}"
         lines.append(f"{f.name:<28} {f.rps:>8,.0f} {f.p50_ms:>7.1f} {f.p90_ms:>7.1f} "
-                     f"{f.p99_ms:>7.1f} {f.max_ms:>7.0f} {cpu:>7} {f.ok:>7}  "
+                     f"{f.p99_ms:>7.1f} {f.max_ms:>7.0f} {cpu:>7} {pg:>7} {f.ok:>7}  "
                      f"{bad} / {socket_errors}")
     ratio = settle.rps / bare.rps if bare.rps else 0.0
-    lines.append("(cpu ms: CPU time of gunicorn's processes per request; PostgreSQL's and "
-                 "wrk's are not in it)")
+    lines.append("(cpu ms: CPU time of gunicorn's processes per request; pg ms: of the "
+                 "PostgreSQL backends serving its database, when they run on this machine; "
+                 "wrk's is in neither)")
     lines.append("")
     if db_work is not None:
         share = settle.rps / db_work.rps if db_work.rps else 0.0
@@ -566,15 +621,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"database {make_url(url).database} migrated; wrk {load.threads} threads, "
               f"{load.connections} connections, {load.duration_s} s per run "
               f"(+{load.warmup_s} s warm-up)", flush=True)
-        with gunicorn(SERVICE_APP, url, "service") as service:
+        with gunicorn(SERVICE_APP, url, "service", args=NO_RECYCLING) as service:
             health_runs = measure(load, "GET /healthz", service, "GET", "/healthz")
             settle_runs = measure(load, "POST /v1/rounds (settle)", service, "POST",
-                                  "/v1/rounds", bodies_file, f"bench-{run_id}", token)
+                                  "/v1/rounds", bodies_file, f"bench-{run_id}", token, url)
         stored = count_rows(url, "rounds")
-        with gunicorn(DB_APP, url, "database work") as db_server:
+        with gunicorn(DB_APP, url, "database work", args=NO_RECYCLING) as db_server:
             db_runs = measure(load, "POST /bench/settle-db (db work)", db_server, "POST",
-                              "/bench/settle-db", bodies_file, f"db-{run_id}", token)
-        with gunicorn("bench.bare_app:create_app()", url, "bare") as bare_server:
+                              "/bench/settle-db", bodies_file, f"db-{run_id}", token, url)
+        with gunicorn("bench.bare_app:create_app()", url, "bare",
+                      args=NO_RECYCLING) as bare_server:
             bare_runs = measure(load, "POST /bench/insert (bare)", bare_server, "POST",
                                 "/bench/insert", bodies_file)
         inserted = count_rows(url, "bench_bare_insert")
