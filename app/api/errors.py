@@ -312,7 +312,7 @@ def validation_errors(messages: Any, path: str = "") -> list[dict[str, str]]:
             leaf = {"path": path, "message": str(messages["message"])}
             return [{**leaf, "code": str(messages["code"])}]
         found: list[dict[str, str]] = []
-        for key, inner in messages.items():
+        for key, inner in _in_answer_order(messages):
             found.extend(validation_errors(inner, _join(path, key)))
         return found
     if isinstance(messages, list | tuple):
@@ -322,6 +322,26 @@ def validation_errors(messages: Any, path: str = "") -> list[dict[str, str]]:
         return found
     message = str(messages)
     return [{"path": path, "message": message, "code": _CODES.get(message, "invalid_value")}]
+
+
+def _in_answer_order(messages: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """Return a level's messages in the order the answer lists them: the declared fields'
+    as marshmallow gave them (in field order), then the unknown fields' sorted by name.
+
+    marshmallow collects a level's unknown fields in a set, so their order would follow
+    the interpreter's string hashing, which differs from process to process.
+    """
+    unknown = [(key, inner) for key, inner in messages.items()
+               if _codes_of(inner) == {"unknown_field"}]
+    known = [(key, inner) for key, inner in messages.items()
+             if _codes_of(inner) != {"unknown_field"}]
+    return known + sorted(unknown, key=lambda item: str(item[0]))
+
+
+def _codes_of(inner: Any) -> set[str]:
+    if isinstance(inner, list | tuple) and inner and all(isinstance(m, str) for m in inner):
+        return {_CODES.get(m, "invalid_value") for m in inner}
+    return set()
 
 
 def _join(path: str, key: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from app.api.errors import validation_errors
@@ -48,3 +50,32 @@ def test_messages_flatten_to_paths_and_codes(messages, expected):
 def test_every_message_of_a_field_is_kept():
     found = validation_errors({"front": ["too short", "duplicate card 'Ah'"]})
     assert [e["message"] for e in found] == ["too short", "duplicate card 'Ah'"]
+
+
+def test_unknown_fields_are_listed_by_name_after_the_declared_fields_whatever_the_hashing():
+    """marshmallow gathers unknown fields in a set: their order would follow string hashing,
+    which changes from process to process. Here they arrive in an order no sort gives."""
+    player = {"qq": ["Unknown field."], "cards": ["Missing data for required field."],
+              "bb": ["Unknown field."]}
+    messages = {"stake": ["Not a valid number."], "zz": ["Unknown field."],
+                "aa": ["Unknown field."], "players": {0: player}, "mm": ["Unknown field."]}
+    paths = [p["path"] for p in validation_errors(messages)]
+    assert paths == ["stake", "players[0].cards", "players[0].bb", "players[0].qq", "aa", "mm",
+                     "zz"]
+
+
+@pytest.mark.parametrize("seed", ["1", "2", "4"])
+def test_a_round_request_with_unknown_fields_answers_one_order_under_every_hash_seed(seed):
+    import subprocess
+    import sys
+
+    program = ("from app.api.schemas import RoundRequestSchema\n"
+               "from app.api.errors import validation_errors\n"
+               "from marshmallow import ValidationError\n"
+               "try:\n"
+               "    RoundRequestSchema().load({'zz': 1, 'aa': 2, 'mm': 3, 'table_id': 't'})\n"
+               "except ValidationError as error:\n"
+               "    print(' '.join(p['path'] for p in validation_errors(error.messages)))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+    assert done.stdout.split() == ["ruleset", "stake", "players", "aa", "mm", "zz"]
