@@ -212,3 +212,27 @@ def test_an_append_path_transaction_is_one_transaction(sessions, first):
                 assert not other.appends.try_lock_key("op-msg", key)
     with UnitOfWork(sessions) as uow:
         assert uow.appends.try_lock_key("op-msg", key)
+
+
+def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
+    """The append path's values are quoted by psycopg into the query text: a key and a
+    reason full of quotes, backslashes, percent signs and braces are stored as sent."""
+    key = "k'\\\";--%s%(x)s{0}$$ \\x00"
+    body = round_request(EX_000, f"msg-{uuid.uuid4().hex[:10]}")
+    first = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key})
+    assert first.status_code == 201, first.get_json()
+    assert api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key}
+                    ).get_json() == first.get_json()
+    reason = "莊家 it's a \\'test\\' %s %(reason)s {x} $1 ;-- \" \\"
+    voided = api.post(f"/v1/rounds/{first.get_json()['round_id']}/reversal",
+                      json={"reason": reason}, headers=_key())
+    assert voided.status_code == 201, voided.get_json()
+    with engine.connect() as connection:
+        stored_key, = connection.execute(text(
+            "SELECT idempotency_key FROM rounds WHERE id = :id"),
+            {"id": first.get_json()["round_id"]}).one()
+        stored_reason, = connection.execute(text(
+            "SELECT request ->> 'reason' FROM rounds WHERE id = :id"),
+            {"id": voided.get_json()["round_id"]}).one()
+    assert stored_key == key
+    assert stored_reason == reason
