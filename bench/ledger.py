@@ -72,7 +72,7 @@ from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 # What app.services.reconcile sets for its transaction, so its parts time alike here.
-RECONCILE_SETTINGS = ("SET work_mem = '256MB'", "SET random_page_cost = 1.1")
+RECONCILE_SETTINGS = ("SET work_mem = '256MB'", "SET random_page_cost = 1.1", "SET jit = off")
 OPERATOR = "bench-op"
 PRESETS = ("classic4", "dagiang4", "swap3")
 STAKE = "10"
