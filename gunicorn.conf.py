@@ -41,6 +41,8 @@ loglevel = (os.environ.get("LOG_LEVEL") or "info").lower()
 # Every line JSON, gunicorn's as well as the app's (app/logs.py). The app logs one line per
 # request already; ACCESS_LOG=- adds gunicorn's own access lines on stdout.
 logconfig_dict = gunicorn_logconfig(loglevel.upper())
+# Without it, the logconfig_dict alone would turn gunicorn's access lines on.
+logger_class = "app.logs.GunicornLogger"
 proc_name = "thirteen-service"
 # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl; two servers on one machine
 # (service and benchmark) would fight over it, and nothing here uses it.

@@ -15,6 +15,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from gunicorn import glogging  # type: ignore[import-untyped]  # no stubs
+
 # Attributes a record may carry (``extra=``) that the line shows, in this order.
 FIELDS = ("request_id", "method", "route", "path", "status", "duration_ms", "operator")
 FORMAT_NAME = "json"
@@ -64,6 +66,19 @@ def json_handler(stream: Any = None) -> logging.Handler:
     handler.setFormatter(JsonFormatter())
     handler.addFilter(RequestContext())
     return handler
+
+
+class GunicornLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn has no stubs
+    """gunicorn's logger, writing its access lines only when ACCESS_LOG asks for them.
+
+    gunicorn turns its access log on whenever a ``logconfig_dict`` is given, as ours always
+    is (for JSON lines), and then built and wrote a line per request with no ACCESS_LOG
+    set: lines nobody asked for, and a measured share of a request's CPU.
+    """
+
+    @property
+    def access_log_enabled(self) -> bool:
+        return bool(self.cfg.accesslog)
 
 
 def gunicorn_logconfig(level: str) -> dict[str, Any]:

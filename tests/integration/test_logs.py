@@ -89,3 +89,37 @@ def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
     assert not any(line.startswith("2026-01-01") for line in lines)
     assert token not in "\n".join(lines)
     assert any(r["logger"] == "gunicorn.error" for r in records)
+    # No ACCESS_LOG: gunicorn writes no access line of its own (its logconfig_dict alone
+    # used to turn them on, a line and its CPU per request).
+    assert not any(r["logger"] == "gunicorn.access" for r in records)
+
+
+def test_access_log_dash_adds_gunicorns_access_lines_as_json(settings, tmp_path: Path) -> None:
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    environ |= {"DATABASE_URL": settings.database_url, "HOST": "127.0.0.1", "PORT": str(port),
+                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO", "ACCESS_LOG": "-"}
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=stdout,
+                                  stderr=stderr)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if _call(port, "GET", "/healthz", headers={"User-Agent": "ready-probe"}
+                         ).status == 200:
+                    break
+            except OSError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.1)
+        assert _call(port, "GET", "/healthz", headers={"User-Agent": "access-check"}
+                     ).status == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    access = [r for r in records if r["logger"] == "gunicorn.access"]
+    assert any("GET /healthz" in r["message"] and "access-check" in r["message"]
+               for r in access), records
