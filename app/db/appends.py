@@ -1,9 +1,10 @@
 """The append path of settles, reversals and penalties, on psycopg directly (issue 14).
 
-This is the one place the service talks to psycopg itself, and the reason is the cost of
-the hot path: SQLAlchemy's per-statement work (its statement cache, bind and result
-processing) and the ORM's unit of work were a measured share of a settle's CPU, and so
-were round trips, for statements whose shape never changes. Here they are plain SQL built
+This and the API key's read (app.db.keys) are where the service talks to psycopg itself
+(through app.db.driver), and the reason is the cost of the hot path: SQLAlchemy's
+per-statement work (its statement cache, bind and result processing) and the ORM's unit
+of work were a measured share of a settle's CPU, and so were round trips, for statements
+whose shape never changes. Here they are plain SQL built
 once from the models, run on the session's own connection in the unit of work's
 transaction. Everything else stays on SQLAlchemy.
 
@@ -14,8 +15,8 @@ Two messages make a settle (after the API key's read):
 - ``APPEND; COMMIT``: the round's row, its players and lines and the chain's new head,
   then the commit.
 
-Each message is one simple query, with its values bound here by psycopg
-(``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
+Each message is one simple query, with its values bound by psycopg (app.db.driver:
+``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
 the unit of work holds no transaction yet, its connection is put in autocommit (by
 SQLAlchemy, which restores it when the connection goes back to the pool) so that psycopg
 sends no BEGIN of its own, and the first message carries it, with the per-transaction
@@ -26,8 +27,7 @@ loopback (two small statements: 0.28 ms of CPU and 0.66 ms wall piped, 0.16 ms a
 0.29 ms plain).
 
 Errors are raised as SQLAlchemy's (``IntegrityError``, ``OperationalError``...), with the
-pooled connection invalidated when the server went away, exactly as a statement run
-through the session would, so retries and 503 answers work the same.
+pooled connection invalidated when the server went away (app.db.driver).
 
 Taking a chain: its row in ``chains`` is inserted by the chain's first append and locked
 by ``INSERT ... ON CONFLICT DO UPDATE`` by every later one, which waits for an append in
@@ -42,23 +42,20 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import orjson
-import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
-from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from app.db.driver import driver_of, send
 from app.db.engine import TRANSACTION_SETUP
 from app.db.models import LedgerLine, Round, RoundPlayer
 
@@ -216,26 +213,16 @@ class AppendRepository:
     def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
         """Send ``sql`` as one message (after BEGIN when it opens the transaction); return
         the first row of its last statement, or None, when ``rows``."""
-        connection, driver = self._connections()
-        if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
-            setup = connection.get_execution_options().get(TRANSACTION_SETUP)
-            sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
-        with _as_sqlalchemy_errors(connection, sql):
-            cursor = psycopg.ClientCursor(driver)
-            cursor.execute(sql, params)
-            while cursor.nextset():
-                pass
-            return cursor.fetchone() if rows else None
-
-    def _connections(self) -> tuple[Connection, psycopg.Connection[Any]]:
         if not self._session.in_transaction():
             # Nothing sent yet: autocommit, so that this repository's first message opens
             # the transaction (SQLAlchemy restores the pool's setting on check-in).
             self._session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         connection = self._session.connection()
-        driver = connection.connection.driver_connection
-        assert isinstance(driver, psycopg.Connection)
-        return connection, driver
+        driver = driver_of(connection)
+        if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
+            setup = connection.get_execution_options().get(TRANSACTION_SETUP)
+            sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
+        return send(connection, sql, params, rows=rows)
 
 
 def _rows_json(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
@@ -258,21 +245,3 @@ def _json_text(value: Any) -> bytes:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
         return json.dumps(value, ensure_ascii=False).encode()
-
-
-@contextmanager
-def _as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[None]:
-    """Raise psycopg's errors as SQLAlchemy's; renew the pool when the server went away."""
-    try:
-        yield
-    except psycopg.Error as error:
-        dialect = connection.dialect
-        gone = dialect.is_disconnect(error,  # type: ignore[arg-type]  # psycopg's own Error
-                                     connection.connection.dbapi_connection, None)
-        if gone:
-            # As SQLAlchemy does for its own statements: this connection is discarded, and
-            # so are the pool's others, which the server most likely dropped with it.
-            connection.invalidate(error)
-            connection.engine.dispose(close=False)
-        raise DBAPIError.instance(statement, None, error, psycopg.Error,
-                                  connection_invalidated=gone, dialect=dialect) from error

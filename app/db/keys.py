@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, bindparam, func, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from app.db.driver import read_outside_transaction
 from app.db.models import ApiKey
 
 
@@ -26,10 +27,10 @@ class KeyCheck:
     now: datetime
 
 
-# Built once, so SQLAlchemy compiles it once.
-_KEY_CHECK = select(ApiKey.id, ApiKey.operator_id, ApiKey.scopes, ApiKey.secret_hash,
-                    ApiKey.expires_at, ApiKey.revoked_at, func.now()).where(
-    ApiKey.id == bindparam("key_id"))
+# Every authenticated request reads its key, so this read is sent on psycopg directly
+# (app.db.driver): one round trip, without SQLAlchemy's statement layer.
+_KEY_CHECK = ("SELECT id, operator_id, scopes, secret_hash, expires_at, revoked_at, now() "
+              "FROM api_keys WHERE id = %(key_id)s")
 
 
 def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
@@ -48,8 +49,8 @@ def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
 
 
 def _read_key(engine: Engine, key_id: str) -> KeyCheck | None:
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        row = connection.execute(_KEY_CHECK, {"key_id": key_id}).one_or_none()
+    with engine.connect() as connection:
+        row = read_outside_transaction(connection, _KEY_CHECK, {"key_id": key_id})
     return None if row is None else KeyCheck(*row)
 
 

@@ -1,10 +1,11 @@
 """A settle's round trips, and the connection it leaves behind (issue 14, app.db.appends).
 
-After the API key's read, a settle is two messages to PostgreSQL: ``BEGIN; TAKE`` and
-``APPEND; COMMIT``. The append path puts the session's connection in autocommit to send its
-own BEGIN; the pool must get the connection back as it gave it, whatever the answer. The
-key's earlier use is read in the statement that takes the key, so a round committed with
-that key in between is found by the key's unique constraint, and the request replays it.
+A settle is three messages to PostgreSQL: the API key's read, in autocommit, then
+``BEGIN; TAKE`` and ``APPEND; COMMIT``. The append path puts the session's connection in
+autocommit to send its own BEGIN; the pool must get the connection back as it gave it,
+whatever the answer. The key's earlier use is read in the statement that takes the key, so
+a round committed with that key in between is found by the key's unique constraint, and the
+request replays it.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
         answer = api.post("/v1/rounds", json=round_request(EX_000, table), headers=_key())
     assert answer.status_code == 201, answer.get_json()
     assert round_trips(lines) == 3, "\n".join(lines)
-    first, second = sent_queries(lines)
+    key_check, first, second = sent_queries(lines)
+    assert key_check.startswith('"SELECT id, operator_id, scopes')  # in autocommit
     assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
     assert "pg_try_advisory_xact_lock" in first
     assert second.rstrip('"').endswith("; COMMIT")

@@ -1,0 +1,72 @@
+"""Statements sent on psycopg directly, on a connection SQLAlchemy's pool lent (issue 14).
+
+Two paths of every settle skip SQLAlchemy's statement layer for its CPU: the API key's
+read (app.db.keys), which every authenticated request makes, and the append
+(app.db.appends). Everything else stays on SQLAlchemy. A statement here is one simple
+query with its values bound by psycopg (``ClientCursor``, quoted by libpq), so it may hold
+several statements and is one round trip. Errors are raised as SQLAlchemy's, with the
+pooled connection invalidated when the server went away, exactly as a statement run
+through SQLAlchemy would, so retries and 503 answers work the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+
+def driver_of(connection: Connection) -> psycopg.Connection[Any]:
+    """Return the psycopg connection under a SQLAlchemy one."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
+
+
+def send(connection: Connection, sql: str, params: Mapping[str, Any], *,
+         rows: bool = True) -> Any:
+    """Send ``sql`` as one message; return the first row of its last statement (None when
+    it has none), when ``rows``."""
+    with as_sqlalchemy_errors(connection, sql):
+        cursor = psycopg.ClientCursor(driver_of(connection))
+        cursor.execute(sql, params)
+        while cursor.nextset():
+            pass
+        return cursor.fetchone() if rows else None
+
+
+def read_outside_transaction(connection: Connection, sql: str,
+                             params: Mapping[str, Any]) -> Any:
+    """Send one read in autocommit (no BEGIN, no COMMIT: one round trip); return its first
+    row. The connection goes back to the pool as it came, out of autocommit."""
+    driver = driver_of(connection)
+    driver.autocommit = True
+    try:
+        return send(connection, sql, params)
+    finally:
+        # A connection that broke is not idle, and the pool discards it anyway.
+        if driver.pgconn.transaction_status == TransactionStatus.IDLE:
+            driver.autocommit = False
+
+
+@contextmanager
+def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[None]:
+    """Raise psycopg's errors as SQLAlchemy's; renew the pool when the server went away."""
+    try:
+        yield
+    except psycopg.Error as error:
+        dialect = connection.dialect
+        gone = dialect.is_disconnect(error,  # type: ignore[arg-type]  # psycopg's own Error
+                                     connection.connection.dbapi_connection, None)
+        if gone:
+            # As SQLAlchemy does for its own statements: this connection is discarded, and
+            # so are the pool's others, which the server most likely dropped with it.
+            connection.invalidate(error)
+            connection.engine.dispose(close=False)
+        raise DBAPIError.instance(statement, None, error, psycopg.Error,
+                                  connection_invalidated=gone, dialect=dialect) from error
