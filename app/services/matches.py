@@ -52,6 +52,7 @@ from app.services.rounds import (
     Settled,
     _replay,
     _round_row,
+    constraint_of,
     content_hash,
     round_json,
     sha256,
@@ -395,8 +396,12 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         earlier = _leave_by_key(session, operator_id, key)
         if earlier is not None:
             return _leave_replay(earlier, body_hash)
-        if start.earlier is not None:  # the key made a round, not this leave
-            return _replay(uow, operator_id, key, body_hash, start.earlier)
+        # The key's use as a statement after its lock sees it: the take's snapshot may
+        # miss a round committed just before, and a leave without a penalty appends no
+        # round whose key constraint would catch it.
+        used = uow.appends.committed_use(operator_id, key)
+        if used is not None:  # the key made a round, not this leave
+            return _replay(uow, operator_id, key, body_hash, used)
         seats = _seat_ids(match)
         if req.player_id not in seats:
             raise MatchError(Problem("player_id", f"player {req.player_id!r} has no seat in "
@@ -466,7 +471,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         try:
             session.flush()
         except IntegrityError as error:
-            if "pk_match_leaves" in str(error.orig):
+            if constraint_of(error) == "pk_match_leaves":
                 raise AlreadyLeft(req.player_id) from None
             raise
         return Settled(201, answer, replayed=False)

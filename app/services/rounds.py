@@ -170,8 +170,21 @@ def settle(
     """
     body_hash = sha256(raw)
     played = play(parse_round(data))
-    return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key, body_hash,
-                                          sessions, check))
+
+    def attempt() -> Settled:
+        return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
+                                              body_hash, sessions, check))
+
+    try:
+        return attempt()
+    except RoundIdTaken:
+        # The id may be held by this very request's round, which a retry of it committed
+        # between the take's snapshot and its lock (AppendStart): PostgreSQL then names
+        # whichever of the id's and the key's constraints it checked first. Once more:
+        # the take sees that round now and replays it; another round's id is refused again.
+        if data.get("round_id") is None:
+            raise
+        return attempt()
 
 
 def reverse(
@@ -260,12 +273,23 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 
+def constraint_of(error: IntegrityError) -> str | None:
+    """Return the name of the constraint ``error`` broke (never read from its message,
+    which quotes the values, an Idempotency-Key among them)."""
+    diag = getattr(error.orig, "diag", None)
+    name = getattr(diag, "constraint_name", None)
+    return name if isinstance(name, str) else None
+
+
 def _refused(error: IntegrityError, round_id: uuid.UUID) -> NoReturn:
     """Raise what an append's refusal means: a round id the operator already used, or a
-    chain head (in ``chains``) that no longer matches the chain's rounds."""
-    if "pk_rounds" in str(error.orig):
+    chain head (in ``chains``) that no longer matches the chain's rounds. Anything else,
+    the key's unique constraint among them (run_with_retry runs the request again),
+    is raised as it came."""
+    constraint = constraint_of(error)
+    if constraint == "pk_rounds":
         raise RoundIdTaken(str(round_id)) from None
-    if "uq_rounds_operator_id_table_id_chain_seq" in str(error.orig):
+    if constraint == "uq_rounds_operator_id_table_id_chain_seq":
         raise ChainHeadMismatch(str(error.orig)) from None
     raise error
 
@@ -311,7 +335,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         try:
             uow.appends.append(_round_row(reversal), players, lines, commit=True)
         except IntegrityError as error:
-            if "uq_rounds_operator_id_reverses_round_id" in str(error.orig):
+            if constraint_of(error) == "uq_rounds_operator_id_reverses_round_id":
                 raise AlreadyReversed(None) from None
             _refused(error, reversal.id)
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)

@@ -238,3 +238,61 @@ def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
             {"id": voided.get_json()["round_id"]}).one()
     assert stored_key == key
     assert stored_reason == reason
+
+
+def _hide_first_earlier_use(monkeypatch: Any) -> list[bool]:
+    """Make the take statement's snapshot miss the key's committed use, once."""
+    real_start = AppendRepository.start
+    calls: list[bool] = []
+
+    def missed(self: AppendRepository, *args: Any) -> Any:
+        start = real_start(self, *args)
+        calls.append(start is not None and start.earlier is not None)
+        return start if len(calls) > 1 or start is None else replace(start, earlier=None)
+
+    monkeypatch.setattr(AppendRepository, "start", missed)
+    return calls
+
+
+@pytest.mark.parametrize("key", ["pk_rounds-7", "x uq_rounds_operator_id_table_id_chain_seq"])
+@pytest.mark.parametrize("with_round_id", [False, True])
+def test_the_race_replays_whatever_the_key_spells_and_with_the_round_id_given(
+        api, monkeypatch, engine, key, with_round_id):
+    """The refusal is read from the constraint's name, never from the message, which
+    quotes the key; with the body's round id, the round breaks both the id's and the
+    key's constraints, whichever PostgreSQL names, and still replays."""
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    body = round_request(EX_000, table)
+    if with_round_id:
+        body["round_id"] = str(uuid.uuid4())
+    first = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key + table})
+    assert first.status_code == 201
+    _hide_first_earlier_use(monkeypatch)
+    again = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key + table})
+    assert again.status_code == 200, again.get_json()
+    assert again.get_json() == first.get_json()
+    assert rounds_at(engine, table) == 1
+
+
+def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(api, monkeypatch,
+                                                                            engine):
+    """A leave without a penalty appends no round whose key constraint would catch the
+    race: it reads the key's use again after taking it."""
+    seats = ["E", "S", "W", "N"]
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    opened = api.post("/v1/matches", json={"ruleset": {"preset": "dagiang4", "overrides": {
+        "min_rounds_before_leave": 1}}, "table_id": table, "stake": "100", "seats": seats},
+        headers=_key())
+    assert opened.status_code == 201, opened.get_json()
+    match_id = opened.get_json()["match_id"]
+    key = {"Idempotency-Key": uuid.uuid4().hex}
+    settled = api.post("/v1/rounds", json=round_request(EX_000, f"other-{table}"), headers=key)
+    assert settled.status_code == 201
+    _hide_first_earlier_use(monkeypatch)
+    left = api.post(f"/v1/matches/{match_id}/leave", json={
+        "player_id": "E", "reason": "continue_limit", "balance": "10000"}, headers=key)
+    assert left.status_code == 422, left.get_json()
+    assert left.get_json()["type"] == "/problems/idempotency-key-reused"
+    with engine.connect() as connection:
+        assert connection.scalar(text(
+            "SELECT count(*) FROM match_leaves WHERE match_id = :m"), {"m": match_id}) == 0
