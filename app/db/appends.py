@@ -83,8 +83,9 @@ class AppendStart:
 
     ``earlier`` is what the statement that took the key saw: its snapshot was taken just
     before the key's lock, so a round that used the key and committed in between is not
-    in it. The append then fails on the key's unique constraint (``KEY_CONSTRAINT``), and
-    the request is run again, to find that round and replay it.
+    in it. A settle's append then fails on the key's unique constraint (``KEY_CONSTRAINT``),
+    and the request is run again, to find that round and replay it; a path that may append
+    no round (a leave without a penalty) reads the key's use again (``committed_use``).
     """
 
     seq: int
@@ -112,8 +113,8 @@ LEFT JOIN rounds used ON key.taken AND used.operator_id = %(operator_id)s
 """
 
 _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
-# In a statement of its own after the key's lock was refused: under READ COMMITTED its
-# snapshot sees every round committed until then.
+# In a statement of its own, after the key's lock was taken or refused: under READ
+# COMMITTED its snapshot sees every round committed until then.
 _KEY_USE = ("SELECT body_hash, id FROM rounds "
             "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
 # The unique constraint that stops a second round with one key (see AppendStart).
@@ -215,7 +216,12 @@ class AppendRepository:
         the first row of its last statement, or None, when ``rows``."""
         if not self._session.in_transaction():
             # Nothing sent yet: autocommit, so that this repository's first message opens
-            # the transaction (SQLAlchemy restores the pool's setting on check-in).
+            # the transaction (SQLAlchemy restores the pool's setting on check-in). The
+            # unit of work's commit and rollback still end it: SQLAlchemy calls the
+            # driver's commit() and rollback() in autocommit too, and psycopg sends COMMIT
+            # or ROLLBACK whenever the server holds a transaction. The dialect's
+            # skip_autocommit_rollback option would break that; it is never set, and
+            # tests/e2e/test_append_messages.py checks every way out.
             self._session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         connection = self._session.connection()
         driver = driver_of(connection)

@@ -7,8 +7,11 @@ columns itself, and ``ruleset_name`` too, so the round pass also tells each tabl
 from the index (reconciliation's money by game, app.services.reconcile), and the second
 index goes: one index entry fewer per round.
 
-The new index is built CONCURRENTLY, then takes the constraint's name in one short
-transaction, so a live ledger keeps taking rounds while it builds.
+The new index is built CONCURRENTLY, so a live ledger keeps taking rounds while it builds;
+then it takes the constraint's name in one short transaction, whose lock on ``rounds``
+waits at most LOCK_TIMEOUT for readers in progress (a long report, say): past that the
+migration stops with a lock timeout instead of holding every settle behind it, and may
+simply be run again.
 
 Revision ID: 0013_chain_index
 Revises: 0012_lz4_toast
@@ -30,6 +33,13 @@ KEY = "operator_id, table_id, chain_seq"
 INCLUDE = "created_at, kind, content_hash, prev_hash, id, ruleset_name"
 OLD_INCLUDE = "created_at, kind, content_hash, prev_hash, id"
 BUILDING = "uq_rounds_chain_seq_building"
+LOCK_TIMEOUT = "5s"
+
+
+def _take_constraint() -> None:
+    op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    op.execute(f"ALTER TABLE rounds DROP CONSTRAINT {CONSTRAINT}, "
+               f"ADD CONSTRAINT {CONSTRAINT} UNIQUE USING INDEX {BUILDING}")
 
 
 def upgrade() -> None:
@@ -37,17 +47,17 @@ def upgrade() -> None:
         op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {BUILDING}")  # a failed earlier try
         op.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {BUILDING} ON rounds ({KEY}) "
                    f"INCLUDE ({INCLUDE})")
-    op.execute(f"ALTER TABLE rounds DROP CONSTRAINT {CONSTRAINT}, "
-               f"ADD CONSTRAINT {CONSTRAINT} UNIQUE USING INDEX {BUILDING}")
+    _take_constraint()
     with op.get_context().autocommit_block():
         op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {COVERING}")
 
 
 def downgrade() -> None:
     with op.get_context().autocommit_block():
-        op.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {COVERING} ON rounds ({KEY}) "
-                   f"INCLUDE ({OLD_INCLUDE})")
+        # Either may be left, invalid, by a downgrade that failed part way.
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {COVERING}")
         op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {BUILDING}")
+        op.execute(f"CREATE INDEX CONCURRENTLY {COVERING} ON rounds ({KEY}) "
+                   f"INCLUDE ({OLD_INCLUDE})")
         op.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {BUILDING} ON rounds ({KEY})")
-    op.execute(f"ALTER TABLE rounds DROP CONSTRAINT {CONSTRAINT}, "
-               f"ADD CONSTRAINT {CONSTRAINT} UNIQUE USING INDEX {BUILDING}")
+    _take_constraint()

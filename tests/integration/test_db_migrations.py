@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, inspect, make_url, text
 from sqlalchemy.pool import NullPool
 
 from app import create_app
-from app.config import Settings
+from app.config import Settings, libpq_url
 from app.db import get_database
 from app.db.models import ALL_TABLES, Base
 from app.db.schema import SchemaError, check_schema, downgrade, head_revisions, upgrade
@@ -180,3 +180,36 @@ def test_a_schema_first_seen_on_a_request_is_checked_then_and_until_it_passes(
         assert app.extensions[SCHEMA_GATE].passed
     finally:
         engine.dispose()
+
+
+def test_the_chain_index_migration_stops_rather_than_queue_settles_behind_a_long_reader(
+        make_database):
+    """0013 renames its new index into the chain's constraint under an exclusive lock on
+    rounds. Behind a reader that holds rounds (a long report), it gives up after its lock
+    timeout instead of making every settle wait behind it, and a second run succeeds."""
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    url = make_database()
+    upgrade(url, "0012_lz4_toast")
+    reader = psycopg.connect(libpq_url(url))
+    try:
+        reader.execute("SELECT count(*) FROM rounds").fetchone()  # holds ACCESS SHARE
+        # Without the migration's own lock timeout the ALTER would wait for the reader:
+        # this statement timeout ends that wait with another error, not a hang.
+        bounded = make_url(url).update_query_dict(
+            {"options": "-c statement_timeout=30000"}).render_as_string(hide_password=False)
+        with pytest.raises(OperationalError, match="lock timeout"):
+            upgrade(bounded)
+        assert _revisions(url) == {"0012_lz4_toast"}
+    finally:
+        reader.close()
+    upgrade(url)
+    assert _revisions(url) == set(head_revisions())
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        indexes = {row[0]: row[1] for row in connection.exec_driver_sql(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'rounds'")}
+    assert "ix_rounds_operator_id_table_id_chain_seq" not in indexes
+    assert "uq_rounds_chain_seq_building" not in indexes
+    assert "INCLUDE (created_at, kind, content_hash, prev_hash, id, ruleset_name)" in indexes[
+        "uq_rounds_operator_id_table_id_chain_seq"]
