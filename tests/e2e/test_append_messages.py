@@ -296,3 +296,20 @@ def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(a
     with engine.connect() as connection:
         assert connection.scalar(text(
             "SELECT count(*) FROM match_leaves WHERE match_id = :m"), {"m": match_id}) == 0
+
+
+def test_an_error_after_the_take_rolls_back_and_frees_the_key_and_the_chain(sessions,
+                                                                           engine):
+    """The unit of work ends the append path's own transaction on any exception, through
+    the driver's rollback() that SQLAlchemy calls in autocommit too: locks are gone and the
+    pooled connection is idle and out of autocommit again."""
+    operator, table, key = "op-msg", f"msg-{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
+    with pytest.raises(LookupError), UnitOfWork(sessions) as uow:
+        assert uow.appends.start(operator, table, key) is not None
+        raise LookupError("a check refused the round")
+    with UnitOfWork(sessions) as uow:  # neither the key nor the chain is held any more
+        again = uow.appends.start(operator, table, key)
+        assert again is not None and again.seq == 1
+        driver = uow.session.connection().connection.driver_connection
+    assert driver.autocommit is False
+    assert driver.pgconn.transaction_status == pq.TransactionStatus.IDLE
