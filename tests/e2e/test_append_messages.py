@@ -155,15 +155,8 @@ def test_every_answer_gives_the_pool_its_connection_back_as_it_was(app, api, eng
     assert rounds_at(engine, table) == 2
 
 
-def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch, engine):
-    """The statement that takes the key reads its use with a snapshot taken just before
-    the key's lock; a round committed in between is not in it. Here the snapshot is made
-    to miss a committed round: the append then meets the key's unique constraint, and the
-    request runs again and replays the round instead of failing or storing a second one."""
-    table = f"msg-{uuid.uuid4().hex[:10]}"
-    body, key = round_request(EX_000, table), _key()
-    first = api.post("/v1/rounds", json=body, headers=key)
-    assert first.status_code == 201
+def _hide_first_earlier_use(monkeypatch: Any) -> list[bool]:
+    """Make the take statement's snapshot miss the key's committed use, once."""
     real_start = AppendRepository.start
     calls: list[bool] = []
 
@@ -173,6 +166,19 @@ def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch,
         return start if len(calls) > 1 or start is None else replace(start, earlier=None)
 
     monkeypatch.setattr(AppendRepository, "start", missed)
+    return calls
+
+
+def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch, engine):
+    """The statement that takes the key reads its use with a snapshot taken just before
+    the key's lock; a round committed in between is not in it. Here the snapshot is made
+    to miss a committed round: the append then meets the key's unique constraint, and the
+    request runs again and replays the round instead of failing or storing a second one."""
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    body, key = round_request(EX_000, table), _key()
+    first = api.post("/v1/rounds", json=body, headers=key)
+    assert first.status_code == 201
+    calls = _hide_first_earlier_use(monkeypatch)
     again = api.post("/v1/rounds", json=body, headers=key)
     assert again.status_code == 200, again.get_json()
     assert again.get_json() == first.get_json()
@@ -238,20 +244,6 @@ def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
             {"id": voided.get_json()["round_id"]}).one()
     assert stored_key == key
     assert stored_reason == reason
-
-
-def _hide_first_earlier_use(monkeypatch: Any) -> list[bool]:
-    """Make the take statement's snapshot miss the key's committed use, once."""
-    real_start = AppendRepository.start
-    calls: list[bool] = []
-
-    def missed(self: AppendRepository, *args: Any) -> Any:
-        start = real_start(self, *args)
-        calls.append(start is not None and start.earlier is not None)
-        return start if len(calls) > 1 or start is None else replace(start, earlier=None)
-
-    monkeypatch.setattr(AppendRepository, "start", missed)
-    return calls
 
 
 @pytest.mark.parametrize("key", ["pk_rounds-7", "x uq_rounds_operator_id_table_id_chain_seq"])

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +33,15 @@ def _call(port: int, method: str, path: str, body: Any = None,
     return response
 
 
-def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
-        settings, make_key, tmp_path: Path) -> None:
-    operator = f"logs-{uuid.uuid4().hex[:8]}"
-    token = make_key("rounds:write", "rounds:read", operator_id=operator)
+@contextmanager
+def serving(settings: Any, tmp_path: Path, **env: str) -> Iterator[tuple[int, Path, Path]]:
+    """Run the service under gunicorn (one worker) until /healthz answers; yield its port
+    and the files of its stdout and stderr; stop it at the end."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     # The runtime login the suite serves as (the owner would be refused at start).
     environ |= {"DATABASE_URL": settings.database_url, "HOST": "127.0.0.1", "PORT": str(port),
-                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO"}
+                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO", **env}
     out, err = tmp_path / "out.log", tmp_path / "err.log"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=stdout,
@@ -54,6 +56,17 @@ def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
                 pass
             assert server.poll() is None and time.monotonic() < deadline, err.read_text()
             time.sleep(0.1)
+        yield port, out, err
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
+        settings, make_key, tmp_path: Path) -> None:
+    operator = f"logs-{uuid.uuid4().hex[:8]}"
+    token = make_key("rounds:write", "rounds:read", operator_id=operator)
+    with serving(settings, tmp_path) as (port, out, err):
         auth = {"Authorization": f"Bearer {token}"}
         sent = [
             ("GET", "/healthz", None, {"X-Request-Id": "client-id-1"}, 200),
@@ -69,9 +82,6 @@ def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
             response = _call(port, method, path, body, headers)
             assert response.status == status, (path, response.status)
             ids.append(response.getheader("X-Request-Id"))
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
 
     lines = (err.read_text() + out.read_text()).splitlines()
     records = [json.loads(line) for line in lines]  # every line parses
@@ -95,30 +105,9 @@ def test_every_log_line_is_json_with_one_line_per_request_and_its_id(
 
 
 def test_access_log_dash_adds_gunicorns_access_lines_as_json(settings, tmp_path: Path) -> None:
-    port = free_port()
-    environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-    environ |= {"DATABASE_URL": settings.database_url, "HOST": "127.0.0.1", "PORT": str(port),
-                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO", "ACCESS_LOG": "-"}
-    out, err = tmp_path / "out.log", tmp_path / "err.log"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=stdout,
-                                  stderr=stderr)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if _call(port, "GET", "/healthz", headers={"User-Agent": "ready-probe"}
-                         ).status == 200:
-                    break
-            except OSError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, err.read_text()
-            time.sleep(0.1)
+    with serving(settings, tmp_path, ACCESS_LOG="-") as (port, out, _):
         assert _call(port, "GET", "/healthz", headers={"User-Agent": "access-check"}
                      ).status == 200
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     access = [r for r in records if r["logger"] == "gunicorn.access"]
     assert any("GET /healthz" in r["message"] and "access-check" in r["message"]
