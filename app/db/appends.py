@@ -50,8 +50,6 @@ from typing import Any
 
 import orjson
 from psycopg.pq import TransactionStatus
-from psycopg.types.json import Jsonb
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.orm import Session
 
@@ -145,22 +143,23 @@ def _append_statement() -> str:
     Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
     players and lines are checked at the end of the statement, after the round's row.
     """
-    rounds = Round.__table__
-    columns = [c.key for c in rounds.columns if c.key != "txid"]
-    values = ", ".join(f"%(r_{name})s::{_sql_type(rounds.c[name])}" for name in columns)
+    names = ", ".join(ROUND_COLUMNS)
     players = _recordset_insert(RoundPlayer.__table__, "players", PLAYER_COLUMNS)
     lines = _recordset_insert(LedgerLine.__table__, "lines", LINE_COLUMNS)
-    return (f"WITH new_players AS ({players}), new_lines AS ({lines}), "
-            "head AS (UPDATE chains SET seq = %(r_chain_seq)s, head_hash = %(r_content_hash)s "
-            "WHERE operator_id = %(r_operator_id)s AND table_id = %(r_table_id)s) "
-            f"INSERT INTO rounds ({', '.join(columns)}) VALUES ({values})")
+    return ("WITH new_round AS (SELECT * FROM jsonb_populate_record(NULL::rounds, "
+            "%(round)s::jsonb)), "
+            f"new_players AS ({players}), new_lines AS ({lines}), "
+            "head AS (UPDATE chains SET seq = r.chain_seq, head_hash = r.content_hash "
+            "FROM new_round r WHERE chains.operator_id = r.operator_id "
+            "AND chains.table_id = r.table_id) "
+            f"INSERT INTO rounds ({names}) SELECT {names} FROM new_round")
 
 
+# txid is the database's (the inserting transaction).
+ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
 PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
 # The line id is the database's identity, and txid the inserting transaction's.
 LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
-_JSON_COLUMNS = frozenset(c.key for c in Round.__table__.columns
-                          if isinstance(c.type, postgresql.JSONB))
 _APPEND = _append_statement()
 
 
@@ -204,11 +203,11 @@ class AppendRepository:
         Refusals (a taken round id, a second reversal, a key used twice) raise
         IntegrityError, and the transaction is left to be rolled back.
         """
-        params: dict[str, Any] = {
-            f"r_{name}": Jsonb(value, dumps=_json_text) if name in _JSON_COLUMNS else value
-            for name, value in round_.items()}
-        params["players"] = _rows_json(players, PLAYER_COLUMNS)
-        params["lines"] = _rows_json(lines, LINE_COLUMNS)
+        params = {"round": _json_of({name: round_[name] for name in ROUND_COLUMNS}),
+                  "players": _json_of([{name: p[name] for name in PLAYER_COLUMNS}
+                                       for p in players]),
+                  "lines": _json_of([{name: line[name] for name in LINE_COLUMNS}
+                                     for line in lines])}
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
     def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
@@ -231,23 +230,20 @@ class AppendRepository:
         return send(connection, sql, params, rows=rows)
 
 
-def _rows_json(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """Rows as a JSON array of objects, exactly: money (Decimal) as its text, which
-    PostgreSQL reads back into numeric digit for digit; ids and times as orjson writes
-    them (a UUID's text, RFC 3339 with the offset)."""
-    return orjson.dumps([{name: row[name] for name in columns} for row in rows],
-                        default=_decimal_text).decode()
-
-
-def _decimal_text(value: Any) -> str:
-    if isinstance(value, Decimal):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not a column value of a ledger row")
-
-
-def _json_text(value: Any) -> bytes:
-    """A JSONB parameter's text: orjson, or the standard library for what orjson refuses."""
+def _json_of(value: Any) -> str:
+    """Rows as JSON, exactly: money (Decimal) as its text, which PostgreSQL reads back into
+    numeric digit for digit; ids and times as their text (a UUID's, ISO 8601 with the
+    offset); a JSONB column's value as itself. orjson writes it, or the standard library
+    what orjson refuses (an integer past 64 bits)."""
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=_column_text).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False).encode()
+        return json.dumps(value, default=_column_text, ensure_ascii=False)
+
+
+def _column_text(value: Any) -> str:
+    if isinstance(value, Decimal | uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not a column value of a ledger row")
