@@ -12,8 +12,8 @@ Two messages make a settle (after the API key's read):
 
 - ``BEGIN; TAKE``: the transaction's start, then one statement that takes the key and the
   chain and returns the chain's head and the key's earlier use;
-- ``APPEND; COMMIT``: the round's row, its players and lines and the chain's new head,
-  then the commit.
+- ``APPEND; COMMIT``: the round's row (one JSON object), its players and lines (two JSON
+  arrays) and the chain's new head, then the commit.
 
 Each message is one simple query, with its values bound by psycopg (app.db.driver:
 ``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
