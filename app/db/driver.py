@@ -70,3 +70,10 @@ def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[Non
             connection.engine.dispose(close=False)
         raise DBAPIError.instance(statement, None, error, psycopg.Error,
                                   connection_invalidated=gone, dialect=dialect) from error
+
+
+def constraint_of(error: DBAPIError) -> str | None:
+    """Return the name of the constraint ``error`` broke, from the server's report (never
+    from its message, which quotes the values, an Idempotency-Key among them)."""
+    name = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+    return name if isinstance(name, str) else None

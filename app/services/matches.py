@@ -22,6 +22,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.driver import constraint_of
 from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound, Round
 from app.db.repositories import MAX_PAGE, InvalidCursor
 from app.domain.banker_games import BankerSeat
@@ -52,7 +53,6 @@ from app.services.rounds import (
     Settled,
     _replay,
     _round_row,
-    constraint_of,
     content_hash,
     round_json,
     sha256,

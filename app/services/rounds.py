@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.appends import KeyUse
+from app.db.driver import constraint_of
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import Cursor, Page
 from app.domain.games import Game, game_of_preset, presets_of
@@ -271,14 +272,6 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         if check is not None:
             check(uow, played, round_id)
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
-
-
-def constraint_of(error: IntegrityError) -> str | None:
-    """Return the name of the constraint ``error`` broke (never read from its message,
-    which quotes the values, an Idempotency-Key among them)."""
-    diag = getattr(error.orig, "diag", None)
-    name = getattr(diag, "constraint_name", None)
-    return name if isinstance(name, str) else None
 
 
 def _refused(error: IntegrityError, round_id: uuid.UUID) -> NoReturn:

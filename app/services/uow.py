@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.appends import KEY_CONSTRAINT, AppendRepository
+from app.db.driver import constraint_of
 from app.db.repositories import LedgerRepository, RoundRepository
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,7 @@ def is_retryable(error: BaseException) -> bool:
         return False
     if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
         return True
-    diag = getattr(error.orig, "diag", None)
-    return isinstance(error, IntegrityError) and getattr(
-        diag, "constraint_name", None) == KEY_CONSTRAINT
+    return isinstance(error, IntegrityError) and constraint_of(error) == KEY_CONSTRAINT
 
 
 def run_with_retry(
