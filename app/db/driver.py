@@ -12,13 +12,15 @@ through SQLAlchemy would, so retries and 503 answers work the same.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
+
+from app.db.engine import TRANSACTION_SETUP
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:
@@ -30,25 +32,38 @@ def driver_of(connection: Connection) -> psycopg.Connection[Any]:
 
 def send(connection: Connection, sql: str, params: Mapping[str, Any], *,
          rows: bool = True) -> Any:
-    """Send ``sql`` as one message; return the first row of its last statement (None when
-    it has none), when ``rows``."""
+    """Send ``sql`` as one message; when ``rows``, return the first row of the last of its
+    statements that returns rows (None when that one has none)."""
     with as_sqlalchemy_errors(connection, sql):
         cursor = psycopg.ClientCursor(driver_of(connection))
         cursor.execute(sql, params)
-        while cursor.nextset():
-            pass
-        return cursor.fetchone() if rows else None
+        row = None
+        while True:
+            if rows and cursor.description is not None:
+                row = cursor.fetchone()
+            if not cursor.nextset():
+                return row
 
 
 def read_outside_transaction(connection: Connection, sql: str,
                              params: Mapping[str, Any]) -> Any:
-    """Send one read in autocommit (no BEGIN, no COMMIT: one round trip); return its first
-    row. The connection goes back to the pool as it came, out of autocommit."""
+    """Send one read in autocommit (one round trip); return its first row. Behind a pooler
+    it runs in a transaction of its own in the same message, so the per-transaction setup
+    (the timeouts, ``TRANSACTION_SETUP``) bounds it too. The connection goes back to the
+    pool as it came, out of autocommit."""
     driver = driver_of(connection)
+    setup = connection.get_execution_options().get(TRANSACTION_SETUP)
+    if setup:
+        sql = f"BEGIN; {setup}; {sql}; COMMIT"
     driver.autocommit = True
     try:
         return send(connection, sql, params)
     finally:
+        if driver.pgconn.transaction_status in (TransactionStatus.INTRANS,
+                                                TransactionStatus.INERROR):
+            # The read failed inside its own transaction (behind a pooler): end it.
+            with suppress(psycopg.Error):
+                driver.rollback()
         # A connection that broke is not idle, and the pool discards it anyway.
         if driver.pgconn.transaction_status == TransactionStatus.IDLE:
             driver.autocommit = False

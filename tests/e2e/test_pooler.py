@@ -229,6 +229,25 @@ def test_the_append_paths_own_begin_sends_the_timeouts_with_it(pooled_app, setti
                           settings.db_idle_in_transaction_timeout_ms}
 
 
+def test_the_api_keys_read_behind_the_pooler_is_bounded_by_the_timeouts(pooled_app, api):
+    """The key's read is one message in autocommit; behind a pooler no session setting
+    bounds it, so it runs in a transaction of its own with the per-transaction setup."""
+    from tests.e2e.test_append_messages import sent_queries, traced
+
+    with traced(pooled_app) as lines:
+        assert api.get("/v1/rounds?limit=1").status_code == 200
+    key_read = next(q for q in sent_queries(lines) if "FROM api_keys" in q)
+    assert key_read.startswith('"BEGIN; SET LOCAL statement_timeout')
+    assert key_read.rstrip('"').endswith("; COMMIT")
+    engine = get_database(pooled_app).engine
+    held = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
+    try:
+        assert all(not f.driver_connection.autocommit for f in held)
+    finally:
+        for fairy in held:
+            fairy.close()
+
+
 def test_concurrent_rounds_at_one_table_form_one_chain_through_the_pooler(api):
     table = f"pool-{uuid.uuid4().hex[:10]}"
     start = threading.Barrier(10)
