@@ -88,10 +88,12 @@ def test_the_advisor_answers_as_pinned(k: int) -> None:
     for mine, theirs in zip([*got["ranked"], got["keep_back"]],
                             [*pinned["answer"]["ranked"], pinned["answer"]["keep_back"]],
                             strict=True):
-        if theirs["model_points"] is not None:
+        if theirs["model_points"] is None:
+            assert mine["model_points"] is None
+        else:
             assert mine["model_points"] == pytest.approx(theirs["model_points"], rel=1e-9,
                                                          abs=1e-9)
-        mine["model_points"] = theirs["model_points"]
+            mine["model_points"] = theirs["model_points"]
     assert got == pinned["answer"]
 
 
