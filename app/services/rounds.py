@@ -217,7 +217,7 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     if earlier.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
     round_ = uow.rounds.get_plain(operator_id, earlier.round_id)
-    if round_ is None or round_.operator_id != operator_id:
+    if round_ is None:
         raise RuntimeError(f"idempotency key {key!r} names a round that is not there")
     return Settled(200, round_json(round_, reversed_by=None), replayed=True)
 
@@ -294,7 +294,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         if not uow.appends.try_lock_key(operator_id, key):
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         original = uow.rounds.get_plain(operator_id, round_id)
-        if original is None or original.operator_id != operator_id:
+        if original is None:
             raise RoundNotFound(str(round_id))
         if original.kind == REVERSAL_KIND:
             raise NotReversible(str(round_id))
