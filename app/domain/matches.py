@@ -12,7 +12,6 @@ Everything here is pure: the service reads the match's rows and hands the counts
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from app.domain.errors import DomainError, Problem, RulesetError
-from app.domain.settlement import Settlement
+from app.domain.settlement import Settlement, cut_toward_zero
 
 MAX_ROUNDS_PER_MATCH = 1000
 MAX_PENALTY_MULTIPLE = Decimal(100)
@@ -283,14 +282,14 @@ def leave(rules: MatchRules, *, stake: Decimal, precision: int, balance: Decimal
     if rounds_played >= rules.min_rounds_before_leave:
         return LeaveOutcome(False, f"left after {rounds_played} rounds, the minimum is "
                             f"{rules.min_rounds_before_leave}", Decimal(0), Decimal(0), ())
-    due = _cut(Fraction(rules.leave_penalty) * Fraction(stake), precision)
+    due = cut_toward_zero(Fraction(rules.leave_penalty) * Fraction(stake), precision)
     amount = min(due, balance)
     if amount <= 0:
         why = "the penalty is zero" if due <= 0 else "the player's balance is zero"
         return LeaveOutcome(False, why, Decimal(0), due, ())
     lines = [PenaltyLine(player, PENALTY_KIND, -amount)]
     if rules.leave_penalty_to is PenaltyTo.SEATS and stayers:
-        share = _cut(Fraction(amount) / len(stayers), precision)
+        share = cut_toward_zero(Fraction(amount) / len(stayers), precision)
         lines.extend(PenaltyLine(s, PENALTY_KIND, share) for s in stayers if share > 0)
         remainder = amount - share * len(stayers)
         if remainder:
@@ -306,7 +305,3 @@ def leave(rules: MatchRules, *, stake: Decimal, precision: int, balance: Decimal
     return LeaveOutcome(True, why, amount, due, tuple(lines))
 
 
-def _cut(amount: Fraction, precision: int) -> Decimal:
-    """Cut an exact amount toward zero at ``precision`` decimals."""
-    units = math.trunc(amount * 10 ** precision)
-    return Decimal(units).scaleb(-precision)

@@ -24,7 +24,6 @@ Player lines carry the account's balance before and after the line; house lines 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded, localcontext
@@ -496,7 +495,12 @@ def quantize(amount: Decimal, precision: int) -> Decimal:
             and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
         cut = amount.quantize(_STEPS[precision], context=_TOWARD_ZERO)
         return cut.copy_abs() if cut.is_zero() else cut  # no "-0.00"
-    return _units_decimal(math.trunc(Fraction(amount) * 10 ** precision), precision)
+    return cut_toward_zero(Fraction(amount), precision)
+
+
+def cut_toward_zero(amount: Fraction, precision: int) -> Decimal:
+    """Return an exact amount cut toward zero at ``precision`` decimals, exactly."""
+    return _units_decimal(_toward_zero(amount, 10 ** precision), precision)
 
 
 def money_text(amount: Decimal, precision: int) -> str:
