@@ -202,6 +202,12 @@ def _leaves_of(session: Session, match: Match) -> list[MatchLeave]:
                                 .order_by(MatchLeave.created_at, MatchLeave.player_id)))
 
 
+def _played(session: Session, match: Match) -> int:
+    """Return how many rounds of ``match`` were played."""
+    return session.scalar(select(func.count()).select_from(MatchRound).where(
+        MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
+
+
 def _seat_ids(match: Match) -> list[str]:
     return [s["player_id"] for s in match.seats]
 
@@ -338,8 +344,7 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
         if problems:
             raise MatchError(problems)
         rules = rules_from_dict(match.match_rules)
-        played_count = session.scalar(select(func.count()).select_from(MatchRound).where(
-            MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
+        played_count = _played(session, match)
         left = [leave_.player_id for leave_ in _leaves_of(session, match)]
         players = [p.player_id for p in r.players]
         banker = next((p.player_id for p in r.players
@@ -413,8 +418,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         if any(leave_.player_id == req.player_id for leave_ in leaves):
             raise AlreadyLeft(req.player_id)
         rules = rules_from_dict(match.match_rules)
-        played = session.scalar(select(func.count()).select_from(MatchRound).where(
-            MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
+        played = _played(session, match)
         if played >= rules.rounds_per_match:
             raise MatchError(Problem("match_id", "the match is closed: its "
                                      f"{rules.rounds_per_match} rounds were played",
