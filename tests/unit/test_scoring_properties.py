@@ -39,13 +39,21 @@ def _count(ruleset: Ruleset, wanted: int) -> int:
     return max(ruleset.min_players, min(ruleset.max_players, wanted))
 
 
+@st.composite
+def tables(draw: st.DrawFn) -> tuple[Ruleset, list[PlayerHand]]:
+    """A preset and a table of its players, some arranged, some sending loose cards."""
+    ruleset = PRESETS[draw(presets)]
+    loose = draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    return ruleset, _hands(draw(decks), ruleset, _count(ruleset, draw(st.integers(2, 4))),
+                           loose)
+
+
 @settings(max_examples=60, deadline=None)
-@given(presets, decks, st.integers(2, 4), st.lists(st.booleans(), min_size=4, max_size=4))
-def test_totals_sum_to_zero_and_items_explain_each_pair(name: str, cards: list[Card],
-                                                        wanted: int,
-                                                        loose: list[bool]) -> None:
-    ruleset = PRESETS[name]
-    result = score_round(_hands(cards, ruleset, _count(ruleset, wanted), loose), ruleset)
+@given(tables())
+def test_totals_sum_to_zero_and_items_explain_each_pair(
+        table: tuple[Ruleset, list[PlayerHand]]) -> None:
+    ruleset, hands = table
+    result = score_round(hands, ruleset)
     assert sum(result.totals.values()) == 0
     for pair in result.pairs:
         assert sum(item.points for item in pair.items) == pair.points
@@ -114,12 +122,10 @@ def _choices(player: PlayerHand, ruleset: Ruleset) -> list[PlayerHand]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(presets, decks, st.integers(2, 4), st.lists(st.booleans(), min_size=4, max_size=4))
-def test_scoring_choices_for_one_seat_is_scoring_each_round(name: str, cards: list[Card],
-                                                           wanted: int,
-                                                           loose: list[bool]) -> None:
-    ruleset = PRESETS[name]
-    me, *others = _hands(cards, ruleset, _count(ruleset, wanted), loose)
+@given(tables())
+def test_scoring_choices_for_one_seat_is_scoring_each_round(
+        table: tuple[Ruleset, list[PlayerHand]]) -> None:
+    ruleset, (me, *others) = table
     choices = _choices(me, ruleset)
     assert score_choices(choices, others, ruleset) == [
         score_round([c, *others], ruleset) for c in choices]
