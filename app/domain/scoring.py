@@ -172,10 +172,14 @@ def score_choices(choices: Sequence[PlayerHand], others: Sequence[PlayerHand],
     prepared: list[_Seat] = []
     for choice in choices:
         table = [choice, *others]
-        _refuse_table(table, ruleset)
-        mine = _prepare(0, choice, ruleset)
-        if not prepared:
-            prepared = [_prepare(i, p, ruleset) for i, p in enumerate(table) if i]
+        try:
+            _refuse_table(table, ruleset)
+            mine = _prepare(0, choice, ruleset)
+            if not prepared:
+                prepared = [_prepare(i, p, ruleset) for i, p in enumerate(table) if i]
+        except DomainError:
+            score_round(table, ruleset)  # refuses every problem at once, as it always does
+            raise
         out.append(_score([mine, *prepared], ruleset))
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -183,3 +184,28 @@ def test_the_screen_lets_every_special_hand_through() -> None:
         hand = parse_cards(text.split())
         assert find_specials(hand), text
         assert _may_hold_special(hand), text
+
+
+def test_scoring_choices_refuses_every_problem_at_once_as_scoring_the_round_does() -> None:
+    """Two opponents whose arrangements foul, under a preset that refuses fouls: both in
+    one refusal, the same as score_round gives for that table (not the first alone)."""
+    from app.domain.errors import DomainError
+
+    ruleset = PRESETS["dagiang4"]
+    assert ruleset.foul is FoulPolicy.REJECT
+
+    def fouled(player: str, text: str) -> PlayerHand:
+        cards = parse_cards(text.split())  # a pair of aces in front over a weak middle: a foul
+        return PlayerHand(player, arrangement(cards[:3], cards[3:8], cards[8:]))
+
+    mine = "2c 3c 4c 5c 6c 7d 8d 9d Td Jd Qh Kh 2h"
+    me = PlayerHand("me", cards=tuple(parse_cards(mine.split())))
+    east = fouled("east", "As Ah 3s 4s 6h 8c 9c Js 5d 7s 9h Ts Qs")
+    west = fouled("west", "Kd Kc 2d 3d 4h 6d 8s Qd 5s 7h 9s Jh Ac")
+    with pytest.raises(DomainError) as by_round:
+        score_round([me, east, west], ruleset)
+    with pytest.raises(DomainError) as by_choices:
+        score_choices([me], [east, west], ruleset)
+    assert str(by_choices.value) == str(by_round.value)
+    assert "east" in str(by_round.value) or "players[1]" in str(by_round.value)
+    assert "players[2]" in str(by_round.value) or "west" in str(by_round.value)
