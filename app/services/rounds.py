@@ -30,7 +30,7 @@ from typing import Any, NoReturn, Protocol
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.appends import KeyUse
+from app.db.appends import ROUND_COLUMNS, KeyUse
 from app.db.driver import constraint_of
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import Cursor, Page
@@ -336,16 +336,13 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
 
 def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return the validated request as JSON values: what re-scoring the round reads."""
-    stored: dict[str, Any] = json.loads(canonical_json(data))
+    stored: dict[str, Any] = as_json(data)
     return stored
 
 
-# txid is the database's (the inserting transaction), like a line's id.
-_ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
-
-
 def _round_row(round_: Round) -> dict[str, Any]:
-    return {name: getattr(round_, name) for name in _ROUND_COLUMNS}
+    """The round's columns as the append writes them (txid is the database's)."""
+    return {name: getattr(round_, name) for name in ROUND_COLUMNS}
 
 
 def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
