@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
@@ -39,7 +39,9 @@ def send(connection: Connection, sql: str, params: Mapping[str, Any], *,
         cursor.execute(sql, params)
         row = None
         while True:
-            if rows and cursor.description is not None:
+            # The result's status, not ``description``: that builds a Column per field.
+            result = cursor.pgresult
+            if rows and result is not None and result.status == ExecStatus.TUPLES_OK:
                 row = cursor.fetchone()
             if not cursor.nextset():
                 return row
