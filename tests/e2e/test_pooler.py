@@ -73,10 +73,15 @@ def _free_port() -> int:
         return port
 
 
-def _run_as() -> list[str]:
-    """PgBouncer refuses to run as root: then it runs as an unprivileged user."""
+def _run_as(host: str) -> list[str]:
+    """PgBouncer refuses to run as root: then it runs as an unprivileged user. For a server
+    on a Unix socket (the embedded one, whose folder only its own user may enter), that
+    server's user."""
     if os.geteuid() != 0:
         return []
+    owner = os.stat(host).st_uid if host.startswith("/") else 0
+    if owner != 0:
+        return ["-u", pwd.getpwuid(owner).pw_name]
     for name in ("postgres", "nobody"):
         try:
             pwd.getpwnam(name)
@@ -116,7 +121,7 @@ pidfile = {self.folder}/pgbouncer.pid
         for item in self.folder.iterdir():
             item.chmod(0o666)
         self.process = subprocess.Popen(
-            [PGBOUNCER, *_run_as(), str(self.folder / "pgbouncer.ini")],
+            [PGBOUNCER, *_run_as(host), str(self.folder / "pgbouncer.ini")],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def wait_ready(self, database: str, login: str) -> None:
