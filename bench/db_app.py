@@ -18,6 +18,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
@@ -29,9 +30,9 @@ from app.services.keys import InvalidToken, authenticate
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import (
     ROUND_KIND,
+    NewRound,
     _line_rows,
     _player_rows,
-    _round_row,
     stored_input,
 )
 from app.services.uow import UnitOfWork
@@ -50,7 +51,6 @@ class Template:
 
 
 def _template() -> Template:
-    from app.db.models import Round
 
     body = make_bodies(1, seed=1, tables=1)[0]
     data = RoundRequestSchema().load(body)
@@ -58,13 +58,13 @@ def _template() -> Template:
     result = round_body(played)
     round_id = uuid.uuid4()
     rules = played.input.ruleset
-    row = _round_row(Round(
+    row = NewRound(
         id=round_id, operator_id=OPERATOR, table_id="template", kind=ROUND_KIND,
         ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
         ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
         request=stored_input(data), result=result, idempotency_key=None,
-        body_hash="0" * 64, created_at=None, prev_hash=None, chain_seq=1,
-        content_hash="0" * 64, reverses_round_id=None))
+        body_hash="0" * 64, created_at=datetime.now(UTC), prev_hash=None, chain_seq=1,
+        reverses_round_id=None).row()
     return Template(row, _player_rows(played, round_id, OPERATOR),
                     _line_rows(played, round_id, OPERATOR, "template", None))  # type: ignore[arg-type]
 

@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.driver import constraint_of
-from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound, Round
+from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound
 from app.db.repositories import MAX_PAGE, InvalidCursor
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
@@ -50,10 +50,9 @@ from app.services.play import PlayedRound, ruleset_json
 from app.services.rounds import (
     AppendCheck,
     IdempotencyConflict,
+    NewRound,
     Settled,
     _replay,
-    _round_row,
-    content_hash,
     round_json,
     sha256,
     utc_text,
@@ -445,19 +444,17 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         penalty_round_id: uuid.UUID | None = None
         round_body: dict[str, Any] | None = None
         if outcome.charged:
-            penalty = Round(
+            penalty = NewRound(
                 id=uuid.uuid4(), operator_id=operator_id, table_id=match.table_id,
                 kind=PENALTY_ROUND_KIND, ruleset_name=match.ruleset_name,
                 ruleset=match.ruleset, ruleset_hash=match.ruleset_hash, stake=match.stake,
-                request=stored, result={}, idempotency_key=key, body_hash=body_hash,
-                created_at=start.created_at, prev_hash=start.prev_hash, chain_seq=start.seq,
-                reverses_round_id=None)
-            penalty.result = penalty_result(stored, table_id=match.table_id,
-                                            ruleset_name=match.ruleset_name,
-                                            ruleset=match.ruleset,
-                                            ruleset_hash=match.ruleset_hash, stake=match.stake)
-            penalty.content_hash = content_hash(penalty)
-            uow.appends.append(_round_row(penalty), _penalty_players(penalty),
+                request=stored, result=penalty_result(
+                    stored, table_id=match.table_id, ruleset_name=match.ruleset_name,
+                    ruleset=match.ruleset, ruleset_hash=match.ruleset_hash,
+                    stake=match.stake),
+                idempotency_key=key, body_hash=body_hash, created_at=start.created_at,
+                prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=None)
+            uow.appends.append(penalty.row(), _penalty_players(penalty),
                                _penalty_lines(penalty))
             penalty_round_id = penalty.id
             round_body = round_json(penalty, reversed_by=None)
@@ -573,7 +570,7 @@ def penalty_result(stored: Mapping[str, Any], *, table_id: str, ruleset_name: st
     }
 
 
-def _penalty_players(round_: Round) -> list[dict[str, Any]]:
+def _penalty_players(round_: NewRound) -> list[dict[str, Any]]:
     return [{"operator_id": round_.operator_id, "round_id": round_.id, "seat": p["seat"],
              "player_id": p["player_id"],
              "balance_before": Decimal(p["balance_before"]), "points": 0,
@@ -582,7 +579,7 @@ def _penalty_players(round_: Round) -> list[dict[str, Any]]:
             for p in round_.result["players"]]
 
 
-def _penalty_lines(round_: Round) -> list[dict[str, Any]]:
+def _penalty_lines(round_: NewRound) -> list[dict[str, Any]]:
     def dec(value: str | None) -> Decimal | None:
         return None if value is None else Decimal(value)
 

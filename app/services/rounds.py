@@ -19,10 +19,9 @@ which reads back the same whatever time zone the session runs in.
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, NoReturn, Protocol
@@ -37,7 +36,7 @@ from app.db.repositories import Cursor, Page
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
-from app.json_codec import canonical_json
+from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
@@ -97,7 +96,7 @@ def sha256(value: Any) -> str:
 
 def as_json(value: Any) -> Any:
     """Return ``value`` as the plain JSON values it is stored (and hashed) as."""
-    return json.loads(canonical_json(value))
+    return as_stored(value)
 
 
 def utc_text(moment: datetime) -> str:
@@ -124,6 +123,44 @@ class RoundColumns(Protocol):
     idempotency_key: str | None
     body_hash: str | None
     reverses_round_id: uuid.UUID | None
+
+
+class StoredColumns(RoundColumns, Protocol):
+    """A round's columns with its content hash: what the API shows of a stored round."""
+
+    content_hash: str
+
+
+@dataclass(slots=True)
+class NewRound:
+    """A round about to be appended: its columns as plain values, its content hash taken
+    when it is made. The append writes them in one statement (app.db.appends), so no ORM
+    object is built for them."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    created_at: datetime
+    chain_seq: int
+    prev_hash: str | None
+    ruleset_name: str
+    ruleset: dict[str, Any]
+    ruleset_hash: str
+    stake: Decimal
+    request: dict[str, Any]
+    result: dict[str, Any]
+    idempotency_key: str | None
+    body_hash: str | None
+    reverses_round_id: uuid.UUID | None
+    content_hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.content_hash = content_hash(self)
+
+    def row(self) -> dict[str, Any]:
+        """The round's columns as the append writes them (txid is the database's)."""
+        return {name: getattr(self, name) for name in ROUND_COLUMNS}
 
 
 def round_content(round_: RoundColumns) -> dict[str, Any]:
@@ -253,7 +290,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
-        round_ = Round(
+        round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
             ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
@@ -261,10 +298,9 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None,
         )
-        round_.content_hash = content_hash(round_)
         try:
             # Without a check nothing follows the rows: the append commits in its round trip.
-            uow.appends.append(_round_row(round_), _player_rows(played, round_id, operator_id),
+            uow.appends.append(round_.row(), _player_rows(played, round_id, operator_id),
                                _line_rows(played, round_id, operator_id, table_id,
                                           start.created_at), commit=check is None)
         except IntegrityError as error:
@@ -311,7 +347,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             raise AlreadyReversed(earlier.id)
         result = reversal_result(original.result, reverses_round_id=str(original.id),
                                  reason=reason)
-        reversal = Round(
+        reversal = NewRound(
             id=uuid.uuid4(), operator_id=operator_id, table_id=original.table_id,
             kind=REVERSAL_KIND, ruleset_name=original.ruleset_name, ruleset=original.ruleset,
             ruleset_hash=original.ruleset_hash, stake=original.stake,
@@ -319,14 +355,13 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             idempotency_key=key, body_hash=body_hash, created_at=start.created_at,
             prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=original.id,
         )
-        reversal.content_hash = content_hash(reversal)
         players = [_row(p, round_id=reversal.id, operator_id=operator_id)
                    for p in player_rows(result)]
         lines = [_row(line, round_id=reversal.id)
                  for line in line_rows(result, operator_id, original.table_id,
                                        start.created_at)]
         try:
-            uow.appends.append(_round_row(reversal), players, lines, commit=True)
+            uow.appends.append(reversal.row(), players, lines, commit=True)
         except IntegrityError as error:
             if constraint_of(error) == "uq_rounds_operator_id_reverses_round_id":
                 raise AlreadyReversed(None) from None
@@ -338,11 +373,6 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return the validated request as JSON values: what re-scoring the round reads."""
     stored: dict[str, Any] = as_json(data)
     return stored
-
-
-def _round_row(round_: Round) -> dict[str, Any]:
-    """The round's columns as the append writes them (txid is the database's)."""
-    return {name: getattr(round_, name) for name in ROUND_COLUMNS}
 
 
 def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
@@ -385,7 +415,7 @@ def _line_rows(played: PlayedRound, round_id: uuid.UUID, operator_id: str, table
     ]
 
 
-def round_json(round_: Round, *, reversed_by: uuid.UUID | None) -> dict[str, Any]:
+def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None) -> dict[str, Any]:
     """Return a stored round as the API shows it: the stored result with its metadata.
 
     ``reverses_round_id`` links a reversal to its round and ``reversed_by`` the other way;

@@ -155,6 +155,23 @@ def test_the_content_hash_reads_back_the_same_in_any_session_time_zone(sessions,
         assert rounds.content_hash(round_) == round_.content_hash == body["chain"]["content_hash"]
 
 
+def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(sessions,
+                                                                               engine):
+    from dataclasses import fields
+
+    from app.db.appends import ROUND_COLUMNS
+
+    assert sorted(f.name for f in fields(rounds.NewRound)) == sorted(ROUND_COLUMNS)
+    operator, table = fresh_id("op"), fresh_id("t")
+    body = _settle(sessions, operator, table)
+    with Session(engine) as session:
+        stored = session.get_one(Round, (operator, uuid.UUID(body["round_id"])))
+        made = rounds.NewRound(**{name: getattr(stored, name) for name in ROUND_COLUMNS
+                                  if name != "content_hash"})
+    assert made.content_hash == stored.content_hash == body["chain"]["content_hash"]
+    assert made.row() == {name: getattr(stored, name) for name in ROUND_COLUMNS}
+
+
 # --- verify -----------------------------------------------------------------------------------
 
 
