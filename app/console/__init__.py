@@ -17,7 +17,8 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, Request
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 
 from app.config import ConfigError, Settings
 
@@ -40,10 +41,28 @@ def init_console(app: Flask, settings: Settings) -> None:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
         SESSION_COOKIE_SECURE=settings.console_cookie_secure,
-        SESSION_COOKIE_PATH="/console",
+        SESSION_COOKIE_PATH=CONSOLE_PATH,
         PERMANENT_SESSION_LIFETIME=timedelta(seconds=settings.console_session_s),
     )
+    app.session_interface = ConsoleSessions()
     app.register_blueprint(bp)
+
+
+CONSOLE_PATH = "/console"
+
+
+class ConsoleSessions(SecureCookieSessionInterface):
+    """Flask's signed cookie session, opened for the console's pages only.
+
+    The cookie's path is the console's, so no browser sends it anywhere else; every other
+    request (the API's, which a bearer key authorises) gets the null session, which skips
+    the signer's set-up, is never saved, and refuses to be written to.
+    """
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if request.path != CONSOLE_PATH and not request.path.startswith(f"{CONSOLE_PATH}/"):
+            return self.make_null_session(app)
+        return super().open_session(app, request)
 
 
 def _kept_secret(path: Path) -> str:

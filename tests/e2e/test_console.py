@@ -102,6 +102,38 @@ def test_sign_in_sets_a_strict_httponly_expiring_cookie_without_the_key(app, adm
     assert client.get("/console/tables").status_code == 200
 
 
+@pytest.mark.parametrize(("path", "opened"), [
+    ("/console/tables", True), ("/console", True), ("/v1/rounds", False), ("/healthz", False),
+    ("/consoled", False), ("/docs", False)])
+def test_only_the_consoles_pages_open_its_session(app, admin_key, path, opened):
+    from flask import session
+    from flask.sessions import NullSession
+
+    client = browser(app)
+    sign_in(client, admin_key)
+    cookie = client.get_cookie("console_session", path="/console")
+    assert cookie is not None
+    # Sent even where a browser would not (the cookie's path is /console): only the
+    # console's pages read it; elsewhere the session is null and cannot be written.
+    with app.test_request_context(path, headers={"Cookie": f"console_session={cookie.value}"}):
+        assert isinstance(session, NullSession) is not opened
+        if opened:
+            assert session.get("key_id")
+        else:
+            with pytest.raises(RuntimeError):
+                session["key_id"] = "x"
+
+
+def test_the_api_sets_no_cookie_for_a_client_that_holds_the_consoles(app, api, admin_key):
+    client = browser(app)
+    sign_in(client, admin_key)
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {admin_key}"
+    answer = client.post("/v1/rounds", json=round_request(new_table()),
+                         headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert answer.status_code == 201, answer.get_data(as_text=True)
+    assert "Set-Cookie" not in answer.headers and "Cookie" not in answer.headers.get("Vary", "")
+
+
 def test_a_wrong_key_is_refused_on_the_sign_in_page(app, admin_key):
     client = browser(app)
     wrong = admin_key[:-4] + ("aaaa" if not admin_key.endswith("aaaa") else "bbbb")
