@@ -1,6 +1,6 @@
 """JSON on the settle path in C (orjson), writing exactly the bytes the standard library did.
 
-Three uses, each with the standard library as its fallback for whatever orjson does not
+Four uses, each with the standard library as its fallback for whatever orjson does not
 take or would write otherwise:
 
 - ``loads_body``: a request body. orjson reads numbers with a fraction (and integers past
@@ -15,6 +15,7 @@ take or would write otherwise:
   Decimals, results are built from Decimals and ints, enums are ``StrEnum``/``IntEnum``).
   Keys that are not strings, integers past 64 bits, lone surrogates and nesting orjson
   refuses go to the standard library.
+- ``as_stored``: a value as the plain JSON values its canonical text reads back as.
 - responses: app.api.responses writes what ``flask.jsonify`` answers for a round.
 """
 
@@ -53,6 +54,21 @@ def canonical_json(value: Any) -> bytes:
         return orjson.dumps(value, default=str, option=_CANONICAL)
     except orjson.JSONEncodeError:
         return stdlib_canonical_json(value)
+
+
+def as_stored(value: Any) -> Any:
+    """Return ``value`` as the plain JSON values its canonical text reads back as (what a
+    JSONB column stores and a hash covers): Decimals, UUIDs and times become their text.
+
+    orjson reads back exactly what it wrote (it writes integers only within 64 bits, the
+    range it reads exactly); a value it refuses to write goes through the standard
+    library both ways.
+    """
+    try:
+        text = orjson.dumps(value, default=str, option=_CANONICAL)
+    except orjson.JSONEncodeError:
+        return json.loads(stdlib_canonical_json(value))
+    return orjson.loads(text)
 
 
 def stdlib_canonical_json(value: Any) -> bytes:
