@@ -221,8 +221,10 @@ class AppendRepository:
             # or ROLLBACK whenever the server holds a transaction. The dialect's
             # skip_autocommit_rollback option would break that; it is never set, and
             # tests/e2e/test_append_messages.py checks every way out.
-            self._session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        connection = self._session.connection()
+            connection = self._session.connection(
+                execution_options={"isolation_level": "AUTOCOMMIT"})
+        else:
+            connection = self._session.connection()
         driver = driver_of(connection)
         if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
             setup = connection.get_execution_options().get(TRANSACTION_SETUP)
