@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -13,9 +14,10 @@ from app.json_codec import PASSTHROUGH
 def json_response(body: Any) -> Response:
     """Answer ``body`` as ``flask.jsonify`` would, written by orjson when that is the same.
 
-    Only for bodies without floats (a round's): orjson writes some floats otherwise. The
-    text must be ASCII without DEL, as ``jsonify`` escapes the rest (``\\u`` and four hex
-    digits) and orjson does not; anything else is ``jsonify``'s.
+    Only for bodies without floats (a round's): orjson writes some floats otherwise.
+    ``jsonify`` writes every character past ``~`` as a ``\\u`` escape (a 二八槓 hand's
+    ``9½``, say), which orjson writes as itself: those are escaped afterwards. Anything
+    orjson refuses is ``jsonify``'s.
     """
     provider = current_app.json
     compact = getattr(provider, "compact", None)
@@ -26,8 +28,27 @@ def json_response(body: Any) -> Response:
         text = orjson.dumps(body, default=getattr(provider, "default", None), option=option)
     except orjson.JSONEncodeError:
         return jsonify(body)
-    if not text.isascii() or b"\x7f" in text:  # jsonify writes these as \u escapes
-        return jsonify(body)
+    if getattr(provider, "ensure_ascii", True) and (not text.isascii() or b"\x7f" in text):
+        text = _escaped(text)
     mimetype = getattr(provider, "mimetype", "application/json")
     response: Response = current_app.response_class(text + b"\n", mimetype=mimetype)
     return response
+
+
+# What the standard library's ensure_ascii escapes besides what orjson does: DEL and every
+# character past it. Outside strings JSON text is ASCII, so the whole text may be searched.
+_PAST_TILDE = re.compile("[\x7f-\U0010ffff]")
+
+
+def _escaped(text: bytes) -> bytes:
+    """Write each character past ``~`` as ``\\u`` and four lowercase hex digits (a pair of
+    surrogates past U+FFFF), as ``json.dumps(ensure_ascii=True)`` does."""
+    return _PAST_TILDE.sub(_escape, text.decode()).encode()
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"

@@ -204,3 +204,27 @@ def test_a_response_with_non_ascii_text_is_jsonifys(app: Flask) -> None:
         body = {"name": "十三支", "del": "\x7f", "card": "A♠"}
         assert json_response(body).get_data() == jsonify(body).get_data()
         assert b"\\u5341" in json_response(body).get_data()
+
+
+@pytest.mark.parametrize("text", ["9½", "鱉十", "\U0001f0a1", "\x7f", "~", "\uffff",
+                                  "\U00010000", "\U0010ffff", "é\u2028\x00\n"])
+def test_orjson_writes_a_response_past_ascii_and_escapes_it_as_jsonify(app: Flask,
+                                                                       text: str) -> None:
+    from app.api import responses
+
+    with app.app_context():
+        body = {"hand": {"value": text}, text: [text, 1]}
+        written = json_response(body).get_data()
+        assert written == jsonify(body).get_data() and written.isascii()
+    # Written by orjson: jsonify, were it called, would not have made this answer.
+    with app.app_context(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(responses, "jsonify", None)
+        assert json_response(body).get_data() == written
+
+
+def test_an_app_that_keeps_non_ascii_answers_it_as_jsonify(app: Flask) -> None:
+    keeping = Flask(__name__)
+    keeping.json.ensure_ascii = False  # type: ignore[attr-defined]
+    with keeping.app_context():
+        body = {"value": "9½", "del": "\x7f"}
+        assert json_response(body).get_data() == jsonify(body).get_data()
