@@ -24,6 +24,9 @@ from app.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
+# Where the console's pages are (its blueprint's prefix) and its cookie goes.
+CONSOLE_PATH = "/console"
+
 
 def init_console(app: Flask, settings: Settings) -> None:
     """Give ``app`` the console's signed cookie session and its blueprint."""
@@ -46,9 +49,6 @@ def init_console(app: Flask, settings: Settings) -> None:
     )
     app.session_interface = ConsoleSessions()
     app.register_blueprint(bp)
-
-
-CONSOLE_PATH = "/console"
 
 
 class ConsoleSessions(SecureCookieSessionInterface):

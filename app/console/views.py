@@ -33,6 +33,7 @@ from app.api.errors import string_faults
 from app.api.extensions import SCHEMA_GATE
 from app.api.rounds import RoundQuerySchema
 from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
+from app.console import CONSOLE_PATH
 from app.db import get_database
 from app.db.repositories import InvalidCursor
 from app.services import audit, checkpoints, ledger, rounds
@@ -41,7 +42,7 @@ from app.services.reconcile import reconcile
 from app.services.signing import sign_receipt
 from app.text import is_identifier
 
-bp = Blueprint("console", __name__, url_prefix="/console", template_folder="templates",
+bp = Blueprint("console", __name__, url_prefix=CONSOLE_PATH, template_folder="templates",
                static_folder="static", static_url_path="/static")
 
 # The console's idea of "all time" for the tables overview: rounds exist from 2000 on.

@@ -105,37 +105,70 @@ def utc_text(moment: datetime) -> str:
 
 
 class RoundColumns(Protocol):
-    """A round's columns: a Round, or a plain row of the rounds table."""
+    """A round's columns, read only: a Round, a NewRound, or a plain row of the rounds
+    table."""
 
-    id: uuid.UUID
-    operator_id: str
-    table_id: str
-    kind: str
-    created_at: datetime
-    chain_seq: int
-    prev_hash: str | None
-    ruleset_name: str
-    ruleset: dict[str, Any]
-    ruleset_hash: str
-    stake: Decimal
-    request: dict[str, Any]
-    result: dict[str, Any]
-    idempotency_key: str | None
-    body_hash: str | None
-    reverses_round_id: uuid.UUID | None
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def operator_id(self) -> str: ...
+
+    @property
+    def table_id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def chain_seq(self) -> int: ...
+
+    @property
+    def prev_hash(self) -> str | None: ...
+
+    @property
+    def ruleset_name(self) -> str: ...
+
+    @property
+    def ruleset(self) -> dict[str, Any]: ...
+
+    @property
+    def ruleset_hash(self) -> str: ...
+
+    @property
+    def stake(self) -> Decimal: ...
+
+    @property
+    def request(self) -> dict[str, Any]: ...
+
+    @property
+    def result(self) -> dict[str, Any]: ...
+
+    @property
+    def idempotency_key(self) -> str | None: ...
+
+    @property
+    def body_hash(self) -> str | None: ...
+
+    @property
+    def reverses_round_id(self) -> uuid.UUID | None: ...
 
 
 class StoredColumns(RoundColumns, Protocol):
     """A round's columns with its content hash: what the API shows of a stored round."""
 
-    content_hash: str
+    @property
+    def content_hash(self) -> str: ...
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class NewRound:
-    """A round about to be appended: its columns as plain values, its content hash taken
-    when it is made. The append writes them in one statement (app.db.appends), so no ORM
-    object is built for them."""
+    """A round about to be appended: its columns as plain values, sealed by its content
+    hash when it is made (frozen, so no column can change after). The append writes them
+    in one statement (app.db.appends), so no ORM object is built for them."""
 
     id: uuid.UUID
     operator_id: str
@@ -156,7 +189,7 @@ class NewRound:
     content_hash: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.content_hash = content_hash(self)
+        object.__setattr__(self, "content_hash", content_hash(self))
 
     def row(self) -> dict[str, Any]:
         """The round's columns as the append writes them (txid is the database's)."""

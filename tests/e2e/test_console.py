@@ -103,8 +103,9 @@ def test_sign_in_sets_a_strict_httponly_expiring_cookie_without_the_key(app, adm
 
 
 @pytest.mark.parametrize(("path", "opened"), [
-    ("/console/tables", True), ("/console", True), ("/v1/rounds", False), ("/healthz", False),
-    ("/consoled", False), ("/docs", False)])
+    ("/console/tables", True), ("/console", True), ("/console/", True),
+    ("/console?next=/v1", True), ("/v1/rounds", False), ("/healthz", False),
+    ("/consoled", False), ("/docs", False), ("/v1/console", False)])
 def test_only_the_consoles_pages_open_its_session(app, admin_key, path, opened):
     from flask import session
     from flask.sessions import NullSession
@@ -127,6 +128,10 @@ def test_only_the_consoles_pages_open_its_session(app, admin_key, path, opened):
 def test_the_api_sets_no_cookie_for_a_client_that_holds_the_consoles(app, api, admin_key):
     client = browser(app)
     sign_in(client, admin_key)
+    cookie = client.get_cookie("console_session", path="/console")
+    assert cookie is not None
+    # Sent to the API too, as a client that ignores the cookie's path might.
+    client.set_cookie("console_session", cookie.value, path="/")
     client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {admin_key}"
     answer = client.post("/v1/rounds", json=round_request(new_table()),
                          headers={"Idempotency-Key": uuid.uuid4().hex})

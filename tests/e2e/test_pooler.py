@@ -79,9 +79,12 @@ def _run_as(host: str) -> list[str]:
     server's user."""
     if os.geteuid() != 0:
         return []
-    owner = os.stat(host).st_uid if host.startswith("/") else 0
-    if owner != 0:
-        return ["-u", pwd.getpwuid(owner).pw_name]
+    try:
+        owner = os.stat(host).st_uid if host.startswith("/") else 0
+        if owner != 0:
+            return ["-u", pwd.getpwuid(owner).pw_name]
+    except (OSError, KeyError):  # not one folder, or a user without a name
+        pass
     for name in ("postgres", "nobody"):
         try:
             pwd.getpwnam(name)

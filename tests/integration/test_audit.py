@@ -157,7 +157,7 @@ def test_the_content_hash_reads_back_the_same_in_any_session_time_zone(sessions,
 
 def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(sessions,
                                                                                engine):
-    from dataclasses import fields
+    from dataclasses import FrozenInstanceError, fields
 
     from app.db.appends import ROUND_COLUMNS
 
@@ -170,6 +170,8 @@ def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(s
                                   if name != "content_hash"})
     assert made.content_hash == stored.content_hash == body["chain"]["content_hash"]
     assert made.row() == {name: getattr(stored, name) for name in ROUND_COLUMNS}
+    with pytest.raises(FrozenInstanceError):  # sealed: no column changes after its hash
+        made.result = {}  # type: ignore[misc]
 
 
 # --- verify -----------------------------------------------------------------------------------

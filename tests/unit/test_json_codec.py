@@ -199,7 +199,7 @@ def test_a_round_response_is_jsonifys_byte_for_byte(app: Flask, value: Any) -> N
         assert (fast.mimetype, fast.status_code) == (slow.mimetype, slow.status_code)
 
 
-def test_a_response_with_non_ascii_text_is_jsonifys(app: Flask) -> None:
+def test_a_response_with_cjk_text_and_del_is_jsonifys(app: Flask) -> None:
     with app.app_context():
         body = {"name": "十三支", "del": "\x7f", "card": "A♠"}
         assert json_response(body).get_data() == jsonify(body).get_data()
