@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -655,12 +656,10 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def profile(args: argparse.Namespace) -> int:
-    """Settle ``args.profile`` rounds through the Flask test client under cProfile."""
-    import cProfile
-    import io
-    import pstats
-
+@contextmanager
+def in_process(args: argparse.Namespace) -> Iterator[Callable[[int, str], None]]:
+    """Yield ``settle(n, tag)``: the n-th body settled through the Flask test client, with a
+    new Idempotency-Key, on a scratch database; the pool and caches warmed first."""
     from app import create_app
     from app.config import Settings
     from app.db import get_database
@@ -689,6 +688,19 @@ def profile(args: argparse.Namespace) -> int:
 
         for n in range(20):  # fill the pool and the caches before measuring
             settle(n, "warm")
+        try:
+            yield settle
+        finally:
+            get_database(app).dispose()  # so the database can be dropped
+
+
+def profile(args: argparse.Namespace) -> int:
+    """Settle ``args.profile`` rounds through the Flask test client under cProfile."""
+    import cProfile
+    import io
+    import pstats
+
+    with in_process(args) as settle:
         # First without the profiler: its hooks cost more than many of the calls it times.
         # Wall time counts the waits for PostgreSQL (and, on a shared machine, other
         # processes' turns); this thread's CPU time is the Python work, what caps throughput.
@@ -707,7 +719,6 @@ def profile(args: argparse.Namespace) -> int:
         # over ten thousand calls a settle, and inflated every figure about fivefold.
         profiler = cProfile.Profile()
         profiled_wall, profiled_cpu = _timed(partial(profiler.runcall, settle_all, "profiled"))
-        get_database(app).dispose()  # so the database can be dropped
     n = args.profile
     stats = pstats.Stats(profiler)
     calls: int = getattr(stats, "total_calls", 0)  # set by pstats, not in its stubs
@@ -723,6 +734,50 @@ def profile(args: argparse.Namespace) -> int:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(args.top)
         print(out.getvalue())
+    return 0
+
+
+def settle_loop(args: argparse.Namespace) -> int:
+    """Settle ``args.settle_loop`` rounds in process and stop (what --instructions counts)."""
+    with in_process(args) as settle:
+        for n in range(args.settle_loop):
+            settle(n, "counted")
+    return 0
+
+
+COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def instructions(args: argparse.Namespace) -> int:
+    """Count a settle's instructions in process: valgrind's callgrind over a run of N settles
+    less one of none, both from the same start (the same bodies, a fixed hash seed), at
+    once on two cores. Instructions, unlike seconds, do not move with the machine's load;
+    the start's own count wanders by well under 1% between runs."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise BenchError("valgrind is not installed (apt-get install valgrind)")
+    counts: dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as folder:
+        runs: dict[int, subprocess.Popen[str]] = {}
+        for n in (0, args.instructions):
+            command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={folder}/{n}.out",
+                       sys.executable, "-m", "bench.load", "--settle-loop", str(n),
+                       "--rounds", str(args.rounds), "--tables", str(args.tables),
+                       "--seed", str(args.seed)]
+            runs[n] = subprocess.Popen(command, cwd=REPO, env={**os.environ,
+                                                               "PYTHONHASHSEED": "0"},
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       text=True)
+        for n, process in runs.items():
+            _, err = process.communicate()
+            found = COLLECTED.findall(err)
+            if process.returncode != 0 or not found:
+                raise BenchError(f"callgrind run of {n} settles failed: {err[-2000:]}")
+            counts[n] = int(found[-1])
+    per_settle = (counts[args.instructions] - counts[0]) / args.instructions
+    print(f"instructions a settle in process (callgrind, {args.instructions} settles less "
+          f"none, {args.rounds} bodies, PYTHONHASHSEED=0): {per_settle / 1e6:.2f} M "
+          f"({counts[args.instructions]:,} - {counts[0]:,})")
     return 0
 
 
@@ -756,14 +811,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "test client, timed (wall and CPU), then N more under cProfile, "
                              "and print the top costs")
     parser.add_argument("--top", type=int, default=30, help="rows of the profile (30)")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="instead of wrk: the instructions one settle takes in process, "
+                             "counted by valgrind's callgrind over N settles (try 200 with "
+                             "--rounds 60; a few minutes); needs valgrind")
+    parser.add_argument("--settle-loop", type=int, default=-1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ("duration", "connections", "threads", "rounds", "tables"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     if args.warmup < 0:
         parser.error("--warmup must be 0 or more")
+    if args.profile < 0 or args.instructions < 0:
+        parser.error("--profile and --instructions must be 0 or more")
     try:
-        return profile(args) if args.profile > 0 else run(args)
+        if args.settle_loop >= 0:
+            return settle_loop(args)
+        if args.instructions:
+            return instructions(args)
+        return profile(args) if args.profile else run(args)
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

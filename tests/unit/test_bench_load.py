@@ -96,3 +96,22 @@ def test_tree_cpu_grows_with_work() -> None:
     after = load.tree_cpu_s(os.getpid())
     assert before is not None and after is not None
     assert after - before >= 0.05
+
+
+def test_instructions_needs_valgrind_and_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(load.shutil, "which", lambda name: None)
+    assert load.main(["--instructions", "10"]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--instructions", "--profile"])
+def test_a_negative_count_is_refused(flag: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        load.main([flag, "-1"])
+    assert exit_.value.code == 2
+
+
+def test_callgrinds_total_is_read_from_its_last_line() -> None:
+    err = "==7== Events    : Ir\n==7== Collected : 123\n==7==\n==7== I   refs:      123\n"
+    assert load.COLLECTED.findall(err) == ["123"]
