@@ -79,11 +79,10 @@ class KeyUse:
 class AppendStart:
     """An append's locks are held: where the round goes, when, and the key's earlier use.
 
-    ``earlier`` is what the statement that took the key saw: its snapshot was taken just
-    before the key's lock, so a round that used the key and committed in between is not
-    in it. A settle's append then fails on the key's unique constraint (``KEY_CONSTRAINT``),
-    and the request is run again, to find that round and replay it; a path that may append
-    no round (a leave without a penalty) reads the key's use again (``committed_use``).
+    ``earlier`` is the key's committed use, read by a statement that starts after the
+    key's lock is held (the message locks the key in a statement of its own first): under
+    READ COMMITTED its snapshot holds every round the key's earlier holder committed,
+    which PostgreSQL makes visible before it releases the lock.
     """
 
     seq: int
@@ -115,7 +114,7 @@ _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s,
 # COMMITTED its snapshot sees every round committed until then.
 _KEY_USE = ("SELECT body_hash, id FROM rounds "
             "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
-# The unique constraint that stops a second round with one key (see AppendStart).
+# The unique constraint that stops a second round with one key, whatever the locks did.
 KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
 _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
@@ -174,7 +173,10 @@ class AppendRepository:
         earlier use. None if the key is another transaction's."""
         params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
                   "table_id": table_id, "key": key}
-        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
+        # The key's lock first, in a statement of its own, so that the take's snapshot
+        # follows it (AppendStart.earlier); taking it again in the take is a no-op then.
+        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(
+            f"{_TRY_LOCK_KEY}; {_TAKE}", params)
         if not taken:
             return None
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
@@ -188,8 +190,9 @@ class AppendRepository:
     def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
         """Return the committed round that used ``key``, if any (a fresh statement's view).
 
-        For a request that found the key's lock held: the holder may be a replay of a round
-        stored long ago, which this request may replay too rather than be told 409.
+        For a request that found the key's lock held (the holder may be a replay of a round
+        stored long ago, which this request may replay too rather than be told 409), and
+        for a path that took the key with try_lock_key rather than start.
         """
         row = self._send(_KEY_USE, {"operator_id": operator_id, "key": key}, rows=True)
         return None if row is None else KeyUse(row[0], row[1])

@@ -400,12 +400,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         earlier = _leave_by_key(session, operator_id, key)
         if earlier is not None:
             return _leave_replay(earlier, body_hash)
-        # The key's use as a statement after its lock sees it: the take's snapshot may
-        # miss a round committed just before, and a leave without a penalty appends no
-        # round whose key constraint would catch it.
-        used = uow.appends.committed_use(operator_id, key)
-        if used is not None:  # the key made a round, not this leave
-            return _replay(uow, operator_id, key, body_hash, used)
+        if start.earlier is not None:  # the key made a round, not this leave
+            return _replay(uow, operator_id, key, body_hash, start.earlier)
         seats = _seat_ids(match)
         if req.player_id not in seats:
             raise MatchError(Problem("player_id", f"player {req.player_id!r} has no seat in "

@@ -242,20 +242,8 @@ def settle(
     body_hash = sha256(raw)
     played = play(parse_round(data))
 
-    def attempt() -> Settled:
-        return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
-                                              body_hash, sessions, check))
-
-    try:
-        return attempt()
-    except RoundIdTaken:
-        # The id may be held by this very request's round, which a retry of it committed
-        # between the take's snapshot and its lock (AppendStart): PostgreSQL then names
-        # whichever of the id's and the key's constraints it checked first. Once more:
-        # the take sees that round now and replays it; another round's id is refused again.
-        if data.get("round_id") is None:
-            raise
-        return attempt()
+    return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
+                                          body_hash, sessions, check))
 
 
 def reverse(

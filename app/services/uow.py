@@ -81,8 +81,9 @@ class UnitOfWork:
 
 def is_retryable(error: BaseException) -> bool:
     """Tell whether ``error`` is worth running the transaction again for: a serialization
-    failure, a deadlock, or an Idempotency-Key that a round committed while this
-    transaction took it (app.db.appends.AppendStart: run again, the request replays it)."""
+    failure, a deadlock, or a second round refused by the Idempotency-Key's unique
+    constraint. The key's lock and its read (app.db.appends.AppendStart) leave no way to
+    it; should one be found, running again finds the first round and replays it."""
     if not isinstance(error, DBAPIError):
         return False
     if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:

@@ -10,6 +10,7 @@ request replays it.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -102,7 +103,9 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     key_check, first, second = sent_queries(lines)
     assert key_check.startswith('"SELECT id, operator_id, scopes')  # in autocommit
     assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
-    assert "pg_try_advisory_xact_lock" in first
+    # The key's lock is a statement of its own before the take, whose snapshot then holds
+    # every round the key's last holder committed (AppendStart.earlier).
+    assert re.search(r"; SELECT pg_try_advisory_xact_lock\([^;]*\);\s+WITH key AS", first), first
     assert second.rstrip('"').endswith("; COMMIT")
 
 
@@ -156,7 +159,8 @@ def test_every_answer_gives_the_pool_its_connection_back_as_it_was(app, api, eng
 
 
 def _hide_first_earlier_use(monkeypatch: Any) -> list[bool]:
-    """Make the take statement's snapshot miss the key's committed use, once."""
+    """Make the take miss the key's committed use, once: as if a round committed out of
+    the locks' sight, which only the key's unique constraint would then catch."""
     real_start = AppendRepository.start
     calls: list[bool] = []
 
@@ -170,10 +174,9 @@ def _hide_first_earlier_use(monkeypatch: Any) -> list[bool]:
 
 
 def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch, engine):
-    """The statement that takes the key reads its use with a snapshot taken just before
-    the key's lock; a round committed in between is not in it. Here the snapshot is made
-    to miss a committed round: the append then meets the key's unique constraint, and the
-    request runs again and replays the round instead of failing or storing a second one."""
+    """The key's unique constraint is the last guard: were the take to miss a committed
+    use of the key, the append meets the constraint, and the request runs again and
+    replays the round instead of failing or storing a second one."""
     table = f"msg-{uuid.uuid4().hex[:10]}"
     body, key = round_request(EX_000, table), _key()
     first = api.post("/v1/rounds", json=body, headers=key)
@@ -247,16 +250,11 @@ def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
 
 
 @pytest.mark.parametrize("key", ["pk_rounds-7", "x uq_rounds_operator_id_table_id_chain_seq"])
-@pytest.mark.parametrize("with_round_id", [False, True])
-def test_the_race_replays_whatever_the_key_spells_and_with_the_round_id_given(
-        api, monkeypatch, engine, key, with_round_id):
+def test_the_key_constraint_replays_whatever_the_key_spells(api, monkeypatch, engine, key):
     """The refusal is read from the constraint's name, never from the message, which
-    quotes the key; with the body's round id, the round breaks both the id's and the
-    key's constraints, whichever PostgreSQL names, and still replays."""
+    quotes the key."""
     table = f"msg-{uuid.uuid4().hex[:10]}"
     body = round_request(EX_000, table)
-    if with_round_id:
-        body["round_id"] = str(uuid.uuid4())
     first = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key + table})
     assert first.status_code == 201
     _hide_first_earlier_use(monkeypatch)
@@ -266,10 +264,10 @@ def test_the_race_replays_whatever_the_key_spells_and_with_the_round_id_given(
     assert rounds_at(engine, table) == 1
 
 
-def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(api, monkeypatch,
+def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(api,
                                                                             engine):
-    """A leave without a penalty appends no round whose key constraint would catch the
-    race: it reads the key's use again after taking it."""
+    """A leave without a penalty appends no round whose key constraint would refuse it:
+    the take's view of the key's use (read after its lock) refuses it."""
     seats = ["E", "S", "W", "N"]
     table = f"msg-{uuid.uuid4().hex[:10]}"
     opened = api.post("/v1/matches", json={"ruleset": {"preset": "dagiang4", "overrides": {
@@ -280,7 +278,6 @@ def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(a
     key = {"Idempotency-Key": uuid.uuid4().hex}
     settled = api.post("/v1/rounds", json=round_request(EX_000, f"other-{table}"), headers=key)
     assert settled.status_code == 201
-    _hide_first_earlier_use(monkeypatch)
     left = api.post(f"/v1/matches/{match_id}/leave", json={
         "player_id": "E", "reason": "continue_limit", "balance": "10000"}, headers=key)
     assert left.status_code == 422, left.get_json()
