@@ -51,7 +51,6 @@ class Template:
 
 
 def _template() -> Template:
-
     body = make_bodies(1, seed=1, tables=1)[0]
     data = RoundRequestSchema().load(body)
     played = play(parse_round(data))

@@ -164,7 +164,7 @@ def home() -> BaseResponse:
 
 def _safe_next(target: str | None) -> str:
     # Only a path of this console: never another site, never a scheme-relative //host.
-    if target and target.startswith("/console/") and not target.startswith("//") \
+    if target and target.startswith(f"{CONSOLE_PATH}/") and not target.startswith("//") \
             and "\\" not in target:
         return target
     return url_for("console.tables")
