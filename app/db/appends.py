@@ -214,8 +214,8 @@ class AppendRepository:
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
     def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
-        """Send ``sql`` as one message (after BEGIN when it opens the transaction); return
-        the first row of its last statement, or None, when ``rows``."""
+        """Send ``sql`` as one message (after BEGIN when it opens the transaction); when
+        ``rows``, return the first row of its last statement that returns rows, or None."""
         if not self._session.in_transaction():
             # Nothing sent yet: autocommit, so that this repository's first message opens
             # the transaction (SQLAlchemy restores the pool's setting on check-in). The

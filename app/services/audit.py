@@ -42,11 +42,12 @@ from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import ChainSpan, InvalidCursor
 from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
+from app.json_codec import as_stored
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.matches import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play, round_body
-from app.services.rounds import as_json, content_hash, utc_text
+from app.services.rounds import content_hash, utc_text
 from app.services.uow import UnitOfWork
 
 BATCH = 200
@@ -301,7 +302,7 @@ def _rescored(round_: Round, rules: AnyRules,
     except (DomainError, KeyError, TypeError, InvalidOperation) as error:
         found.append(_difference(round_, RESULT, f"stored request no longer scores: {error}"))
         return None
-    expected: Mapping[str, Any] = as_json(round_body(played))
+    expected: Mapping[str, Any] = as_stored(round_body(played))
     return expected
 
 
@@ -332,7 +333,7 @@ def _mirror(uow: UnitOfWork, round_: Round, found: list[Difference]) -> Mapping[
 def _penalty(round_: Round, found: list[Difference]) -> Mapping[str, Any] | None:
     """Decide a leave penalty again from its stored request and its round's ruleset."""
     try:
-        expected: Mapping[str, Any] = as_json(penalty_result(
+        expected: Mapping[str, Any] = as_stored(penalty_result(
             round_.request, table_id=round_.table_id, ruleset_name=round_.ruleset_name,
             ruleset=round_.ruleset, ruleset_hash=round_.ruleset_hash, stake=round_.stake))
     except (KeyError, TypeError, ValueError, InvalidOperation) as error:

@@ -94,11 +94,6 @@ def sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
-def as_json(value: Any) -> Any:
-    """Return ``value`` as the plain JSON values it is stored (and hashed) as."""
-    return as_stored(value)
-
-
 def utc_text(moment: datetime) -> str:
     """Write a timestamp the one way hashes and responses take it: UTC, ISO 8601."""
     return moment.astimezone(UTC).isoformat()
@@ -392,7 +387,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
 
 def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return the validated request as JSON values: what re-scoring the round reads."""
-    stored: dict[str, Any] = as_json(data)
+    stored: dict[str, Any] = as_stored(data)
     return stored
 
 

@@ -30,11 +30,12 @@ from sqlalchemy import Engine, delete, select, text
 from sqlalchemy.orm import Session
 
 from app.db.models import LedgerLine, Round, RoundPlayer
+from app.json_codec import as_stored
 from app.services.audit import load_request
 from app.services.checkpoints import merkle_root
 from app.services.ledger import line_rows, player_rows
 from app.services.play import parse_round, play, round_body
-from app.services.rounds import as_json, content_hash
+from app.services.rounds import content_hash
 from tests.worked_examples import EX_000, EX_004, round_request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -286,7 +287,7 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
         first, second = request["players"][0], request["players"][1]
         for row in ("front", "middle", "back"):
             first[row], second[row] = second[row], first[row]
-        result = as_json(round_body(play(parse_round(load_request(request)))))
+        result = as_stored(round_body(play(parse_round(load_request(request)))))
         session.execute(delete(LedgerLine).where(LedgerLine.round_id == target.id))
         session.execute(delete(RoundPlayer).where(RoundPlayer.round_id == target.id))
         for player in player_rows(result):
