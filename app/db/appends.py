@@ -4,16 +4,17 @@ This and the API key's read (app.db.keys) are where the service talks to psycopg
 (through app.db.driver), and the reason is the cost of the hot path: SQLAlchemy's
 per-statement work (its statement cache, bind and result processing) and the ORM's unit
 of work were a measured share of a settle's CPU, and so were round trips, for statements
-whose shape never changes. Here they are plain SQL built
-once from the models, run on the session's own connection in the unit of work's
-transaction. Everything else stays on SQLAlchemy.
+whose shape never changes. Here they are two calls of functions of the schema
+(``ledger_take`` and ``ledger_append``, migration 0014_append_functions, whose statements
+PostgreSQL plans once per connection), run on the session's own connection in the unit of
+work's transaction. Everything else stays on SQLAlchemy.
 
 Two messages make a settle (after the API key's read):
 
-- ``BEGIN; TAKE``: the transaction's start, then one statement that takes the key and the
-  chain and returns the chain's head and the key's earlier use;
-- ``APPEND; COMMIT``: the round's row (one JSON object), its players and lines (two JSON
-  arrays) and the chain's new head, then the commit.
+- ``BEGIN; TAKE``: the transaction's start, then ``ledger_take``, which takes the key and
+  the chain and returns the chain's head and the key's earlier use;
+- ``APPEND; COMMIT``: ``ledger_append`` with the round's row (one JSON object), its players
+  and lines (two JSON arrays), which also moves the chain's head; then the commit.
 
 Each message is one simple query, with its values bound by psycopg (app.db.driver:
 ``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
@@ -32,7 +33,7 @@ pooled connection invalidated when the server went away (app.db.driver).
 Taking a chain: its row in ``chains`` is inserted by the chain's first append and locked
 by ``INSERT ... ON CONFLICT DO UPDATE`` by every later one, which waits for an append in
 progress and then returns the row's latest version: the head (seq and hash) that append
-left, read in the same statement that waited. The same row lock works on one server,
+left, read in the statement that waited. The same row lock works on one server,
 behind a transaction-mode pooler and on a database distributed by operator. The head in
 ``chains`` is a convenience the append keeps, never evidence: verify walks ``rounds``, so a
 head changed behind the service's back shows as a broken link or a gap at the next round.
@@ -50,7 +51,6 @@ from typing import Any
 
 import orjson
 from psycopg.pq import TransactionStatus
-from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.orm import Session
 
 from app.db.driver import driver_of, send
@@ -80,7 +80,7 @@ class AppendStart:
     """An append's locks are held: where the round goes, when, and the key's earlier use.
 
     ``earlier`` is the key's committed use, read by a statement that starts after the
-    key's lock is held (the message locks the key in a statement of its own first): under
+    key's lock is held (ledger_take locks the key in a statement of its own first): under
     READ COMMITTED its snapshot holds every round the key's earlier holder committed,
     which PostgreSQL makes visible before it releases the lock.
     """
@@ -91,23 +91,17 @@ class AppendStart:
     earlier: KeyUse | None
 
 
-# Not waiting for the key (a transaction-level advisory lock, which a pooler in transaction
-# mode keeps with its transaction): a second request with it is told 409 at once, and only
-# once the key is ours does the insert wait for the chain. ``locked_at`` is the clock read
+# The take and the append are functions of the schema (migration 0014_append_functions):
+# PostgreSQL parses and plans their statements once per connection rather than on every
+# settle. ``ledger_take`` takes the key without waiting (a transaction-level advisory lock,
+# which a pooler in transaction mode keeps with its transaction), so a second request with
+# it is told 409 at once; only once the key is ours does it wait for the chain, and then
+# read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
-_TAKE = """
-WITH key AS MATERIALIZED (
-    SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0)) AS taken),
-chain AS (
-    INSERT INTO chains (operator_id, table_id, locked_at)
-    SELECT %(operator_id)s, %(table_id)s, clock_timestamp() FROM key WHERE key.taken
-    ON CONFLICT (operator_id, table_id) DO UPDATE SET locked_at = clock_timestamp()
-    RETURNING seq, head_hash, locked_at)
-SELECT key.taken, chain.seq, chain.head_hash, chain.locked_at, used.body_hash, used.id
-FROM key LEFT JOIN chain ON true
-LEFT JOIN rounds used ON key.taken AND used.operator_id = %(operator_id)s
-    AND used.idempotency_key = %(key)s
-"""
+_TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s)"
+# The round's row (one JSON object), its players and lines (two JSON arrays), then the
+# chain's new head.
+_APPEND = "SELECT ledger_append(%(round)s::jsonb, %(players)s::jsonb, %(lines)s::jsonb)"
 
 _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
 # In a statement of its own, after the key's lock was taken or refused: under READ
@@ -118,48 +112,11 @@ _KEY_USE = ("SELECT body_hash, id FROM rounds "
 KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
 _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
-
-_DIALECT = PGDialect_psycopg()  # type: ignore[no-untyped-call]
-
-
-def _sql_type(column: Any) -> str:
-    return str(column.type.compile(dialect=_DIALECT))
-
-
-def _recordset_insert(table: Any, param: str, columns: Sequence[str]) -> str:
-    """INSERT ... SELECT FROM jsonb_to_recordset(one JSON array of rows): many rows from
-    one parameter, which orjson writes in a fraction of the time psycopg takes to quote an
-    array per column."""
-    names = ", ".join(columns)
-    fields = ", ".join(f"{name} {_sql_type(table.c[name])}" for name in columns)
-    return (f"INSERT INTO {table.name} ({names}) SELECT {names} "
-            f"FROM jsonb_to_recordset(%({param})s::jsonb) AS row_({fields})")
-
-
-def _append_statement() -> str:
-    """The round's row, its players and lines in CTEs, and the chain's new head.
-
-    Every data-modifying CTE runs whether or not it is referenced, and the foreign keys of
-    players and lines are checked at the end of the statement, after the round's row.
-    """
-    names = ", ".join(ROUND_COLUMNS)
-    players = _recordset_insert(RoundPlayer.__table__, "players", PLAYER_COLUMNS)
-    lines = _recordset_insert(LedgerLine.__table__, "lines", LINE_COLUMNS)
-    return ("WITH new_round AS (SELECT * FROM jsonb_populate_record(NULL::rounds, "
-            "%(round)s::jsonb)), "
-            f"new_players AS ({players}), new_lines AS ({lines}), "
-            "head AS (UPDATE chains SET seq = r.chain_seq, head_hash = r.content_hash "
-            "FROM new_round r WHERE chains.operator_id = r.operator_id "
-            "AND chains.table_id = r.table_id) "
-            f"INSERT INTO rounds ({names}) SELECT {names} FROM new_round")
-
-
-# txid is the database's (the inserting transaction).
+# The JSON keys of the rows ledger_append inserts. txid is the database's (the inserting
+# transaction), and a line's id its identity.
 ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
 PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
-# The line id is the database's identity, and txid the inserting transaction's.
 LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
-_APPEND = _append_statement()
 
 
 class AppendRepository:
@@ -173,10 +130,7 @@ class AppendRepository:
         earlier use. None if the key is another transaction's."""
         params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
                   "table_id": table_id, "key": key}
-        # The key's lock first, in a statement of its own, so that the take's snapshot
-        # follows it (AppendStart.earlier); taking it again in the take is a no-op then.
-        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(
-            f"{_TRY_LOCK_KEY}; {_TAKE}", params)
+        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
         if not taken:
             return None
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,

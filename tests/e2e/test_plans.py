@@ -4,6 +4,8 @@ psycopg prepares a statement after 5 runs; prepared while ``rounds`` was nearly 
 cached generic plan found the Idempotency-Key by scanning the operator's rounds through
 another index, 4-5 ms of PostgreSQL a settle until autoanalyze. The engine now prepares
 nothing (``prepare_threshold=None``), so each statement is planned for the table as it is.
+The append path's functions (migration 0014) keep their statements' plans for the
+connection, all but the two lookups by key, which are planned for their values each call.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import json
 import uuid
 from typing import Any
 
+import psycopg
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from app.config import libpq_url
 from app.db import get_database
 from app.db.appends import _KEY_USE
 from app.db.schema import upgrade
@@ -108,3 +112,34 @@ def test_a_player_page_reads_each_table_by_its_index_before_the_first_analyze(ma
                if name == "ix_ledger_lines_operator_id_account_txid_id"]
     # The page itself walks the player's lines in commit order; nothing else may.
     assert len(by_txid) == 1 and "txid <" in by_txid[0], by_txid
+
+
+def _buffers(plan: dict[str, Any]) -> int:
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+
+
+def test_the_take_finds_a_key_by_its_index_on_a_connection_that_took_keys_while_rounds_was_empty(
+        make_database):
+    """ledger_take (migration 0014) keeps its plans for the connection; the key's lookup is
+    planned for its values on every call, so it reads the unique index, not the operator's
+    rounds, once ``rounds`` grows behind a connection that planned on an empty table.
+    Measured in buffers, which count the function's own statements: a few pages by the
+    index, against the hundreds a scan of 8,000 rounds reads."""
+    owner = make_database()
+    upgrade(owner)
+    take = "SELECT * FROM ledger_take(%s, 'default', %s, %s)"
+    with psycopg.connect(libpq_url(owner), autocommit=True) as connection:
+        for n in range(8):  # more than PL/pgSQL's 5 custom plans before a generic one
+            connection.execute(take, (f"lock-{n}", f"bulk-{n}", f"key-{n}"))
+        bulk = create_engine(owner, poolclass=NullPool)
+        with bulk.begin() as bulk_connection:
+            bulk_connection.exec_driver_sql(_BULK)
+        bulk.dispose()
+        with connection.transaction(force_rollback=True):
+            explained = connection.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {take}",
+                ("lock-x", "bulk-7", "bulk-key-7")).fetchone()[0]
+            taken = connection.execute(take, ("lock-y", "bulk-8", "bulk-key-8")).fetchone()
+    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    assert taken[0] is True and taken[5] is not None  # the bulk key's round was found
+    assert _buffers(plan) < 40, plan

@@ -1,0 +1,85 @@
+"""The append path's functions of the schema (migration 0014, app.db.appends).
+
+Their column lists are frozen with their revision, so they must name every column the
+models append; the take's statements must run in the order the key's snapshot relies on
+(AppendStart.earlier); and only the runtime role may call them, as itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from app.config import runtime_role_from_env
+from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
+
+INSUFFICIENT_PRIVILEGE = "42501"
+FUNCTIONS = ("ledger_take(text,text,text,text)", "ledger_append(jsonb,jsonb,jsonb)")
+
+
+def _definition(engine, name: str) -> str:
+    with engine.connect() as connection:
+        return str(connection.scalar(text(
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.proname = :name"),
+            {"name": name}))
+
+
+def _inserted_columns(definition: str, table: str) -> tuple[str, ...]:
+    found = re.search(rf"INSERT INTO {table} (?:AS \w+ )?\(([^)]*)\)", definition)
+    assert found, definition
+    return tuple(name.strip() for name in found.group(1).split(","))
+
+
+@pytest.mark.parametrize(("table", "columns"), [
+    ("rounds", ROUND_COLUMNS), ("round_players", PLAYER_COLUMNS),
+    ("ledger_lines", LINE_COLUMNS)])
+def test_the_append_inserts_every_column_the_service_writes(owner_engine, table, columns):
+    assert _inserted_columns(_definition(owner_engine, "ledger_append"), table) == columns
+
+
+def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_engine):
+    """Each statement of a volatile function takes a new snapshot under READ COMMITTED, so
+    the key's lookup, after both locks, sees every round the key's holder committed."""
+    definition = _definition(owner_engine, "ledger_take")
+    order = [definition.index(part) for part in (
+        "pg_try_advisory_xact_lock", "INSERT INTO chains",
+        "WHERE operator_id = $1 AND idempotency_key = $2")]
+    assert order == sorted(order), definition
+    with owner_engine.connect() as connection:
+        assert connection.scalar(text(
+            "SELECT provolatile FROM pg_proc WHERE proname = 'ledger_take'")) == "v"
+
+
+@pytest.mark.parametrize("signature", FUNCTIONS)
+def test_only_the_runtime_role_may_call_the_append_functions_with_its_own_rights(
+        owner_engine, signature):
+    with owner_engine.connect() as connection:
+        secdef, grantees = connection.execute(text(
+            "SELECT p.prosecdef, array(SELECT coalesce(r.rolname, 'PUBLIC') "
+            "  FROM aclexplode(p.proacl) AS a LEFT JOIN pg_roles r ON r.oid = a.grantee "
+            "  WHERE a.privilege_type = 'EXECUTE' ORDER BY 1) "
+            "FROM pg_proc p WHERE p.oid = CAST(:signature AS regprocedure)"),
+            {"signature": signature}).one()
+        owner = connection.scalar(text("SELECT current_user"))
+    assert secdef is False  # SECURITY INVOKER: the caller's grants apply inside
+    assert sorted(grantees) == sorted({owner, runtime_role_from_env()})
+
+
+@pytest.mark.parametrize("statement", [
+    "CREATE OR REPLACE FUNCTION ledger_append(p_round jsonb, p_players jsonb, "
+    "p_lines jsonb) RETURNS void LANGUAGE sql AS 'SELECT'",
+    "DROP FUNCTION ledger_take(text, text, text, text)",
+    "ALTER FUNCTION ledger_append(jsonb, jsonb, jsonb) SECURITY DEFINER",
+])
+def test_the_runtime_role_cannot_replace_the_append_functions(engine, owner_engine,
+                                                              statement):
+    before = _definition(owner_engine, "ledger_append") + _definition(owner_engine,
+                                                                      "ledger_take")
+    with engine.connect() as connection, pytest.raises(DBAPIError) as caught:
+        connection.execute(text(statement))
+    assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
+    assert _definition(owner_engine, "ledger_append") + _definition(
+        owner_engine, "ledger_take") == before
