@@ -43,6 +43,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -656,19 +658,30 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+@dataclass(frozen=True)
+class InProcess:
+    """The service in this process on a scratch database: ``settle(n, tag)`` settles the
+    n-th body through the Flask test client with a new Idempotency-Key."""
+
+    settle: Callable[[int, str], None]
+    app: Any
+    url: str
+
+
 @contextmanager
-def in_process(args: argparse.Namespace) -> Iterator[Callable[[int, str], None]]:
-    """Yield ``settle(n, tag)``: the n-th body settled through the Flask test client, with a
-    new Idempotency-Key, on a scratch database; the pool and caches warmed first."""
+def in_process(args: argparse.Namespace,
+               server: tuple[str, str] | None = None) -> Iterator[InProcess]:
+    """Yield the service in process on a scratch database of ``server`` (else the usual
+    choice), the pool and caches warmed first."""
     from app import create_app
     from app.config import Settings
     from app.db import get_database
 
     bodies = make_bodies(args.rounds, args.seed, args.tables)
     check_bodies(bodies)
-    server, source = choose_server()
+    server_url, source = server or choose_server()
     print(f"database server: {source}", flush=True)
-    with scratch_database(server) as url:
+    with scratch_database(server_url) as url:
         app = create_app(Settings.from_env({"DATABASE_URL": runtime_url(url),
                                             "MIGRATIONS_DATABASE_URL": url,
                                             "LOG_LEVEL": "WARNING"}))
@@ -689,7 +702,7 @@ def in_process(args: argparse.Namespace) -> Iterator[Callable[[int, str], None]]
         for n in range(20):  # fill the pool and the caches before measuring
             settle(n, "warm")
         try:
-            yield settle
+            yield InProcess(settle, app, url)
         finally:
             get_database(app).dispose()  # so the database can be dropped
 
@@ -700,7 +713,9 @@ def profile(args: argparse.Namespace) -> int:
     import io
     import pstats
 
-    with in_process(args) as settle:
+    with in_process(args) as service:
+        settle = service.settle
+
         # First without the profiler: its hooks cost more than many of the calls it times.
         # Wall time counts the waits for PostgreSQL (and, on a shared machine, other
         # processes' turns); this thread's CPU time is the Python work, what caps throughput.
@@ -739,9 +754,9 @@ def profile(args: argparse.Namespace) -> int:
 
 def settle_loop(args: argparse.Namespace) -> int:
     """Settle ``args.settle_loop`` rounds in process and stop (what --instructions counts)."""
-    with in_process(args) as settle:
+    with in_process(args) as service:
         for n in range(args.settle_loop):
-            settle(n, "counted")
+            service.settle(n, "counted")
     return 0
 
 
@@ -781,6 +796,153 @@ def instructions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _server_binaries() -> tuple[Path, str]:
+    """Return the folder of PostgreSQL's server programs: the machine's (the server the
+    other runs use), else those the pgserver wheel ships; and which it is."""
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "postgres").is_file() and (candidate / "initdb").is_file():
+            return candidate, f"the machine's PostgreSQL in {candidate}"
+    with warnings.catch_warnings():  # pgserver warns about XDG folders in containers
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+    return Path(POSTGRES_BIN_PATH), f"pgserver's PostgreSQL in {POSTGRES_BIN_PATH}"
+
+
+SERVER_USER = "pgserver"  # PostgreSQL refuses root; as pgserver itself does, root runs it so
+
+
+def _server_user(folder: Path, binaries: Path) -> str | None:
+    """Return the user to run the server as (None: this one), after letting it own
+    ``folder`` and run the binaries."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    with warnings.catch_warnings():  # as above
+        warnings.simplefilter("ignore")
+        from pgserver.utils import (
+            ensure_folder_permissions,
+            ensure_prefix_permissions,
+            ensure_user_exists,
+        )
+
+    ensure_user_exists(SERVER_USER)
+    ensure_prefix_permissions(binaries)
+    ensure_folder_permissions(binaries, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP
+                              | stat.S_IXOTH)
+    ensure_prefix_permissions(folder)
+    entry = pwd.getpwnam(SERVER_USER)
+    os.chown(folder, entry.pw_uid, entry.pw_gid)
+    return SERVER_USER
+
+
+@contextmanager
+def callgrind_server(valgrind: str, folder: Path) -> Iterator[tuple[str, str]]:
+    """Run a private PostgreSQL under callgrind in ``folder`` (TCP on 127.0.0.1 only,
+    autovacuum off so that no worker runs between the counts); yield its URL and source.
+    Every process of it writes ``folder/cg.<pid>`` when it exits."""
+    binaries, source = _server_binaries()
+    user = _server_user(folder, binaries)
+    data, log = folder / "data", folder / "server.log"
+    initdb = subprocess.run([str(binaries / "initdb"), "-D", str(data), "--auth=trust",
+                             "-U", "postgres", "--encoding=UTF8", "--no-sync"],
+                            user=user, capture_output=True, text=True, check=False)
+    if initdb.returncode != 0:
+        raise BenchError(f"initdb failed: {initdb.stderr[-2000:]}")
+    port = free_port()
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [valgrind, "--tool=callgrind", f"--callgrind-out-file={folder}/cg.%p",
+             str(binaries / "postgres"), "-D", str(data), "-c", f"port={port}",
+             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+             "-c", "autovacuum=off"],
+            user=user, stdout=out, stderr=subprocess.STDOUT)
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    try:
+        deadline = time.monotonic() + 600  # valgrind starts the server 50 times slower
+        while True:
+            if server.poll() is not None:
+                raise BenchError(f"the server under callgrind exited: {log.read_text()[-2000:]}")
+            with suppress(psycopg.OperationalError):
+                psycopg.connect(url, connect_timeout=5).close()
+                break
+            if time.monotonic() > deadline:
+                raise BenchError("the server under callgrind did not accept connections")
+            time.sleep(0.5)
+        yield url, f"{source}, under callgrind"
+    finally:
+        server.send_signal(signal.SIGINT)  # fast shutdown
+        with suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=300)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def _callgrind_total(path: Path) -> int | None:
+    """Return the instructions a finished callgrind file counts (None while unwritten)."""
+    with suppress(OSError):
+        for line in path.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    return None
+
+
+def _backends_instructions(service: InProcess, folder: Path, settles: int,
+                           tag: str) -> int:
+    """Settle ``settles`` rounds on new server connections and return the instructions
+    those backends took in all, read from their callgrind files once they exit (the pool
+    is closed before and after, so no backend spans two counts)."""
+    from app.db import get_database
+
+    get_database(service.app).dispose()
+    for n in range(settles):
+        service.settle(n, tag)
+    database = make_url(service.url).database
+    with psycopg.connect(libpq_url(service.url), autocommit=True) as connection:
+        pids = [row[0] for row in connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,))]
+    get_database(service.app).dispose()
+    if not pids:
+        raise BenchError("the service held no connection to count")
+    deadline = time.monotonic() + 600
+    while True:
+        totals = [_callgrind_total(folder / f"cg.{pid}") for pid in pids]
+        if all(total is not None for total in totals):
+            return sum(total or 0 for total in totals)
+        if time.monotonic() > deadline:
+            raise BenchError(f"callgrind files of backends {pids} were not written")
+        time.sleep(0.5)
+
+
+def server_instructions(args: argparse.Namespace) -> int:
+    """Count the instructions PostgreSQL's backends take for one settle: a private server
+    under callgrind, the service in process settling N rounds on new connections less a
+    few (the connections' own start and end cancel out). Like --instructions, and unlike
+    the CPU seconds of a wrk run, the count does not move with the machine's load."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise BenchError("valgrind is not installed (apt-get install valgrind)")
+    few = 10
+    with tempfile.TemporaryDirectory(prefix="bench-server-callgrind-") as name:
+        folder = Path(name)
+        with callgrind_server(valgrind, folder) as server, \
+                in_process(args, server) as service:
+            for n in range(200):  # rounds at every table before the statistics
+                service.settle(n, "filled")
+            analyze_ledger(service.url)
+            many = few + args.server_instructions
+            counts = {settles: _backends_instructions(service, folder, settles,
+                                                      f"server-{settles}")
+                      for settles in (few, many)}
+    per_settle = (counts[many] - counts[few]) / args.server_instructions
+    print(f"PostgreSQL instructions a settle (callgrind on the server: {many} settles less "
+          f"{few}, each run on new connections, after 200 settles and an ANALYZE): "
+          f"{per_settle / 1e6:.2f} M ({counts[many]:,} - {counts[few]:,})")
+    return 0
+
+
 CHUNK = 50  # settles a timed chunk of --profile
 
 
@@ -815,6 +977,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="instead of wrk: the instructions one settle takes in process, "
                              "counted by valgrind's callgrind over N settles (try 200 with "
                              "--rounds 60; a few minutes); needs valgrind")
+    parser.add_argument("--server-instructions", type=int, default=0, metavar="N",
+                        help="instead of wrk: the instructions PostgreSQL takes for one "
+                             "settle, counted by callgrind on a private server over N "
+                             "settles (try 100; about ten minutes); needs valgrind")
     parser.add_argument("--settle-loop", type=int, default=-1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ("duration", "connections", "threads", "rounds", "tables"):
@@ -822,13 +988,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name} must be at least 1")
     if args.warmup < 0:
         parser.error("--warmup must be 0 or more")
-    if args.profile < 0 or args.instructions < 0:
-        parser.error("--profile and --instructions must be 0 or more")
+    if args.profile < 0 or args.instructions < 0 or args.server_instructions < 0:
+        parser.error("--profile, --instructions and --server-instructions must be 0 or more")
     try:
         if args.settle_loop >= 0:
             return settle_loop(args)
         if args.instructions:
             return instructions(args)
+        if args.server_instructions:
+            return server_instructions(args)
         return profile(args) if args.profile else run(args)
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)

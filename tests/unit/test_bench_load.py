@@ -98,18 +98,29 @@ def test_tree_cpu_grows_with_work() -> None:
     assert after - before >= 0.05
 
 
-def test_instructions_needs_valgrind_and_says_so(monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", ["--instructions", "--server-instructions"])
+def test_instructions_need_valgrind_and_say_so(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str],
+                                               flag: str) -> None:
     monkeypatch.setattr(load.shutil, "which", lambda name: None)
-    assert load.main(["--instructions", "10"]) == 2
+    assert load.main([flag, "10"]) == 2
     assert "valgrind is not installed" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag", ["--instructions", "--profile"])
+@pytest.mark.parametrize("flag", ["--instructions", "--profile", "--server-instructions"])
 def test_a_negative_count_is_refused(flag: str) -> None:
     with pytest.raises(SystemExit) as exit_:
         load.main([flag, "-1"])
     assert exit_.value.code == 2
+
+
+def test_a_callgrind_file_counts_only_once_written(tmp_path: Path) -> None:
+    out = tmp_path / "cg.7"
+    assert load._callgrind_total(out) is None  # not yet written
+    out.write_text("# callgrind format\nversion: 1\nevents: Ir\n")
+    assert load._callgrind_total(out) is None  # still being written
+    out.write_text("# callgrind format\nevents: Ir\nfn=main\n1 5\nsummary: 4242\n")
+    assert load._callgrind_total(out) == 4242
 
 
 def test_callgrinds_total_is_read_from_its_last_line() -> None:
