@@ -38,7 +38,8 @@ SELECT r.rolname, r.rolsuper, r.rolcreaterole,
     ARRAY(SELECT c.relname::text FROM pg_class c
           WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY(:tables)
               AND pg_has_role(current_user, c.relowner, 'MEMBER')
-          ORDER BY c.relname) AS owned
+          ORDER BY c.relname) AS owned,
+    has_database_privilege(current_database(), 'TEMPORARY') AS temporary
 FROM pg_roles r WHERE r.rolname = current_user
 """)
 
@@ -54,6 +55,10 @@ def runtime_powers(engine: Engine) -> tuple[str, list[str]]:
         powers.append("may create roles (and so grant itself the owner's)")
     if row.owned:
         powers.append(f"owns (or is a member of the owner of) {', '.join(row.owned)}")
+    if row.temporary:
+        powers.append("may create temporary tables, which would take the place of the "
+                      "ledger's tables on its connection (revoke TEMPORARY on the database "
+                      "from PUBLIC, as migration 0015 does)")
     return row.rolname, powers
 
 
@@ -64,10 +69,11 @@ def check_runtime_role(engine: Engine, *, allow_owner: bool) -> None:
         return
     raise RuntimeRoleError(
         f"refusing to run as database role {role!r}: it {'; it '.join(powers)}, so it could "
-        "disable the ledger's triggers and rewrite rounds. Run the service as a login role "
-        "granted the runtime role the migrations create (DB_RUNTIME_ROLE, default "
-        "thirteen_runtime), with the owner's URL in MIGRATIONS_DATABASE_URL; or set "
-        "ALLOW_OWNER_RUNTIME=true on a development machine (unsafe)")
+        "get around the ledger (disable its triggers, rewrite rounds, or shadow its "
+        "tables). Run the service as a login role granted the runtime role the "
+        "migrations create (DB_RUNTIME_ROLE, default thirteen_runtime), with the owner's "
+        "URL in MIGRATIONS_DATABASE_URL; or set ALLOW_OWNER_RUNTIME=true on a development "
+        "machine (unsafe)")
 
 
 def ensure_login(owner_url: str, login: str, runtime_role: str) -> str:

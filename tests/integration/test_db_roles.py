@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from app import create_app
+from app.config import runtime_role_from_env
 from app.db import get_database
 from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
 from app.services.uow import UnitOfWork
@@ -49,6 +50,9 @@ BYPASSES = {
     "replica-role": "SET session_replication_role = replica",
     "grant-owner": "GRANT postgres TO CURRENT_USER",
     "create-table": "CREATE TABLE public.shadow_rounds (id uuid)",
+    # A temporary table comes first on the search path: it would take the ledger's place
+    # on this connection, for the service's statements and the append functions (0015).
+    "temp-shadow": "CREATE TEMP TABLE rounds (LIKE public.rounds INCLUDING ALL)",
 }
 
 
@@ -123,6 +127,26 @@ def test_a_member_of_the_owner_is_refused_too(settings, database_url, owner_engi
             connection.execute(text("ALTER TABLE api_keys OWNER TO postgres"))
             connection.execute(text(f"DROP ROLE {login}"))
             connection.execute(text(f"DROP ROLE {owner_role}"))
+
+
+def test_a_login_that_may_create_temporary_tables_is_refused(owner_engine):
+    """Granted TEMPORARY again (by a DBA, say), the service's role could shadow the
+    ledger's tables on a connection a pooler then lends to the service."""
+    login = f"t_temp_{fresh_id('x')[-10:]}"
+    with owner_engine.begin() as connection:
+        database = connection.scalar(text("SELECT current_database()"))
+        connection.execute(text(f"CREATE ROLE {login} LOGIN IN ROLE {runtime_role_from_env()}"))
+        connection.execute(text(f'GRANT TEMPORARY ON DATABASE "{database}" TO {login}'))
+    url = owner_engine.url.set(username=login).render_as_string(hide_password=False)
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with pytest.raises(RuntimeRoleError, match="may create temporary tables"):
+            check_runtime_role(engine, allow_owner=False)
+    finally:
+        engine.dispose()
+        with owner_engine.begin() as connection:
+            connection.execute(text(f'REVOKE TEMPORARY ON DATABASE "{database}" FROM {login}'))
+            connection.execute(text(f"DROP ROLE {login}"))
 
 
 def test_python_m_app_exits_2_before_serving_as_the_owner(database_url, signing_key_file):
