@@ -39,7 +39,8 @@ SELECT r.rolname, r.rolsuper, r.rolcreaterole,
           WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY(:tables)
               AND pg_has_role(current_user, c.relowner, 'MEMBER')
           ORDER BY c.relname) AS owned,
-    has_database_privilege(current_database(), 'TEMPORARY') AS temporary
+    has_database_privilege(current_database(), 'TEMPORARY') AS temporary,
+    has_schema_privilege('public', 'CREATE') AS creates
 FROM pg_roles r WHERE r.rolname = current_user
 """)
 
@@ -59,6 +60,10 @@ def runtime_powers(engine: Engine) -> tuple[str, list[str]]:
         powers.append("may create temporary tables, which would take the place of the "
                       "ledger's tables on its connection (revoke TEMPORARY on the database "
                       "from PUBLIC, as migration 0015 does)")
+    if row.creates:
+        powers.append("may create objects in schema public, such as an overload of the "
+                      "append functions that makes every call of them ambiguous (revoke "
+                      "CREATE on schema public from PUBLIC, as PostgreSQL 15 does by default)")
     return row.rolname, powers
 
 

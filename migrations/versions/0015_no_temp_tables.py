@@ -8,7 +8,10 @@ database; behind a pooler in transaction mode that connection is then lent to th
 whose rounds would go into a table that vanishes with the connection. The right is taken
 from PUBLIC, so the runtime role (which had it only through PUBLIC) has none; the owner
 keeps its own. The service refuses to start as a role that still has it
-(app.db.roles.check_runtime_role).
+(app.db.roles.check_runtime_role), and the migration stops if its REVOKE did not take (only
+the database's owner may revoke its rights). A database restored without its own rights
+(``pg_dump`` without ``--create``) gets PUBLIC's default back; the service then refuses to
+start, naming the right, until it is revoked again.
 
 Revision ID: 0015_no_temp_tables
 Revises: 0014_append_functions
@@ -33,7 +36,19 @@ def upgrade() -> None:
     role: str = context.config.attributes["runtime_role"]
     _on_this_database("REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC")
     _on_this_database(f"REVOKE TEMPORARY ON DATABASE %I FROM {role}")
+    # Only the database's owner (or a superuser) may revoke its rights; anyone else's
+    # REVOKE is a warning, not an error. Stop here rather than let the service refuse to
+    # start after a migration that seemed to work.
+    op.execute(f"""
+        DO $$ BEGIN
+            IF has_database_privilege('{role}', current_database(), 'TEMPORARY') THEN
+                RAISE EXCEPTION 'the runtime role {role} may still create temporary tables'
+                    USING HINT = format('As the database''s owner: REVOKE TEMPORARY ON '
+                                        'DATABASE %I FROM PUBLIC, {role}', current_database());
+            END IF;
+        END $$""")
 
 
 def downgrade() -> None:
+    # PUBLIC's default, as PostgreSQL creates a database.
     _on_this_database("GRANT TEMPORARY ON DATABASE %I TO PUBLIC")

@@ -149,6 +149,25 @@ def test_a_login_that_may_create_temporary_tables_is_refused(owner_engine):
             connection.execute(text(f"DROP ROLE {login}"))
 
 
+def test_a_login_that_may_create_in_schema_public_is_refused(owner_engine):
+    """PostgreSQL 14 and older let PUBLIC create in schema public: an overload of
+    ledger_take there would make every settle's call of it ambiguous."""
+    login = f"t_create_{fresh_id('x')[-10:]}"
+    with owner_engine.begin() as connection:
+        connection.execute(text(f"CREATE ROLE {login} LOGIN IN ROLE {runtime_role_from_env()}"))
+        connection.execute(text(f"GRANT CREATE ON SCHEMA public TO {login}"))
+    url = owner_engine.url.set(username=login).render_as_string(hide_password=False)
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with pytest.raises(RuntimeRoleError, match="may create objects in schema public"):
+            check_runtime_role(engine, allow_owner=False)
+    finally:
+        engine.dispose()
+        with owner_engine.begin() as connection:
+            connection.execute(text(f"REVOKE CREATE ON SCHEMA public FROM {login}"))
+            connection.execute(text(f"DROP ROLE {login}"))
+
+
 def test_python_m_app_exits_2_before_serving_as_the_owner(database_url, signing_key_file):
     env = {k: v for k, v in os.environ.items() if k != "MIGRATIONS_DATABASE_URL"}
     env |= {"DATABASE_URL": database_url, "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}
