@@ -799,7 +799,10 @@ def instructions(args: argparse.Namespace) -> int:
 def _server_binaries() -> tuple[Path, str]:
     """Return the folder of PostgreSQL's server programs: the machine's (the server the
     other runs use), else those the pgserver wheel ships; and which it is."""
-    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+    versions = [folder for folder in Path("/usr/lib/postgresql").glob("*/bin")
+                if folder.parent.name.isdigit()]
+    for candidate in sorted(versions, key=lambda folder: int(folder.parent.name),
+                            reverse=True):
         if (candidate / "postgres").is_file() and (candidate / "initdb").is_file():
             return candidate, f"the machine's PostgreSQL in {candidate}"
     with warnings.catch_warnings():  # pgserver warns about XDG folders in containers
@@ -811,11 +814,12 @@ def _server_binaries() -> tuple[Path, str]:
 SERVER_USER = "pgserver"  # PostgreSQL refuses root; as pgserver itself does, root runs it so
 
 
-def _server_user(folder: Path, binaries: Path) -> str | None:
-    """Return the user to run the server as (None: this one), after letting it own
-    ``folder`` and run the binaries."""
+def _server_user(folder: Path, binaries: Path) -> dict[str, Any]:
+    """Return how to run the server (subprocess's user and groups; nothing: as this user),
+    after letting that user own ``folder`` and run the binaries. Root's groups are dropped
+    too, not only its uid."""
     if os.geteuid() != 0:
-        return None
+        return {}
     import pwd
 
     with warnings.catch_warnings():  # as above
@@ -833,31 +837,32 @@ def _server_user(folder: Path, binaries: Path) -> str | None:
     ensure_prefix_permissions(folder)
     entry = pwd.getpwnam(SERVER_USER)
     os.chown(folder, entry.pw_uid, entry.pw_gid)
-    return SERVER_USER
+    return {"user": SERVER_USER, "group": entry.pw_gid, "extra_groups": []}
 
 
 @contextmanager
 def callgrind_server(valgrind: str, folder: Path) -> Iterator[tuple[str, str]]:
-    """Run a private PostgreSQL under callgrind in ``folder`` (TCP on 127.0.0.1 only,
-    autovacuum off so that no worker runs between the counts); yield its URL and source.
-    Every process of it writes ``folder/cg.<pid>`` when it exits."""
+    """Run a private PostgreSQL under callgrind in ``folder``; yield its URL and source.
+
+    It listens on a Unix socket in ``folder`` only (private to this user, or to the server's
+    user when root), never on TCP, as trust authentication lets any client in as the
+    superuser. Autovacuum is off, so that no worker runs between the counts. Every process
+    of it writes ``folder/cg.<pid>`` when it exits."""
     binaries, source = _server_binaries()
-    user = _server_user(folder, binaries)
+    run_as = _server_user(folder, binaries)
     data, log = folder / "data", folder / "server.log"
     initdb = subprocess.run([str(binaries / "initdb"), "-D", str(data), "--auth=trust",
                              "-U", "postgres", "--encoding=UTF8", "--no-sync"],
-                            user=user, capture_output=True, text=True, check=False)
+                            capture_output=True, text=True, check=False, **run_as)
     if initdb.returncode != 0:
         raise BenchError(f"initdb failed: {initdb.stderr[-2000:]}")
-    port = free_port()
     with log.open("wb") as out:
         server = subprocess.Popen(
             [valgrind, "--tool=callgrind", f"--callgrind-out-file={folder}/cg.%p",
-             str(binaries / "postgres"), "-D", str(data), "-c", f"port={port}",
-             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-             "-c", "autovacuum=off"],
-            user=user, stdout=out, stderr=subprocess.STDOUT)
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+             str(binaries / "postgres"), "-D", str(data), "-c", "listen_addresses=",
+             "-c", f"unix_socket_directories={folder}", "-c", "autovacuum=off"],
+            stdout=out, stderr=subprocess.STDOUT, **run_as)
+    url = f"postgresql://postgres@/postgres?host={folder}"
     try:
         deadline = time.monotonic() + 600  # valgrind starts the server 50 times slower
         while True:
@@ -889,28 +894,38 @@ def _callgrind_total(path: Path) -> int | None:
 
 
 def _backends_instructions(service: InProcess, folder: Path, settles: int,
-                           tag: str) -> int:
-    """Settle ``settles`` rounds on new server connections and return the instructions
-    those backends took in all, read from their callgrind files once they exit (the pool
-    is closed before and after, so no backend spans two counts)."""
+                           tag: str) -> tuple[int, int]:
+    """Settle ``settles`` rounds on new server connections; return the instructions the
+    backends of those connections took in all, read from their callgrind files once they
+    exited, and how many there were. The pool is closed before and after, so no backend
+    spans two counts, and each connection's backend is known from the moment it opens."""
+    from sqlalchemy import event
+
     from app.db import get_database
 
-    get_database(service.app).dispose()
-    for n in range(settles):
-        service.settle(n, tag)
-    database = make_url(service.url).database
-    with psycopg.connect(libpq_url(service.url), autocommit=True) as connection:
-        pids = [row[0] for row in connection.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (database,))]
-    get_database(service.app).dispose()
+    engine = get_database(service.app).engine
+    engine.dispose()
+    pids: list[int] = []
+
+    def opened(dbapi_connection: Any, _record: Any) -> None:
+        pids.append(dbapi_connection.pgconn.backend_pid)
+
+    event.listen(engine, "connect", opened)
+    try:
+        for n in range(settles):
+            service.settle(n, tag)
+    finally:
+        event.remove(engine, "connect", opened)
+        engine.dispose()
     if not pids:
-        raise BenchError("the service held no connection to count")
+        raise BenchError("the service opened no connection to count")
     deadline = time.monotonic() + 600
     while True:
-        totals = [_callgrind_total(folder / f"cg.{pid}") for pid in pids]
-        if all(total is not None for total in totals):
-            return sum(total or 0 for total in totals)
+        # A backend's file is complete once the backend is gone.
+        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
+            totals = [_callgrind_total(folder / f"cg.{pid}") for pid in pids]
+            if all(total is not None for total in totals):
+                return sum(total or 0 for total in totals), len(pids)
         if time.monotonic() > deadline:
             raise BenchError(f"callgrind files of backends {pids} were not written")
         time.sleep(0.5)
@@ -933,9 +948,14 @@ def server_instructions(args: argparse.Namespace) -> int:
                 service.settle(n, "filled")
             analyze_ledger(service.url)
             many = few + args.server_instructions
-            counts = {settles: _backends_instructions(service, folder, settles,
-                                                      f"server-{settles}")
-                      for settles in (few, many)}
+            runs = {settles: _backends_instructions(service, folder, settles,
+                                                    f"server-{settles}")
+                    for settles in (few, many)}
+    if runs[few][1] != runs[many][1]:
+        # Each backend's count holds its own start, which only the same number cancels.
+        raise BenchError(f"the runs used {runs[few][1]} and {runs[many][1]} connections; "
+                         "run again")
+    counts = {settles: total for settles, (total, _) in runs.items()}
     per_settle = (counts[many] - counts[few]) / args.server_instructions
     print(f"PostgreSQL instructions a settle (callgrind on the server: {many} settles less "
           f"{few}, each run on new connections, after 200 settles and an ANALYZE): "

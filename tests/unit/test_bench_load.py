@@ -117,9 +117,10 @@ def test_a_negative_count_is_refused(flag: str) -> None:
 def test_a_callgrind_file_counts_only_once_written(tmp_path: Path) -> None:
     out = tmp_path / "cg.7"
     assert load._callgrind_total(out) is None  # not yet written
-    out.write_text("# callgrind format\nversion: 1\nevents: Ir\n")
+    out.write_text("# callgrind format\nversion: 1\ncreator: callgrind\n")
     assert load._callgrind_total(out) is None  # still being written
-    out.write_text("# callgrind format\nevents: Ir\nfn=main\n1 5\nsummary: 4242\n")
+    out.write_text("# callgrind format\nevents: Ir\nsummary: 4242\n\nfn=main\n1 5\n"
+                   "totals: 4242\n")
     assert load._callgrind_total(out) == 4242
 
 
