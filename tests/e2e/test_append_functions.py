@@ -83,3 +83,20 @@ def test_the_runtime_role_cannot_replace_the_append_functions(engine, owner_engi
     assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
     assert _definition(owner_engine, "ledger_append") + _definition(
         owner_engine, "ledger_take") == before
+
+
+@pytest.mark.parametrize("table", ["round_players", "ledger_lines"])
+def test_the_appends_json_fields_have_their_columns_types(owner_engine, table):
+    """The record types of jsonb_to_recordset are frozen with the migration too: a field
+    narrower than its column (an integer for a bigint) would refuse or cut values."""
+    definition = _definition(owner_engine, "ledger_append")
+    found = re.search(rf"INSERT INTO {table} .*?jsonb_to_recordset\(\w+\) AS row_\(([^)]*)\)",
+                      definition, re.S)
+    assert found, definition
+    fields = dict(field.strip().split(" ", 1) for field in found.group(1).split(","))
+    with owner_engine.connect() as connection:
+        columns = dict(connection.execute(text(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = CAST(:table AS regclass) AND attnum > 0 AND NOT attisdropped"),
+            {"table": table}).all())
+    assert fields == {name: columns[name] for name in fields}
