@@ -129,42 +129,33 @@ def test_a_member_of_the_owner_is_refused_too(settings, database_url, owner_engi
             connection.execute(text(f"DROP ROLE {owner_role}"))
 
 
-def test_a_login_that_may_create_temporary_tables_is_refused(owner_engine):
-    """Granted TEMPORARY again (by a DBA, say), the service's role could shadow the
-    ledger's tables on a connection a pooler then lends to the service."""
-    login = f"t_temp_{fresh_id('x')[-10:]}"
+# Rights a DBA might grant the service's login beyond the runtime role's, each of which
+# lets it get in the service's way: a temporary table shadows a ledger table on a connection
+# a pooler then lends to the service (0015); on PostgreSQL 14 and older PUBLIC may create
+# in schema public, where an overload of ledger_take makes every settle's call ambiguous.
+EXTRA_RIGHTS = {
+    "temporary": ('TEMPORARY ON DATABASE "{database}"', "may create temporary tables"),
+    "create-in-public": ("CREATE ON SCHEMA public", "may create objects in schema public"),
+}
+
+
+@pytest.mark.parametrize(("right", "named"), list(EXTRA_RIGHTS.values()), ids=list(EXTRA_RIGHTS))
+def test_a_login_with_a_right_that_gets_in_the_ledgers_way_is_refused(owner_engine, right,
+                                                                      named):
+    login = f"t_right_{fresh_id('x')[-10:]}"
     with owner_engine.begin() as connection:
-        database = connection.scalar(text("SELECT current_database()"))
+        right = right.format(database=connection.scalar(text("SELECT current_database()")))
         connection.execute(text(f"CREATE ROLE {login} LOGIN IN ROLE {runtime_role_from_env()}"))
-        connection.execute(text(f'GRANT TEMPORARY ON DATABASE "{database}" TO {login}'))
+        connection.execute(text(f"GRANT {right} TO {login}"))
     url = owner_engine.url.set(username=login).render_as_string(hide_password=False)
     engine = create_engine(url, poolclass=NullPool)
     try:
-        with pytest.raises(RuntimeRoleError, match="may create temporary tables"):
+        with pytest.raises(RuntimeRoleError, match=named):
             check_runtime_role(engine, allow_owner=False)
     finally:
         engine.dispose()
         with owner_engine.begin() as connection:
-            connection.execute(text(f'REVOKE TEMPORARY ON DATABASE "{database}" FROM {login}'))
-            connection.execute(text(f"DROP ROLE {login}"))
-
-
-def test_a_login_that_may_create_in_schema_public_is_refused(owner_engine):
-    """PostgreSQL 14 and older let PUBLIC create in schema public: an overload of
-    ledger_take there would make every settle's call of it ambiguous."""
-    login = f"t_create_{fresh_id('x')[-10:]}"
-    with owner_engine.begin() as connection:
-        connection.execute(text(f"CREATE ROLE {login} LOGIN IN ROLE {runtime_role_from_env()}"))
-        connection.execute(text(f"GRANT CREATE ON SCHEMA public TO {login}"))
-    url = owner_engine.url.set(username=login).render_as_string(hide_password=False)
-    engine = create_engine(url, poolclass=NullPool)
-    try:
-        with pytest.raises(RuntimeRoleError, match="may create objects in schema public"):
-            check_runtime_role(engine, allow_owner=False)
-    finally:
-        engine.dispose()
-        with owner_engine.begin() as connection:
-            connection.execute(text(f"REVOKE CREATE ON SCHEMA public FROM {login}"))
+            connection.execute(text(f"REVOKE {right} FROM {login}"))
             connection.execute(text(f"DROP ROLE {login}"))
 
 
