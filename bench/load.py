@@ -814,10 +814,12 @@ def _server_binaries() -> tuple[Path, str]:
 SERVER_USER = "pgserver"  # PostgreSQL refuses root; as pgserver itself does, root runs it so
 
 
-def _server_user(folder: Path, binaries: Path) -> dict[str, Any]:
-    """Return how to run the server (subprocess's user and groups; nothing: as this user),
-    after letting that user own ``folder`` and run the binaries. Root's groups are dropped
-    too, not only its uid."""
+def server_user(folder: Path, binaries: Path) -> dict[str, Any]:
+    """Return how to run PostgreSQL's programs in ``binaries`` on a cluster in ``folder``,
+    as subprocess's ``user``, ``group`` and ``extra_groups``: nothing as any user but root;
+    as root, the system user ``pgserver`` (made if missing, given ``folder`` and the right
+    to run the programs and read their libraries), with root's groups dropped too. Also
+    the private servers of tests/integration/private_pg.py."""
     if os.geteuid() != 0:
         return {}
     import pwd
@@ -831,9 +833,10 @@ def _server_user(folder: Path, binaries: Path) -> dict[str, Any]:
         )
 
     ensure_user_exists(SERVER_USER)
+    readable = stat.S_IRGRP | stat.S_IROTH
     ensure_prefix_permissions(binaries)
-    ensure_folder_permissions(binaries, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP
-                              | stat.S_IXOTH)
+    ensure_folder_permissions(binaries, readable | stat.S_IXGRP | stat.S_IXOTH)
+    ensure_folder_permissions(binaries.parent / "lib", readable)
     ensure_prefix_permissions(folder)
     entry = pwd.getpwnam(SERVER_USER)
     os.chown(folder, entry.pw_uid, entry.pw_gid)
@@ -849,7 +852,7 @@ def callgrind_server(valgrind: str, folder: Path) -> Iterator[tuple[str, str]]:
     superuser. Autovacuum is off, so that no worker runs between the counts. Every process
     of it writes ``folder/cg.<pid>`` when it exits."""
     binaries, source = _server_binaries()
-    run_as = _server_user(folder, binaries)
+    run_as = server_user(folder, binaries)
     data, log = folder / "data", folder / "server.log"
     initdb = subprocess.run([str(binaries / "initdb"), "-D", str(data), "--auth=trust",
                              "-U", "postgres", "--encoding=UTF8", "--no-sync"],

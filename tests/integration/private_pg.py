@@ -6,27 +6,26 @@ wheel ships (no system PostgreSQL needed, so it works on a fresh machine and in 
 temporary data folder, TCP only on 127.0.0.1 and a free port, trust authentication.
 
 PostgreSQL refuses to run as root; as pgserver does (and so app/db/engine.py, which uses
-it), a root caller runs the server as the system user ``pgserver``, created if missing.
+it), a root caller runs the server as the system user ``pgserver``, created if missing
+(``bench.load.server_user``, which the benchmark's private server uses too).
 """
 
 from __future__ import annotations
 
 import atexit
-import os
 import shutil
 import socket
-import stat
 import subprocess
 import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
 from app.config import normalize_database_url
-
-SYSTEM_USER = "pgserver"
+from bench.load import server_user
 
 # Fault injection inside the database: a BEFORE INSERT trigger on ``rounds`` consults
 # ``fault_plan`` by table id. It counts every attempt in a sequence (sequences ignore
@@ -85,32 +84,6 @@ def _bin_dir() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def _as_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def _prepare_system_user(root: Path) -> None:
-    """Let the ``pgserver`` user run the binaries and own ``root`` (as pgserver does)."""
-    import pwd
-
-    bin_dir = _bin_dir()  # imports pgserver quietly first
-    from pgserver.utils import (
-        ensure_folder_permissions,
-        ensure_prefix_permissions,
-        ensure_user_exists,
-    )
-
-    ensure_user_exists(SYSTEM_USER)
-    readable = stat.S_IRGRP | stat.S_IROTH
-    runnable = stat.S_IXGRP | stat.S_IXOTH
-    ensure_prefix_permissions(bin_dir)
-    ensure_folder_permissions(bin_dir, readable | runnable)
-    ensure_folder_permissions(bin_dir.parent / "lib", readable)
-    ensure_prefix_permissions(root)
-    entry = pwd.getpwnam(SYSTEM_USER)
-    os.chown(root, entry.pw_uid, entry.pw_gid)
-
-
 class PrivatePostgres:
     """One PostgreSQL server in a temporary folder, on 127.0.0.1:``port``.
 
@@ -123,7 +96,7 @@ class PrivatePostgres:
         self.port = port
         self.data = root / "data"
         self.log = root / "server.log"
-        self._user = SYSTEM_USER if _as_root() else None
+        self._run_as: dict[str, Any] = {}  # subprocess's user and groups (root: pgserver)
 
     @classmethod
     def create(cls) -> PrivatePostgres:
@@ -131,8 +104,7 @@ class PrivatePostgres:
         root = Path(tempfile.mkdtemp(prefix="thirteen-private-pg-"))
         server = cls(root, free_port())
         atexit.register(server.destroy)  # a crashed test run must not leave a server behind
-        if server._user is not None:
-            _prepare_system_user(root)
+        server._run_as = server_user(root, _bin_dir())
         server._run("initdb", "-D", str(server.data), "--auth=trust", "-U", "postgres",
                     "--encoding=UTF8", "--no-sync", "--no-instructions")
         server.start()
@@ -164,7 +136,7 @@ class PrivatePostgres:
         """Tell whether the postmaster is up (pg_ctl status)."""
         done = subprocess.run(
             [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "status"],
-            user=self._user, capture_output=True, text=True, check=False,
+            **self._run_as, capture_output=True, text=True, check=False,
         )
         return done.returncode == 0
 
@@ -195,13 +167,13 @@ class PrivatePostgres:
                 subprocess.run(
                     [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                      "-w", "-t", "30", "stop"],
-                    user=self._user, capture_output=True, check=False,
+                    **self._run_as, capture_output=True, check=False,
                 )
             shutil.rmtree(self.root, ignore_errors=True)
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run(
-            [str(_bin_dir() / program), *args], user=self._user, cwd=self.root,
+            [str(_bin_dir() / program), *args], **self._run_as, cwd=self.root,
             capture_output=True, text=True, check=False, timeout=60,
         )
         if done.returncode != 0:
