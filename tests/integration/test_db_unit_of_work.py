@@ -182,6 +182,9 @@ def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):
         assert holder.appends.try_lock_key("default", key)
         with UnitOfWork(sessions) as other:
             assert not other.appends.try_lock_key("default", key)
+            # The settle's take (ledger_take, in SQL) locks the very same key as the
+            # reversal's and the match's try_lock_key (in Python).
+            assert other.appends.start("default", fresh_id("table"), key) is None
             assert other.appends.try_lock_key("another-operator", key)
             # A table named like the key is another lock: chains and keys never share one.
             assert other.appends.start("default", f"key:{key}", fresh_id("k")) is not None
@@ -198,7 +201,7 @@ def test_start_refuses_a_held_key_without_waiting_for_the_chain(sessions):
     try:
         assert holder.appends.start("default", table, key) is not None  # holds key and chain
         with UnitOfWork(sessions) as other:
-            # Would block on the chain's lock if CASE evaluated it; it answers at once.
+            # ledger_take returns before it takes the chain, which would block here.
             assert other.appends.start("default", table, key) is None
     finally:
         holder.__exit__(None, None, None)
