@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -760,9 +759,6 @@ def settle_loop(args: argparse.Namespace) -> int:
     return 0
 
 
-COLLECTED = re.compile(r"Collected : (\d+)")
-
-
 def instructions(args: argparse.Namespace) -> int:
     """Count a settle's instructions in process: valgrind's callgrind over a run of N settles
     less one of none, both from the same start (the same bodies, a fixed hash seed), at
@@ -785,10 +781,10 @@ def instructions(args: argparse.Namespace) -> int:
                                        text=True)
         for n, process in runs.items():
             _, err = process.communicate()
-            found = COLLECTED.findall(err)
-            if process.returncode != 0 or not found:
+            total = _callgrind_total(Path(folder) / f"{n}.out")
+            if process.returncode != 0 or total is None:
                 raise BenchError(f"callgrind run of {n} settles failed: {err[-2000:]}")
-            counts[n] = int(found[-1])
+            counts[n] = total
     per_settle = (counts[args.instructions] - counts[0]) / args.instructions
     print(f"instructions a settle in process (callgrind, {args.instructions} settles less "
           f"none, {args.rounds} bodies, PYTHONHASHSEED=0): {per_settle / 1e6:.2f} M "

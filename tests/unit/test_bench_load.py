@@ -123,7 +123,3 @@ def test_a_callgrind_file_counts_only_once_written(tmp_path: Path) -> None:
                    "totals: 4242\n")
     assert load._callgrind_total(out) == 4242
 
-
-def test_callgrinds_total_is_read_from_its_last_line() -> None:
-    err = "==7== Events    : Ir\n==7== Collected : 123\n==7==\n==7== I   refs:      123\n"
-    assert load.COLLECTED.findall(err) == ["123"]
