@@ -32,7 +32,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, query_expression, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -104,9 +104,6 @@ class Round(Base):
     players: Mapped[list[RoundPlayer]] = relationship(
         back_populates="round", order_by="RoundPlayer.seat"
     )
-    # The ruleset's money precision, read from the stored ruleset only when a query asks
-    # for it (lists show amounts without loading each round's whole JSON).
-    precision: Mapped[int | None] = query_expression()
     lines: Mapped[list[LedgerLine]] = relationship(
         back_populates="round", order_by="LedgerLine.line_no"
     )

@@ -24,7 +24,7 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session, load_only, selectinload, with_expression
+from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Chain, LedgerLine, Round, RoundPlayer
 
@@ -208,6 +208,40 @@ def _page_limit(limit: int) -> int:
     return limit
 
 
+@dataclass(frozen=True, slots=True)
+class PlayerSummary:
+    """What a list shows of one seat of a round."""
+
+    player_id: str
+    points: int
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSummary:
+    """What a list shows of a round: plain values, read without ORM objects."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    ruleset_name: str
+    stake: Decimal
+    created_at: datetime
+    chain_seq: int
+    reverses_round_id: uuid.UUID | None
+    txid: int
+    # The stored ruleset's money precision; None if the ruleset was changed to lack it.
+    precision: int | None
+    players: tuple[PlayerSummary, ...]
+
+
+# The columns of a round a list shows, and the one value of its ruleset it needs.
+_SUMMARY_COLUMNS = (Round.id, Round.operator_id, Round.table_id, Round.kind, Round.ruleset_name,
+                    Round.stake, Round.created_at, Round.chain_seq, Round.reverses_round_id,
+                    Round.txid, Round.ruleset["precision"].as_integer().label("precision"))
+
+
 class RoundRepository:
     """Rounds with their players and lines."""
 
@@ -374,14 +408,14 @@ class RoundRepository:
         presets: Sequence[str] | None = None,
         limit: int = 50,
         after: Cursor | None = None,
-    ) -> Page[Round]:
+    ) -> Page[RoundSummary]:
         """Return rounds newest first by commit; ``created_from`` inclusive, ``created_to`` not.
 
         ``preset`` matches the ruleset's name, ``kind`` the round's kind. A page may hold
         fewer than ``limit`` rounds with a next cursor while an append is in progress.
         """
         limit = _page_limit(limit)
-        stmt = select(Round).where(Round.operator_id == operator_id)
+        stmt = select(*_SUMMARY_COLUMNS).where(Round.operator_id == operator_id)
         if table_id is not None:
             stmt = stmt.where(Round.table_id == table_id)
         if preset is not None:
@@ -408,24 +442,37 @@ class RoundRepository:
         if after is not None:
             stmt = stmt.where(tuple_(Round.txid, Round.id) < tuple_(after.txid, after.id))
         # A page shows summaries: leave the large JSON columns (request, result, ruleset)
-        # and the lines in the database, and read only the ruleset's money precision.
-        stmt = (
-            stmt.order_by(Round.txid.desc(), Round.id.desc())
-            .limit(limit + 1)
-            .options(
-                load_only(Round.id, Round.operator_id, Round.table_id, Round.kind,
-                          Round.ruleset_name, Round.stake, Round.created_at, Round.chain_seq,
-                          Round.reverses_round_id, Round.txid, raiseload=True),
-                with_expression(Round.precision, Round.ruleset["precision"].as_integer()),
-                selectinload(Round.players),
-            )
-        )
-        rows = list(self._session.scalars(stmt))
+        # and the lines in the database, and read only the ruleset's money precision; as
+        # plain rows, since a page builds no ORM objects it would only read once.
+        stmt = stmt.order_by(Round.txid.desc(), Round.id.desc()).limit(limit + 1)
+        found = self._session.execute(stmt).all()
+        players = self._players_of(operator_id, [row.id for row in found])
+        rows = [RoundSummary(**row._asdict(), players=players.get(row.id, ())) for row in found]
         if len(rows) > limit:
             last = rows[limit - 1]
             return Page(rows[:limit], Cursor(last.txid, last.id))
         # Cut short above an append in progress: go on below it once it has committed.
         return Page(rows, None if floor == 0 else Cursor(floor + 1, _LOWEST_ID))
+
+    def _players_of(self, operator_id: str, round_ids: Sequence[uuid.UUID]
+                    ) -> dict[uuid.UUID, tuple[PlayerSummary, ...]]:
+        """Return the seats of the rounds, each round's in seat order.
+
+        One index scan for all of them (``round_id IN (...)`` under the operator, which
+        PostgreSQL reads as ``= ANY``): the ORM's selectin load of a (operator_id,
+        round_id) pair list was one bitmap scan per round, planned anew each page.
+        """
+        if not round_ids:
+            return {}
+        stmt = (select(RoundPlayer.round_id, RoundPlayer.player_id, RoundPlayer.points,
+                       RoundPlayer.amount)
+                .where(RoundPlayer.operator_id == operator_id,
+                       RoundPlayer.round_id.in_(round_ids))
+                .order_by(RoundPlayer.seat))
+        seats: dict[uuid.UUID, list[PlayerSummary]] = {}
+        for round_id, player_id, points, amount in self._session.execute(stmt):
+            seats.setdefault(round_id, []).append(PlayerSummary(player_id, points, amount))
+        return {round_id: tuple(found) for round_id, found in seats.items()}
 
 
 class LedgerRepository:

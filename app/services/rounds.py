@@ -31,8 +31,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.appends import ROUND_COLUMNS, KeyUse
 from app.db.driver import constraint_of
-from app.db.models import LedgerLine, Round, RoundPlayer
-from app.db.repositories import Cursor, Page
+from app.db.models import LedgerLine, RoundPlayer
+from app.db.repositories import Cursor, Page, RoundSummary
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
@@ -494,7 +494,7 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
                "to": None if created_to is None else created_to.isoformat()}
     after = None if cursor is None else Cursor.at(cursors.decode(cursor, ROUNDS_LIST, filters))
     with UnitOfWork(sessions) as uow:
-        page: Page[Round] = uow.rounds.list(
+        page: Page[RoundSummary] = uow.rounds.list(
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
             created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,
             presets=None if game is None else presets_of(Game(game)))
@@ -505,7 +505,7 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
             else cursors.encode(ROUNDS_LIST, filters, page.next_cursor.position())}
 
 
-def _summary(round_: Round, reversed_by: uuid.UUID | None) -> dict[str, Any]:
+def _summary(round_: RoundSummary, reversed_by: uuid.UUID | None) -> dict[str, Any]:
     precision = round_.precision
 
     def money(amount: Decimal) -> str:
