@@ -205,7 +205,6 @@ class LedgerLine(Base):
         CheckConstraint(_one_of("kind", LINE_KINDS), name="kind"),
         CheckConstraint("line_no >= 1", name="line_no_positive"),
         UniqueConstraint("operator_id", "round_id", "line_no"),
-        Index(None, "account", "created_at", "id"),
         # In chain order with what reconciliation reads: the balance chain and the totals
         # are an index-only scan with no sort, a player's total at a table an index-only sum.
         Index(None, "operator_id", "table_id", "account", "id",

@@ -212,3 +212,33 @@ def test_a_rounds_page_reads_its_rounds_players_in_one_index_scan(
     assert [node["Node Type"] for node in _plan_nodes(plan)].count("BitmapOr") == 0, plan
     assert len(scans) == 1 and "= ANY" in scans[0]["Index Cond"], plan
 
+
+def test_the_zero_sum_check_sums_each_rounds_lines_in_its_index_order(make_database):
+    """Reconciliation's zero-sum check over a period groups its lines by (round_id,
+    operator_id), the order of ix_ledger_lines_round_id_operator_id, which covers amount
+    and created_at: a GroupAggregate over an index-only scan, with no sort and no hash
+    table of every round of the period. (The unique index, which leads with operator_id,
+    is a sixth wider: the pass read 15% more pages from it and ran 20% slower at a
+    million rounds, so that index stays.)"""
+    from app.services.reconcile import UNBALANCED
+
+    owner = make_database()
+    upgrade(owner)
+    engine = create_engine(owner, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
+        connection.exec_driver_sql(_LINES)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("VACUUM ANALYZE ledger_lines")  # all visible, as at rest
+        for setting in ("enable_seqscan", "enable_hashagg"):  # small: show the order
+            connection.exec_driver_sql(f"SET {setting} = off")
+        explained = connection.exec_driver_sql("EXPLAIN (FORMAT JSON) " + UNBALANCED.format(
+            scope="l.created_at >= now() - interval '1 day' AND l.created_at < now()")
+        ).scalar()
+    engine.dispose()
+    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    lines = [node for node in _plan_nodes(plan) if node.get("Relation Name") == "ledger_lines"]
+    assert [(n["Node Type"], n["Index Name"]) for n in lines] == [
+        ("Index Only Scan", "ix_ledger_lines_round_id_operator_id")], plan
+    above = next(node for node in _plan_nodes(plan) if lines[0] in node.get("Plans", ()))
+    assert above["Node Type"] == "Aggregate" and above["Strategy"] == "Sorted", plan
