@@ -1,9 +1,10 @@
 """Command line: ``flask --app app GROUP COMMAND``; each group is one concern.
 
 ``keys`` creates, lists and revokes API keys; ``reconcile`` writes period reports;
-``audit verify`` checks the ledger against a kept checkpoint. To add a group, define it below as a
-``click`` group (``AppGroup`` runs its commands inside the app, so they can reach the
-database with ``get_database()``) and list it in ``COMMANDS``.
+``audit verify`` checks the ledger against a kept checkpoint; ``reindex`` rebuilds the
+ledger's indexes in key order. To add a group, define it below as a ``click`` group
+(``AppGroup`` runs its commands inside the app, so they can reach the database with
+``get_database()``) and list it in ``COMMANDS``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 from marshmallow import ValidationError
+from sqlalchemy.exc import DBAPIError
 
-from app.db import get_database
+from app.db import get_database, maintenance
+from app.db.engine import database_urls
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
 from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
@@ -284,10 +287,37 @@ def audit_verify(checkpoint_file: Path, limit: int) -> None:
         raise SystemExit(AUDIT_FINDINGS_EXIT)
 
 
+# --- reindex ---------------------------------------------------------------------------
+
+
+@click.command("reindex")
+@click.option("--table", "tables", multiple=True, type=click.Choice(maintenance.LEDGER_TABLES),
+              help="Only this table (repeat for more; default: every ledger table).")
+@with_appcontext
+@needs_database
+def reindex_command(tables: tuple[str, ...]) -> None:
+    """Rebuild the ledger's indexes in key order, while the service keeps settling.
+
+    Appends scatter each index's pages; a rebuild makes reconciliation and the pages read
+    them in order again (about 5 times faster cold at a million rounds). Runs as the
+    schema's owner: MIGRATIONS_DATABASE_URL, else DATABASE_URL.
+    """
+    urls = database_urls(current_app.config["SETTINGS"])
+    try:
+        maintenance.reindex_ledger(urls.migrations, tables=tables or maintenance.LEDGER_TABLES,
+                                   echo=lambda line: click.echo(line, err=True))
+    except maintenance.NotOwner as error:
+        raise click.ClickException(str(error)) from None
+    except DBAPIError as error:  # cancelled, or a deadlock with another rebuild
+        reason = (str(error.orig or error).strip().splitlines() or [""])[0]
+        raise click.ClickException(f"the rebuild stopped: {reason[:300]}; run it again "
+                                   "(it first drops what this one left)") from None
+
+
 # --- registration ----------------------------------------------------------------------
 
 # Every command group of the service; add new groups here.
-COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit)
+COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit, reindex_command)
 
 
 def register_commands(app: Flask) -> None:

@@ -6,6 +6,7 @@
     .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789  # time it again
     .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789 \
         --cold 'pg_ctlcluster --skip-systemctl-redirect 15 main restart'  # and cold first
+    .venv/bin/python -m bench.ledger --reuse bench_ledger_0123456789 --reindex  # rebuilt
 
 The server is DATABASE_URL, else the machine's ``postgresql://postgres@127.0.0.1:5432``;
 the role needs CREATEDB. A database ``bench_ledger_<random>`` is created, migrated to head
@@ -25,7 +26,9 @@ connections, then on one with none to spare), and verification of one table's ch
 statement of the reconciliation on its own, and the EXPLAIN (ANALYZE,
 BUFFERS) plans of the two page queries and of the reconciliation's statements, captured as
 the services send them. ``--reuse`` migrates a kept database to head (new indexes build
-there), vacuums it and times it again without loading.
+there), vacuums it and times it again without loading. The load leaves the indexes as
+the service's appends do, their pages scattered; ``--reindex`` first rebuilds them in key
+order, as ``flask --app app reindex`` does on a live ledger.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from sqlalchemy.pool import NullPool
 from app.api.schemas import RoundRequestSchema
 from app.config import libpq_url, normalize_database_url
 from app.db.engine import make_sessionmaker
+from app.db.maintenance import reindex_ledger
 from app.db.models import Round
 from app.db.schema import upgrade
 from app.domain.cards import DECK, format_cards
@@ -629,6 +633,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-verify-all", action="store_true",
                         help="skip the checkpoint of every chain and the verify of every "
                              "chain against it (ten minutes at 1,000,000 rounds)")
+    parser.add_argument("--reindex", action="store_true",
+                        help="before timing, rebuild the ledger's indexes as `flask --app app "
+                             "reindex` does (the load leaves them as appends do: scattered)")
     parser.add_argument("--reuse", metavar="DATABASE",
                         help="time a database kept by an earlier --keep run with the same "
                              "--tables and --seats: migrate it to head, skip the load, keep it")
@@ -651,6 +658,9 @@ def main(argv: list[str] | None = None) -> int:
             loaded = load(url, args.rounds, args.tables, args.seats, args.seed)
         else:
             loaded = reused(url, args.tables, args.seats)
+        if args.reindex:
+            print("rebuilding the ledger's indexes (flask --app app reindex):", flush=True)
+            reindex_ledger(url, echo=lambda line: print(f"  {line}", flush=True))
         if args.cold:
             run_cold(url, loaded, args.samples, random.Random(args.seed + 2), args.cold)
         run_timings(url, loaded, args.samples, random.Random(args.seed + 1),

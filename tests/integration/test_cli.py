@@ -34,7 +34,7 @@ def _flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("database", ["unreachable", "unset"])
 @pytest.mark.parametrize("args", [["--help"], ["keys", "--help"], ["keys", "create", "--help"],
                                   ["keys", "list", "--help"], ["keys", "revoke", "--help"],
-                                  ["reconcile", "--help"]], ids=" ".join)
+                                  ["reconcile", "--help"], ["reindex", "--help"]], ids=" ".join)
 def test_help_works_without_a_database(tmp_path: Path, database: str, args: list[str]) -> None:
     data_dir = tmp_path / "pgdata"
     env = {"PGSERVER_DATA_DIR": str(data_dir)}

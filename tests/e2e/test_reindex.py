@@ -1,0 +1,99 @@
+"""``flask --app app reindex``: the ledger's indexes rebuilt while it keeps settling."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from app.config import libpq_url
+from app.db import get_database, maintenance
+from app.db.schema import upgrade
+from app.services.keys import create_key
+from tests.worked_examples import EX_000, round_request
+
+INDEXES = """
+SELECT t.relname, i.relname, x.indisvalid
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+WHERE t.relname = ANY(%s) ORDER BY 1, 2
+"""
+
+
+def _indexes(url: str) -> list[tuple[str, str, bool]]:
+    with psycopg.connect(libpq_url(url)) as connection:
+        return connection.execute(INDEXES, (list(maintenance.LEDGER_TABLES),)).fetchall()
+
+
+@pytest.fixture
+def ledger(make_app, make_database, make_runtime_url) -> dict[str, Any]:
+    owner = make_database()
+    upgrade(owner)
+    runtime = make_runtime_url(owner)
+    app = make_app(database_url=runtime, migrations_database_url=owner)
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
+        get_database(app).sessions, "default", ("admin",), name="reindex").token
+    table = f"reindex-{uuid.uuid4().hex[:10]}"
+    keys = []
+    for n in range(3):
+        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in EX_000["players"]}
+        keys.append((uuid.uuid4().hex, round_request(EX_000, table, names=names)))
+        answer = client.post("/v1/rounds", json=keys[-1][1],
+                             headers={"Idempotency-Key": keys[-1][0]})
+        assert answer.status_code == 201, answer.get_json()
+    return {"app": app, "client": client, "owner": owner, "runtime": runtime, "table": table,
+            "keys": keys}
+
+
+def _report(client: Any) -> dict[str, Any]:
+    answer = client.get("/v1/reconciliation?from=2020-01-01T00:00:00Z&to=2100-01-01T00:00:00Z")
+    assert answer.status_code == 200, answer.get_json()
+    return answer.get_json()
+
+
+def test_reindex_rebuilds_every_ledger_index_and_changes_no_answer(ledger):
+    before, indexes = _report(ledger["client"]), _indexes(ledger["owner"])
+    result = ledger["app"].test_cli_runner().invoke(args=["reindex"])
+    assert result.exit_code == 0, result.output
+    assert [line.split(":")[0] for line in result.stderr.splitlines()] == list(
+        maintenance.LEDGER_TABLES)
+    assert _indexes(ledger["owner"]) == indexes  # the same names, all valid
+    assert all(valid for _, _, valid in indexes)
+    assert _report(ledger["client"]) == before
+    # The rebuilt unique indexes still hold: a key's replay answers its round again.
+    key, body = ledger["keys"][0]
+    again = ledger["client"].post("/v1/rounds", json=body, headers={"Idempotency-Key": key})
+    assert again.status_code == 200, again.get_json()
+    # And the ledger takes new rounds on them.
+    names = {p["player_id"]: f"{p['player_id']}-after" for p in EX_000["players"]}
+    more = ledger["client"].post("/v1/rounds", json=round_request(
+        EX_000, ledger["table"], names=names), headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert more.status_code == 201, more.get_json()
+
+
+def test_reindex_first_drops_what_an_interrupted_rebuild_left(ledger):
+    # A concurrent build that fails leaves its index behind, invalid, as an interrupted
+    # REINDEX CONCURRENTLY leaves its ..._ccnew copy.
+    with (psycopg.connect(libpq_url(ledger["owner"]), autocommit=True) as connection,
+          pytest.raises(psycopg.errors.UniqueViolation)):
+        connection.execute("CREATE UNIQUE INDEX CONCURRENTLY rounds_kind_ccnew ON rounds (kind)")
+    assert ("rounds", "rounds_kind_ccnew", False) in _indexes(ledger["owner"])
+    result = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", "rounds"])
+    assert result.exit_code == 0, result.output
+    assert "dropping public.rounds_kind_ccnew" in result.stderr
+    assert [name for table, name, _ in _indexes(ledger["owner"])
+            if name == "rounds_kind_ccnew"] == []
+
+
+def test_reindex_as_the_runtime_role_is_refused_and_touches_nothing(ledger, make_app):
+    app = make_app(database_url=ledger["runtime"], migrations_database_url=ledger["runtime"])
+    indexes = _indexes(ledger["owner"])
+    result = app.test_cli_runner().invoke(args=["reindex"])
+    assert result.exit_code == 1
+    assert "does not own ledger_lines, round_players, rounds" in result.stderr
+    assert "MIGRATIONS_DATABASE_URL" in result.stderr
+    assert _indexes(ledger["owner"]) == indexes
+    with pytest.raises(ValueError, match="not a ledger table: api_keys"):
+        maintenance.reindex_ledger(ledger["owner"], tables=["api_keys"])
