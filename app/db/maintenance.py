@@ -7,11 +7,17 @@ reconciliation's, a page's) then reads them in a random order of the disk. At a 
 rounds, on this project's 2-core machine, that made a cold reconciliation 29 s against 6-9 s
 after a rebuild; the covering index of the lines went from 1,183 MB to 707 MB.
 
-``REINDEX TABLE CONCURRENTLY`` builds each index anew beside the old one while settles go
-on (it takes SHARE UPDATE EXCLUSIVE, which no insert waits for), then swaps them; every
-unique constraint holds throughout. It must run as the tables' owner. A rebuild that was
-interrupted leaves an invalid copy named ``…_ccnew`` (or ``…_ccold``); the next run drops
-those first.
+Each index is rebuilt on its own by ``REINDEX INDEX CONCURRENTLY``: built anew beside the
+old one while settles go on (it takes SHARE UPDATE EXCLUSIVE, which no insert waits for),
+then swapped in; every unique constraint holds throughout, and the extra disk space is one
+index at a time. It must run as the tables' owner. The TOAST tables' indexes are left
+alone: they are keyed by a sequence and do not scatter.
+
+A rebuild that was interrupted leaves an invalid copy named ``…_ccnew`` (or ``…_ccold``),
+which every settle goes on writing; the next run drops those first. A run refuses to start
+while another index build is in progress on these tables, so it never takes a running
+build's copy for a leftover. (Not by an advisory lock: lists read a transaction holding
+one as an append in progress, ``app.db.repositories.CommitHorizon``.)
 """
 
 from __future__ import annotations
@@ -21,28 +27,45 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, create_engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 # The append-only tables whose indexes every settle writes and every report reads.
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
 
-# Invalid indexes an interrupted REINDEX CONCURRENTLY left on the tables.
-LEFTOVERS = """
-SELECT quote_ident(n.nspname) || '.' || quote_ident(i.relname)
+# Each table's indexes in the current schema, as quoted names: the invalid copies an
+# interrupted REINDEX CONCURRENTLY left, and the others.
+INDEXES = """
+SELECT t.relname AS table_name, quote_ident(n.nspname) || '.' || quote_ident(i.relname) AS name,
+    NOT x.indisvalid AND i.relname ~ '_cc(new|old)[0-9]*$' AS leftover
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class t ON t.oid = x.indrelid
-JOIN pg_namespace n ON n.oid = i.relnamespace
-WHERE t.relname = ANY(:tables) AND n.nspname = current_schema() AND NOT x.indisvalid
-    AND i.relname ~ '_cc(new|old)[0-9]*$'
-ORDER BY 1
+JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE t.relname = ANY(:tables) AND n.nspname = current_schema()
+ORDER BY t.relname, i.relname
 """
 
-SIZE = "SELECT pg_indexes_size(CAST(:table AS regclass))"
+# Index builds in progress on the tables, by other sessions.
+BUILDING = """
+SELECT p.pid, c.relname, p.command
+FROM pg_stat_progress_create_index p
+JOIN pg_class c ON c.oid = p.relid
+WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND c.relname = ANY(:tables) AND c.relnamespace = CAST(current_schema() AS regnamespace)
+    AND p.pid <> pg_backend_pid()
+ORDER BY p.pid
+"""
+
+SIZE = "SELECT pg_relation_size(CAST(:index AS regclass))"
 
 
-class NotOwner(PermissionError):
-    """The role may not rebuild the tables' indexes: only their owner may."""
+class CannotRebuild(RuntimeError):
+    """The rebuild may not start: the role does not own the tables, or another is running."""
+
+
+class RebuildStopped(RuntimeError):
+    """The rebuild started and stopped part way (cancelled, a timeout, a deadlock)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +82,9 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
                    echo: Callable[[str], object] = lambda _: None) -> list[Rebuilt]:
     """Drop what an interrupted rebuild left, then rebuild each table's indexes.
 
-    ``url`` is the owner's (migrations') URL. Raises NotOwner when that role does not own
-    the tables, before touching anything.
+    ``url`` is the owner's (migrations') URL. Raises CannotRebuild before touching anything
+    when that role does not own the tables or another index build is running on them, and
+    RebuildStopped when a statement fails once started; connection failures propagate.
     """
     unknown = sorted(set(tables) - set(LEDGER_TABLES))
     if unknown:
@@ -68,31 +92,53 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
     engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as connection:
-            _check_owner(connection, tables)
-            for name in connection.execute(text(LEFTOVERS), {"tables": list(tables)}).scalars():
-                echo(f"dropping {name}, left invalid by an interrupted rebuild")
-                connection.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-            done = []
-            for table in tables:
-                before = connection.execute(text(SIZE), {"table": table}).scalar_one()
-                started = time.monotonic()
-                # A name from LEDGER_TABLES, never from the caller: checked above.
-                connection.execute(text(f"REINDEX TABLE CONCURRENTLY {table}"))
-                after = connection.execute(text(SIZE), {"table": table}).scalar_one()
-                done.append(Rebuilt(table, before, after, time.monotonic() - started))
-                echo(f"{table}: indexes {before / 2**20:,.0f} MB -> {after / 2**20:,.0f} MB "
-                     f"in {done[-1].seconds:.1f} s")
-            return done
+            try:
+                return _rebuild(connection, tables, echo)
+            except DBAPIError as error:
+                reason = (str(error.orig or error).strip().splitlines() or [""])[0]
+                raise RebuildStopped(reason[:300]) from error
     finally:
         engine.dispose()
 
 
+def _rebuild(connection: Connection, tables: Sequence[str],
+             echo: Callable[[str], object]) -> list[Rebuilt]:
+    _check_owner(connection, tables)
+    running = connection.execute(text(BUILDING), {"tables": list(tables)}).all()
+    if running:
+        raise CannotRebuild("another index build is running on " + ", ".join(
+            f"{row.relname} ({row.command}, pid {row.pid})" for row in running)
+            + ": wait for it to end, then run this again")
+    indexes = connection.execute(text(INDEXES), {"tables": list(tables)}).all()
+    for index in indexes:
+        if index.leftover:
+            echo(f"dropping {index.name}, left invalid by an interrupted rebuild")
+            # A name quoted by quote_ident from the catalog, never from the caller.
+            connection.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
+    done = []
+    for table in tables:
+        names = [index.name for index in indexes
+                 if index.table_name == table and not index.leftover]
+        before = after = 0
+        started = time.monotonic()
+        for name in names:
+            before += connection.execute(text(SIZE), {"index": name}).scalar_one()
+            connection.execute(text(f"REINDEX INDEX CONCURRENTLY {name}"))
+            after += connection.execute(text(SIZE), {"index": name}).scalar_one()
+        done.append(Rebuilt(table, before, after, time.monotonic() - started))
+        echo(f"{table}: {len(names)} indexes, {before / 2**20:,.0f} MB -> "
+             f"{after / 2**20:,.0f} MB in {done[-1].seconds:.1f} s")
+    return done
+
+
 def _check_owner(connection: Connection, tables: Sequence[str]) -> None:
+    """Refuse a role that may not REINDEX the tables: PostgreSQL 15 lets their owner, and
+    members of the owner's role that inherit it, and no one else."""
     not_owned = connection.execute(text(
         "SELECT t FROM unnest(CAST(:tables AS text[])) AS t "
         "WHERE NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = CAST(t AS regclass)),"
         " 'USAGE') ORDER BY t"), {"tables": list(tables)}).scalars().all()
     if not_owned:
         role = connection.execute(text("SELECT current_user")).scalar_one()
-        raise NotOwner(f"role {role!r} does not own {', '.join(not_owned)}: rebuild the "
-                       "indexes as the schema's owner (MIGRATIONS_DATABASE_URL)")
+        raise CannotRebuild(f"role {role!r} does not own {', '.join(not_owned)}: rebuild the "
+                            "indexes as the schema's owner (MIGRATIONS_DATABASE_URL)")

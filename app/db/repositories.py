@@ -460,7 +460,7 @@ class RoundRepository:
 
         One index scan for all of them (``round_id IN (...)`` under the operator, which
         PostgreSQL reads as ``= ANY``): the ORM's selectin load of a (operator_id,
-        round_id) pair list was one bitmap scan per round, planned anew each page.
+        round_id) pair list was a BitmapOr of one index scan per round, 1.6 ms to plan.
         """
         if not round_ids:
             return {}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -73,18 +77,51 @@ def test_reindex_rebuilds_every_ledger_index_and_changes_no_answer(ledger):
     assert more.status_code == 201, more.get_json()
 
 
+@contextmanager
+def _writer_in_progress(url: str) -> Iterator[None]:
+    """Hold ROW EXCLUSIVE on rounds, as an append in progress does: a concurrent index
+    build waits for it after making its new, still invalid, copy."""
+    with psycopg.connect(libpq_url(url)) as blocker:
+        blocker.execute("LOCK TABLE rounds IN ROW EXCLUSIVE MODE")
+        yield
+        blocker.rollback()
+
+
+REBUILD = "REINDEX INDEX CONCURRENTLY public.ix_rounds_created_at"
+COPY = ("rounds", "ix_rounds_created_at_ccnew", False)
+
+
 def test_reindex_first_drops_what_an_interrupted_rebuild_left(ledger):
-    # A concurrent build that fails leaves its index behind, invalid, as an interrupted
-    # REINDEX CONCURRENTLY leaves its ..._ccnew copy.
-    with (psycopg.connect(libpq_url(ledger["owner"]), autocommit=True) as connection,
-          pytest.raises(psycopg.errors.UniqueViolation)):
-        connection.execute("CREATE UNIQUE INDEX CONCURRENTLY rounds_kind_ccnew ON rounds (kind)")
-    assert ("rounds", "rounds_kind_ccnew", False) in _indexes(ledger["owner"])
+    with _writer_in_progress(ledger["owner"]), psycopg.connect(
+            libpq_url(ledger["owner"]), autocommit=True) as rebuild:
+        rebuild.execute("SET statement_timeout = '1s'")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            rebuild.execute(REBUILD)  # interrupted while it waits for the writer
+    assert COPY in _indexes(ledger["owner"])
     result = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", "rounds"])
     assert result.exit_code == 0, result.output
-    assert "dropping public.rounds_kind_ccnew" in result.stderr
-    assert [name for table, name, _ in _indexes(ledger["owner"])
-            if name == "rounds_kind_ccnew"] == []
+    assert "dropping public.ix_rounds_created_at_ccnew" in result.stderr
+    assert all(valid and "_cc" not in name for _, name, valid in _indexes(ledger["owner"]))
+
+
+def test_reindex_refuses_to_start_beside_a_running_build_and_leaves_its_copy(ledger):
+    with (_writer_in_progress(ledger["owner"]), ThreadPoolExecutor(1) as pool,
+          psycopg.connect(libpq_url(ledger["owner"]), autocommit=True) as rebuild):
+        running = pool.submit(rebuild.execute, REBUILD)
+        with psycopg.connect(libpq_url(ledger["owner"]), autocommit=True) as watch:
+            while not watch.execute("SELECT count(*) FROM pg_stat_progress_create_index "
+                                    "WHERE pid = %s", (rebuild.info.backend_pid,)
+                                    ).fetchone()[0]:
+                assert not running.done(), running.exception()
+                time.sleep(0.05)
+        result = ledger["app"].test_cli_runner().invoke(args=["reindex"])
+        assert result.exit_code == 1
+        assert "another index build is running on rounds" in result.stderr
+        assert "pid" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert COPY in _indexes(ledger["owner"])  # the running build's copy is left
+        rebuild.cancel_safe()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            running.result()
 
 
 def test_reindex_as_the_runtime_role_is_refused_and_touches_nothing(ledger, make_app):
@@ -93,6 +130,7 @@ def test_reindex_as_the_runtime_role_is_refused_and_touches_nothing(ledger, make
     result = app.test_cli_runner().invoke(args=["reindex"])
     assert result.exit_code == 1
     assert "does not own ledger_lines, round_players, rounds" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     assert "MIGRATIONS_DATABASE_URL" in result.stderr
     assert _indexes(ledger["owner"]) == indexes
     with pytest.raises(ValueError, match="not a ledger table: api_keys"):

@@ -48,8 +48,10 @@ def test_help_works_without_a_database(tmp_path: Path, database: str, args: list
     assert not data_dir.exists(), "help started the embedded database"
 
 
-def test_a_command_on_an_unreachable_database_fails_in_one_line(tmp_path: Path) -> None:
-    done = _flask("keys", "list", env={"DATABASE_URL": _closed_url(), "DB_CONNECT_TIMEOUT_S": "1"})
+@pytest.mark.parametrize("command", [["keys", "list"], ["reindex"]], ids=" ".join)
+def test_a_command_on_an_unreachable_database_fails_in_one_line(tmp_path: Path,
+                                                                command: list[str]) -> None:
+    done = _flask(*command, env={"DATABASE_URL": _closed_url(), "DB_CONNECT_TIMEOUT_S": "1"})
     assert done.returncode == 1
     # Log lines are JSON objects; the only other line is the error.
     plain = [line for line in done.stderr.splitlines() if not line.startswith("{")]
