@@ -299,7 +299,10 @@ def reindex_command(tables: tuple[str, ...]) -> None:
 
     Appends scatter each index's pages; a rebuild makes reconciliation and the pages read
     them in order again (3 to 5 times faster cold at a million rounds). One index at a
-    time, as the schema's owner: MIGRATIONS_DATABASE_URL, else DATABASE_URL.
+    time, as the schema's owner (MIGRATIONS_DATABASE_URL, else DATABASE_URL: the runtime
+    role is refused); each build waits for transactions in progress on its table. First
+    drops the invalid copies an interrupted run left; prints each table's index sizes.
+    Exits 0 when done, 1 when refused or stopped, 2 on a usage error.
     """
     urls = database_urls(current_app.config["SETTINGS"])
     try:

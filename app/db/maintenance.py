@@ -82,9 +82,10 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
                    echo: Callable[[str], object] = lambda _: None) -> list[Rebuilt]:
     """Drop what an interrupted rebuild left, then rebuild each table's indexes.
 
-    ``url`` is the owner's (migrations') URL. Raises CannotRebuild before touching anything
-    when that role does not own the tables or another index build is running on them, and
-    RebuildStopped when a statement fails once started; connection failures propagate.
+    ``url`` is the owner's (migrations') URL. Leftovers are dropped on every ledger table,
+    whichever ``tables`` are rebuilt. Raises CannotRebuild before touching anything when
+    that role does not own the tables or another index build is running on the ledger,
+    and RebuildStopped when a statement fails once started; connection failures propagate.
     """
     unknown = sorted(set(tables) - set(LEDGER_TABLES))
     if unknown:
@@ -104,12 +105,15 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
 def _rebuild(connection: Connection, tables: Sequence[str],
              echo: Callable[[str], object]) -> list[Rebuilt]:
     _check_owner(connection, tables)
-    running = connection.execute(text(BUILDING), {"tables": list(tables)}).all()
+    # Leftovers are garbage on whichever ledger table they lie, so every table is looked
+    # at (and none may be mid-build), whichever are rebuilt.
+    every = list(LEDGER_TABLES)
+    running = connection.execute(text(BUILDING), {"tables": every}).all()
     if running:
         raise CannotRebuild("another index build is running on " + ", ".join(
             f"{row.relname} ({row.command}, pid {row.pid})" for row in running)
             + ": wait for it to end, then run this again")
-    indexes = connection.execute(text(INDEXES), {"tables": list(tables)}).all()
+    indexes = connection.execute(text(INDEXES), {"tables": every}).all()
     for index in indexes:
         if index.leftover:
             echo(f"dropping {index.name}, left invalid by an interrupted rebuild")
@@ -126,8 +130,8 @@ def _rebuild(connection: Connection, tables: Sequence[str],
             connection.execute(text(f"REINDEX INDEX CONCURRENTLY {name}"))
             after += connection.execute(text(SIZE), {"index": name}).scalar_one()
         done.append(Rebuilt(table, before, after, time.monotonic() - started))
-        echo(f"{table}: {len(names)} indexes, {before / 2**20:,.0f} MB -> "
-             f"{after / 2**20:,.0f} MB in {done[-1].seconds:.1f} s")
+        echo(f"{table}: {len(names)} indexes, {before / 2**20:,.1f} MB -> "
+             f"{after / 2**20:,.1f} MB in all, in {done[-1].seconds:.1f} s")
     return done
 
 
