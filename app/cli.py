@@ -25,7 +25,7 @@ from marshmallow import ValidationError
 
 from app.db import get_database, maintenance
 from app.db.engine import database_urls
-from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
+from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
@@ -66,8 +66,8 @@ def needs_database(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except DATABASE_UNAVAILABLE as error:
-            reason = (str(getattr(error, "orig", None) or error).strip().splitlines() or [""])[0]
-            raise click.ClickException(f"the database is unavailable: {reason[:300]}") from None
+            raise click.ClickException(
+                f"the database is unavailable: {reason_of(error)}") from None
         except SchemaError as error:
             raise click.ClickException(str(error)) from None
 

@@ -21,7 +21,7 @@ from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 from werkzeug.wrappers import Response as BaseResponse
 
 from app.api.metrics import count_problem, count_unavailable
-from app.db.schema import DATABASE_UNAVAILABLE, SchemaError
+from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.domain.errors import (
     CardError,
     ClaimError,
@@ -414,7 +414,7 @@ def _on_database_down(error: Exception) -> Response:
     count_unavailable("pool_timeout" if isinstance(error, PoolTimeout) else "database")
     # One line per refused request; the traceback only at DEBUG, or an outage floods the log.
     log.warning("database unavailable: %s: %s", error.__class__.__name__,
-                (str(getattr(error, "orig", error)).splitlines() or [""])[0][:200])
+                reason_of(error, 200))
     log.debug("database unavailable", exc_info=error)
     retry_after = str(current_app.config["SETTINGS"].retry_after_s)
     return problem(

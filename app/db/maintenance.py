@@ -30,6 +30,8 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
+from app.db.schema import reason_of
+
 # The append-only tables whose indexes every settle writes and every report reads.
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
 
@@ -96,8 +98,7 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
             try:
                 return _rebuild(connection, tables, echo)
             except DBAPIError as error:
-                reason = (str(error.orig or error).strip().splitlines() or [""])[0]
-                raise RebuildStopped(reason[:300]) from error
+                raise RebuildStopped(reason_of(error)) from error
     finally:
         engine.dispose()
 

@@ -20,6 +20,14 @@ from sqlalchemy.pool import NullPool
 DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
     OperationalError, InterfaceError, PoolTimeout, psycopg.OperationalError)
 
+
+def reason_of(error: BaseException, limit: int = 300) -> str:
+    """Return the first line of what the database (or the driver) said, for a one-line
+    message or log: a SQLAlchemy error's own text repeats the statement and its values."""
+    said = str(getattr(error, "orig", None) or error).strip()
+    return (said.splitlines() or [""])[0][:limit]
+
+
 # Key of the advisory lock held while migrating, so several processes starting at once
 # (gunicorn workers with MIGRATE_ON_START=true, replicas) migrate one after the other.
 MIGRATION_LOCK = 0x7468_6972_7465_656E  # "thirteen"

@@ -79,3 +79,17 @@ def test_a_round_request_with_unknown_fields_answers_one_order_under_every_hash_
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
     assert done.stdout.split() == ["ruleset", "stake", "players", "aa", "mm", "zz"]
+
+
+def test_reason_of_a_database_error_is_the_servers_first_line_never_the_statement() -> None:
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    from app.db.schema import reason_of
+
+    orig = psycopg.OperationalError('connection failed: refused\nIs the server running on "x"?')
+    wrapped = OperationalError("SELECT secret_value FROM t WHERE k = 'key-123'", {}, orig)
+    assert reason_of(wrapped) == "connection failed: refused"
+    assert reason_of(wrapped, 10) == "connection"
+    assert reason_of(RuntimeError("  plain\nmore")) == "plain"
+    assert reason_of(RuntimeError("")) == ""
