@@ -31,3 +31,19 @@ def round_request(case: dict[str, Any], table_id: str, *,
                         "back": p["back"].split()})
     return {"ruleset": case["ruleset"], "table_id": table_id, "stake": case["stake"],
             "players": players}
+
+
+def settle_copies(client: Any, case: dict[str, Any], table_id: str,
+                  count: int) -> list[tuple[str, dict[str, Any]]]:
+    """Settle ``count`` copies of ``case`` at ``table_id`` through ``client``, the n-th with
+    its seats renamed ``<id>-<n>`` and a new Idempotency-Key; return each (key, body)."""
+    import uuid
+
+    settled = []
+    for n in range(count):
+        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in case["players"]}
+        key, body = uuid.uuid4().hex, round_request(case, table_id, names=names)
+        answer = client.post("/v1/rounds", json=body, headers={"Idempotency-Key": key})
+        assert answer.status_code == 201, answer.get_json()
+        settled.append((key, body))
+    return settled

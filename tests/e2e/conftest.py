@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -147,5 +148,39 @@ def make_api(make_app: Callable[..., Any]) -> Callable[..., ContractClient]:
 
     def build(**overrides: Any) -> ContractClient:
         return ContractClient(make_app(**overrides).test_client())
+
+    return build
+
+
+@dataclass(frozen=True)
+class OwnLedger:
+    """A new, migrated database of its own, and an app on it as the runtime login whose
+    test client sends an admin key of operator ``default``."""
+
+    app: Any
+    client: Any
+    owner: str
+    runtime: str
+
+
+@pytest.fixture
+def own_ledger(make_app: Callable[..., Any], make_database: Callable[[], str],
+               make_runtime_url: Callable[[str], str]) -> Callable[..., OwnLedger]:
+    """Return a factory of OwnLedger: ``own_ledger(db_pool_size=1)`` overrides settings.
+    For tests that look at the whole database (plans, indexes), which others would fill."""
+    from app.db import get_database
+    from app.db.schema import upgrade
+    from app.services.keys import create_key
+
+    def build(**overrides: Any) -> OwnLedger:
+        owner = make_database()
+        upgrade(owner)
+        runtime = make_runtime_url(owner)
+        app = make_app(**{"database_url": runtime, "migrations_database_url": owner,
+                          **overrides})
+        client = app.test_client()
+        client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
+            get_database(app).sessions, "default", ("admin",), name="own ledger").token
+        return OwnLedger(app, client, owner, runtime)
 
     return build

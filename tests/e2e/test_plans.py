@@ -22,15 +22,26 @@ from app.config import libpq_url
 from app.db import get_database
 from app.db.appends import _KEY_USE
 from app.db.schema import upgrade
-from app.services.keys import create_key
-from tests.worked_examples import EX_000, round_request
+from tests.worked_examples import EX_000, settle_copies
+
+
+def _plan_of(explained: Any) -> dict[str, Any]:
+    """Return the top node of an EXPLAIN (FORMAT JSON) answer, as the driver returned it."""
+    plan: dict[str, Any] = (explained if isinstance(explained, list)
+                            else json.loads(explained))[0]["Plan"]
+    return plan
+
+
+def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = [plan]
+    for child in plan.get("Plans", ()):
+        nodes.extend(_plan_nodes(child))
+    return nodes
 
 
 def _index_conditions(plan: dict[str, Any]) -> list[tuple[str, str]]:
-    found = [(plan.get("Index Name", ""), plan.get("Index Cond", ""))]
-    for child in plan.get("Plans", ()):
-        found.extend(_index_conditions(child))
-    return found
+    return [(node.get("Index Name", ""), node.get("Index Cond", ""))
+            for node in _plan_nodes(plan)]
 
 
 # Rounds the owner adds behind the service's back, so the table is no longer nearly empty
@@ -46,20 +57,11 @@ FROM generate_series(0, 7999) AS g
 
 
 def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_grow(
-        make_app, make_database, make_runtime_url, settings):
-    owner = make_database()
-    upgrade(owner)
-    app = make_app(database_url=make_runtime_url(owner), migrations_database_url=owner,
-                   db_pool_size=1, db_max_overflow=0)
-    client = app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
-        get_database(app).sessions, "default", ("admin",), name="plans").token
-    table = f"plan-{uuid.uuid4().hex[:10]}"
-    for n in range(8):  # more than psycopg's prepare threshold of 5, on a new database
-        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in EX_000["players"]}
-        answer = client.post("/v1/rounds", json=round_request(EX_000, table, names=names),
-                             headers={"Idempotency-Key": uuid.uuid4().hex})
-        assert answer.status_code == 201, answer.get_json()
+        own_ledger):
+    ledger = own_ledger(db_pool_size=1, db_max_overflow=0)
+    app, owner = ledger.app, ledger.owner
+    # More than psycopg's prepare threshold of 5, on a new database.
+    settle_copies(ledger.client, EX_000, f"plan-{uuid.uuid4().hex[:10]}", 8)
     bulk = create_engine(owner, poolclass=NullPool)
     with bulk.begin() as connection:
         connection.exec_driver_sql(_BULK)
@@ -72,7 +74,7 @@ def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_g
         explained = driver.execute(f"EXPLAIN (FORMAT JSON) {_KEY_USE}", {
             "operator_id": "default", "key": "bulk-key-77"}).fetchone()[0]
         connection.rollback()
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan_of(explained)
     assert ("uq_rounds_operator_id_idempotency_key",
             "((operator_id = 'default'::text) AND (idempotency_key = 'bulk-key-77'::text))"
             ) in _index_conditions(plan)
@@ -107,7 +109,7 @@ def test_a_player_page_reads_each_table_by_its_index_before_the_first_analyze(ma
             .replace(":bound", "%(bound)s").replace(":limit", "%(limit)s"),
             {"operator": "default", "player": "D", "bound": 10**9, "limit": 50}).scalar()
     engine.dispose()
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan_of(explained)
     by_txid = [cond for name, cond in _index_conditions(plan)
                if name == "ix_ledger_lines_operator_id_account_txid_id"]
     # The page itself walks the player's lines in commit order; nothing else may.
@@ -141,16 +143,9 @@ def test_the_take_finds_a_key_by_its_index_on_a_connection_that_took_keys_while_
                 f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {take}",
                 ("lock-x", "bulk-7", "bulk-key-7")).fetchone()[0]
             taken = connection.execute(take, ("lock-y", "bulk-8", "bulk-key-8")).fetchone()
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan_of(explained)
     assert taken[0] is True and taken[5] is not None  # the bulk key's round was found
     assert _buffers(plan) < 40, plan
-
-
-def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    nodes = [plan]
-    for child in plan.get("Plans", ()):
-        nodes.extend(_plan_nodes(child))
-    return nodes
 
 
 _SEATS = """
@@ -161,25 +156,16 @@ FROM generate_series(1, 5000) AS g, generate_series(0, 3) AS s
 """
 
 
-def test_a_rounds_page_reads_its_rounds_players_in_one_index_scan(
-        make_app, make_database, make_runtime_url):
+def test_a_rounds_page_reads_its_rounds_players_in_one_index_scan(own_ledger):
     """GET /v1/rounds reads the page's players by one ``round_id = ANY`` condition under the
     operator. The ORM's selectin load of (operator_id, round_id) pairs was a BitmapOr of one
     index scan per round, planned anew each page: 1.6 ms of planning at 50 rounds."""
     from sqlalchemy import event
 
-    owner = make_database()
-    upgrade(owner)
-    app = make_app(database_url=make_runtime_url(owner), migrations_database_url=owner)
-    client = app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
-        get_database(app).sessions, "default", ("admin",), name="plans").token
+    ledger = own_ledger()
+    app, client, owner = ledger.app, ledger.client, ledger.owner
     table = f"page-{uuid.uuid4().hex[:10]}"
-    for n in range(6):
-        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in EX_000["players"]}
-        answer = client.post("/v1/rounds", json=round_request(EX_000, table, names=names),
-                             headers={"Idempotency-Key": uuid.uuid4().hex})
-        assert answer.status_code == 201, answer.get_json()
+    settle_copies(client, EX_000, table, 6)
     seen: list[tuple[str, Any]] = []
 
     def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
@@ -206,7 +192,7 @@ def test_a_rounds_page_reads_its_rounds_players_in_one_index_scan(
         connection.execute("ANALYZE round_players")
         explained = connection.execute(f"EXPLAIN (FORMAT JSON) {players_sql}",
                                        parameters).fetchone()[0]
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan_of(explained)
     scans = [node for node in _plan_nodes(plan) if "Index Name" in node]
     assert [node["Node Type"] for node in _plan_nodes(plan)].count("BitmapOr") == 0, plan
     assert len(scans) == 1 and "= ANY" in scans[0]["Index Cond"], plan
@@ -235,7 +221,7 @@ def test_the_zero_sum_check_sums_each_rounds_lines_in_its_index_order(make_datab
             scope="l.created_at >= now() - interval '1 day' AND l.created_at < now()")
         ).scalar()
     engine.dispose()
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan_of(explained)
     lines = [node for node in _plan_nodes(plan) if node.get("Relation Name") == "ledger_lines"]
     assert [(n["Node Type"], n["Index Name"]) for n in lines] == [
         ("Index Only Scan", "ix_ledger_lines_round_id_operator_id")], plan

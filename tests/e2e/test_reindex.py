@@ -11,12 +11,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from sqlalchemy import make_url
 
 from app.config import libpq_url
-from app.db import get_database, maintenance
-from app.db.schema import upgrade
-from app.services.keys import create_key
-from tests.worked_examples import EX_000, round_request
+from app.db import maintenance
+from tests.worked_examples import EX_000, round_request, settle_copies
 
 INDEXES = """
 SELECT t.relname, i.relname, x.indisvalid
@@ -31,24 +30,11 @@ def _indexes(url: str) -> list[tuple[str, str, bool]]:
 
 
 @pytest.fixture
-def ledger(make_app, make_database, make_runtime_url) -> dict[str, Any]:
-    owner = make_database()
-    upgrade(owner)
-    runtime = make_runtime_url(owner)
-    app = make_app(database_url=runtime, migrations_database_url=owner)
-    client = app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
-        get_database(app).sessions, "default", ("admin",), name="reindex").token
+def ledger(own_ledger) -> dict[str, Any]:
+    own = own_ledger()
     table = f"reindex-{uuid.uuid4().hex[:10]}"
-    keys = []
-    for n in range(3):
-        names = {p["player_id"]: f"{p['player_id']}-{n}" for p in EX_000["players"]}
-        keys.append((uuid.uuid4().hex, round_request(EX_000, table, names=names)))
-        answer = client.post("/v1/rounds", json=keys[-1][1],
-                             headers={"Idempotency-Key": keys[-1][0]})
-        assert answer.status_code == 201, answer.get_json()
-    return {"app": app, "client": client, "owner": owner, "runtime": runtime, "table": table,
-            "keys": keys}
+    return {"app": own.app, "client": own.client, "owner": own.owner, "runtime": own.runtime,
+            "table": table, "keys": settle_copies(own.client, EX_000, table, 3)}
 
 
 def _report(client: Any) -> dict[str, Any]:
@@ -103,6 +89,26 @@ def test_reindex_first_drops_what_an_interrupted_rebuild_left(ledger):
         args=["reindex", "--table", "round_players"])
     assert result.exit_code == 0, result.output
     assert "dropping public.ix_rounds_created_at_ccnew" in result.stderr
+    assert all(valid and "_cc" not in name for _, name, valid in _indexes(ledger["owner"]))
+
+
+def test_a_rebuild_stopped_part_way_says_so_in_one_line_and_the_next_run_mends_it(
+        ledger, make_app):
+    # The owner's sessions time out: the rebuild of rounds stops while it waits for the
+    # writer, after it made its copy.
+    impatient = make_url(ledger["owner"]).update_query_dict(
+        {"options": "-c statement_timeout=1000"}).render_as_string(hide_password=False)
+    app = make_app(database_url=ledger["runtime"], migrations_database_url=impatient)
+    with _writer_in_progress(ledger["owner"]):
+        result = app.test_cli_runner().invoke(args=["reindex", "--table", "rounds"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: the rebuild stopped: canceling statement due to "
+                                    "statement timeout; run it again"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert any("_ccnew" in name and not valid for _, name, valid in _indexes(ledger["owner"]))
+    again = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", "rounds"])
+    assert again.exit_code == 0, again.output
+    assert "left invalid by an interrupted rebuild" in again.stderr
     assert all(valid and "_cc" not in name for _, name, valid in _indexes(ledger["owner"]))
 
 
