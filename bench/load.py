@@ -801,10 +801,18 @@ def _server_binaries() -> tuple[Path, str]:
                             reverse=True):
         if (candidate / "postgres").is_file() and (candidate / "initdb").is_file():
             return candidate, f"the machine's PostgreSQL in {candidate}"
-    with warnings.catch_warnings():  # pgserver warns about XDG folders in containers
+    binaries = pgserver_binaries()
+    return binaries, f"pgserver's PostgreSQL in {binaries}"
+
+
+def pgserver_binaries() -> Path:
+    """Return the folder of the server programs the pgserver wheel ships, imported quietly:
+    pgserver's import warns when XDG_RUNTIME_DIR is unset (containers, CI), which does not
+    matter here. Also the private servers of tests/integration/private_pg.py."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from pgserver._commands import POSTGRES_BIN_PATH
-    return Path(POSTGRES_BIN_PATH), f"pgserver's PostgreSQL in {POSTGRES_BIN_PATH}"
+    return Path(POSTGRES_BIN_PATH)
 
 
 SERVER_USER = "pgserver"  # PostgreSQL refuses root; as pgserver itself does, root runs it so
@@ -820,7 +828,7 @@ def server_user(folder: Path, binaries: Path) -> dict[str, Any]:
         return {}
     import pwd
 
-    with warnings.catch_warnings():  # as above
+    with warnings.catch_warnings():  # as in pgserver_binaries
         warnings.simplefilter("ignore")
         from pgserver.utils import (
             ensure_folder_permissions,

@@ -18,14 +18,13 @@ import socket
 import subprocess
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from app.config import normalize_database_url
-from bench.load import server_user
+from bench.load import pgserver_binaries, server_user
 
 # Fault injection inside the database: a BEFORE INSERT trigger on ``rounds`` consults
 # ``fault_plan`` by table id. It counts every attempt in a sequence (sequences ignore
@@ -74,14 +73,6 @@ def free_port() -> int:
         return port
 
 
-def _bin_dir() -> Path:
-    # Imported late, and quietly: pgserver's import reads platform folders and warns when
-    # XDG_RUNTIME_DIR is unset (containers, CI), which does not matter here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from pgserver._commands import POSTGRES_BIN_PATH
-
-    return Path(POSTGRES_BIN_PATH)
 
 
 class PrivatePostgres:
@@ -104,7 +95,7 @@ class PrivatePostgres:
         root = Path(tempfile.mkdtemp(prefix="thirteen-private-pg-"))
         server = cls(root, free_port())
         atexit.register(server.destroy)  # a crashed test run must not leave a server behind
-        server._run_as = server_user(root, _bin_dir())
+        server._run_as = server_user(root, pgserver_binaries())
         server._run("initdb", "-D", str(server.data), "--auth=trust", "-U", "postgres",
                     "--encoding=UTF8", "--no-sync", "--no-instructions")
         server.start()
@@ -135,7 +126,7 @@ class PrivatePostgres:
     def is_running(self) -> bool:
         """Tell whether the postmaster is up (pg_ctl status)."""
         done = subprocess.run(
-            [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "status"],
+            [str(pgserver_binaries() / "pg_ctl"), "-D", str(self.data), "status"],
             **self._run_as, capture_output=True, text=True, check=False,
         )
         return done.returncode == 0
@@ -165,7 +156,7 @@ class PrivatePostgres:
         if self.root.exists():
             if (self.data / "postmaster.pid").exists():
                 subprocess.run(
-                    [str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                    [str(pgserver_binaries() / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                      "-w", "-t", "30", "stop"],
                     **self._run_as, capture_output=True, check=False,
                 )
@@ -173,7 +164,7 @@ class PrivatePostgres:
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run(
-            [str(_bin_dir() / program), *args], **self._run_as, cwd=self.root,
+            [str(pgserver_binaries() / program), *args], **self._run_as, cwd=self.root,
             capture_output=True, text=True, check=False, timeout=60,
         )
         if done.returncode != 0:
