@@ -143,3 +143,6 @@ def test_reindex_as_the_runtime_role_is_refused_and_touches_nothing(ledger, make
     assert _indexes(ledger["owner"]) == indexes
     with pytest.raises(ValueError, match="not a ledger table: api_keys"):
         maintenance.reindex_ledger(ledger["owner"], tables=["api_keys"])
+    refused = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", "api_keys"])
+    assert refused.exit_code == 2 and "'api_keys' is not one of" in refused.output
+    assert _indexes(ledger["owner"]) == indexes
