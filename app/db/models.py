@@ -85,6 +85,7 @@ class Round(Base):
     table_id: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     ruleset_name: Mapped[str] = mapped_column(Text)
+    # Stored MAIN (migration 0017): kept in the row, so a page reads its precision there.
     ruleset: Mapped[dict[str, Any]]
     ruleset_hash: Mapped[str] = mapped_column(Text)
     stake: Mapped[Decimal]
@@ -164,7 +165,9 @@ class RoundPlayer(Base):
     round: Mapped[Round] = relationship(back_populates="players")
 
     __table_args__ = (
-        PrimaryKeyConstraint("operator_id", "round_id", "seat"),
+        # A page of rounds reads its seats from this index alone (migration 0017).
+        PrimaryKeyConstraint("operator_id", "round_id", "seat",
+                             postgresql_include=["player_id", "points", "amount"]),
         ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
                              name="fk_round_players_round_rounds"),
         CheckConstraint("seat >= 0", name="seat_nonnegative"),

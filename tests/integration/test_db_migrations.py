@@ -182,28 +182,34 @@ def test_a_schema_first_seen_on_a_request_is_checked_then_and_until_it_passes(
         engine.dispose()
 
 
-def test_the_chain_index_migration_stops_rather_than_queue_settles_behind_a_long_reader(
-        make_database):
-    """0013 renames its new index into the chain's constraint under an exclusive lock on
-    rounds. Behind a reader that holds rounds (a long report), it gives up after its lock
-    timeout instead of making every settle wait behind it, and a second run succeeds."""
+def _stops_behind_a_reader(url: str, before: str, table: str) -> None:
+    """Migrate ``url`` from ``before`` while a reader holds ``table``: the migration's
+    exclusive lock gives up after its lock timeout, and the revision stays ``before``."""
     import psycopg
     from sqlalchemy.exc import OperationalError
 
-    url = make_database()
-    upgrade(url, "0012_lz4_toast")
+    upgrade(url, before)
     reader = psycopg.connect(libpq_url(url))
     try:
-        reader.execute("SELECT count(*) FROM rounds").fetchone()  # holds ACCESS SHARE
+        reader.execute(f"SELECT count(*) FROM {table}").fetchone()  # holds ACCESS SHARE
         # Without the migration's own lock timeout the ALTER would wait for the reader:
         # this statement timeout ends that wait with another error, not a hang.
         bounded = make_url(url).update_query_dict(
             {"options": "-c statement_timeout=30000"}).render_as_string(hide_password=False)
         with pytest.raises(OperationalError, match="lock timeout"):
             upgrade(bounded)
-        assert _revisions(url) == {"0012_lz4_toast"}
+        assert _revisions(url) == {before}
     finally:
         reader.close()
+
+
+def test_the_chain_index_migration_stops_rather_than_queue_settles_behind_a_long_reader(
+        make_database):
+    """0013 renames its new index into the chain's constraint under an exclusive lock on
+    rounds. Behind a reader that holds rounds (a long report), it gives up after its lock
+    timeout instead of making every settle wait behind it, and a second run succeeds."""
+    url = make_database()
+    _stops_behind_a_reader(url, "0012_lz4_toast", "rounds")
     upgrade(url)
     assert _revisions(url) == set(head_revisions())
     with create_engine(url, poolclass=NullPool).connect() as connection:
@@ -213,3 +219,39 @@ def test_the_chain_index_migration_stops_rather_than_queue_settles_behind_a_long
     assert "uq_rounds_chain_seq_building" not in indexes
     assert "INCLUDE (created_at, kind, content_hash, prev_hash, id, ruleset_name)" in indexes[
         "uq_rounds_operator_id_table_id_chain_seq"]
+
+
+def _page_reads_schema(url: str) -> tuple[str, str]:
+    """Return how rounds.ruleset is stored and the primary key of round_players."""
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        storage = connection.exec_driver_sql(
+            "SELECT attstorage FROM pg_attribute "
+            "WHERE attrelid = 'rounds'::regclass AND attname = 'ruleset'").scalar_one()
+        key = connection.exec_driver_sql(
+            "SELECT pg_get_indexdef(conindid) FROM pg_constraint "
+            "WHERE conrelid = 'round_players'::regclass AND contype = 'p'").scalar_one()
+    return storage, key
+
+
+def test_the_page_reads_migration_waits_for_no_reader_and_downgrades(make_database):
+    """0017 makes a covering index round_players' primary key, and keeps rounds' rulesets
+    in the row (MAIN), in one short transaction. Behind a reader it gives up after its
+    lock timeout; run again it succeeds, leaving no index of its own beside the key; its
+    downgrade restores the plain key and the default storage."""
+    url = make_database()
+    _stops_behind_a_reader(url, "0016_unread_line_index", "round_players")
+    assert _page_reads_schema(url)[0] == "x"
+    upgrade(url)
+    assert _revisions(url) == set(head_revisions())
+    storage, key = _page_reads_schema(url)
+    assert storage == "m"
+    assert key.startswith("CREATE UNIQUE INDEX pk_round_players ON public.round_players")
+    assert key.endswith("(operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        indexes = {row[0] for row in connection.exec_driver_sql(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'round_players'")}
+    assert "pk_round_players_building" not in indexes
+    downgrade(url, "0016_unread_line_index")
+    storage, key = _page_reads_schema(url)
+    assert storage == "x"
+    assert key.endswith("USING btree (operator_id, round_id, seat)")

@@ -1,0 +1,61 @@
+"""Read a page of rounds from fewer pages of disk (issue 14).
+
+A table's page of 50 rounds read, cold, about 250 blocks, one random read each
+(``bench.ledger --cold``, 1,000,000 rounds): per round, its ``rounds`` row, then the TOAST
+index and TOAST heap for the ruleset (the page reads the money precision from it), then
+its seats' index entries and their ``round_players`` rows. Two changes halve that:
+
+- ``rounds.ruleset`` is stored MAIN: compressed in the row where it fits, moved out of
+  line only as a last resort. At about 1.2 KB it crossed the 2 KB TOAST target together
+  with the rest of the row, so it went out of line, and reading a round's precision cost
+  two or three more blocks. The request and the result (the explanation) still go out of
+  line first. Only rows written from now on are stored so; nothing is rewritten, and
+  older rounds read as before.
+- the primary key of ``round_players`` carries the columns a page shows (player_id,
+  points, amount), so a page's seats are read from the index alone. It is built
+  CONCURRENTLY, so a live ledger keeps taking rounds meanwhile; then it takes the
+  constraint's name in one short transaction, with the ruleset's storage, whose locks
+  wait at most LOCK_TIMEOUT for readers in progress (past that the migration stops, and
+  may simply be run again).
+
+Revision ID: 0017_page_reads
+Revises: 0016_unread_line_index
+Create Date: 2026-12-02
+"""
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0017_page_reads"
+down_revision: str | None = "0016_unread_line_index"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+CONSTRAINT = "pk_round_players"
+KEY = "operator_id, round_id, seat"
+INCLUDE = "player_id, points, amount"
+BUILDING = "pk_round_players_building"
+LOCK_TIMEOUT = "5s"
+
+
+def _change(include: str | None, storage: str) -> None:
+    """Build the key's new index beside the old one, then, in one short transaction, make
+    it the primary key and set how the ruleset is stored."""
+    covering = f" INCLUDE ({include})" if include else ""
+    with op.get_context().autocommit_block():
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {BUILDING}")  # a failed earlier try
+        op.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {BUILDING} ON round_players ({KEY})"
+                   f"{covering}")
+    op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    op.execute(f"ALTER TABLE round_players DROP CONSTRAINT {CONSTRAINT}, "
+               f"ADD CONSTRAINT {CONSTRAINT} PRIMARY KEY USING INDEX {BUILDING}")
+    op.execute(f"ALTER TABLE rounds ALTER COLUMN ruleset SET STORAGE {storage}")
+
+
+def upgrade() -> None:
+    _change(INCLUDE, "MAIN")
+
+
+def downgrade() -> None:
+    _change(None, "EXTENDED")
