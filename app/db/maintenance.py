@@ -14,7 +14,9 @@ index at a time. It must run as the tables' owner. The TOAST tables' indexes are
 alone: they are keyed by a sequence and do not scatter.
 
 A rebuild that was interrupted leaves an invalid copy named ``…_ccnew`` (or ``…_ccold``),
-which every settle goes on writing; the next run drops those first. A run refuses to start
+which every settle goes on writing; the next run drops those first, and so the invalid
+``…_building`` index of a migration whose concurrent build was interrupted (0013, 0017:
+the migration builds it again when run again). A run refuses to start
 while another index build is in progress on these tables, so it never takes a running
 build's copy for a leftover. (Not by an advisory lock: lists read a transaction holding
 one as an append in progress, ``app.db.repositories.CommitHorizon``.)
@@ -36,10 +38,10 @@ from app.db.schema import reason_of
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
 
 # Each table's indexes in the current schema, as quoted names: the invalid copies an
-# interrupted REINDEX CONCURRENTLY left, and the others.
+# interrupted REINDEX CONCURRENTLY or migration left, and the others.
 INDEXES = """
 SELECT t.relname AS table_name, quote_ident(n.nspname) || '.' || quote_ident(i.relname) AS name,
-    NOT x.indisvalid AND i.relname ~ '_cc(new|old)[0-9]*$' AS leftover
+    NOT x.indisvalid AND i.relname ~ '(_cc(new|old)[0-9]*|_building)$' AS leftover
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class t ON t.oid = x.indrelid
@@ -117,7 +119,7 @@ def _rebuild(connection: Connection, tables: Sequence[str],
     indexes = connection.execute(text(INDEXES), {"tables": every}).all()
     for index in indexes:
         if index.leftover:
-            echo(f"dropping {index.name}, left invalid by an interrupted rebuild")
+            echo(f"dropping {index.name}, left invalid by an interrupted build")
             # A name quoted by quote_ident from the catalog, never from the caller.
             connection.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
     done = []

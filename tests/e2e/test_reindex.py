@@ -64,32 +64,40 @@ def test_reindex_rebuilds_every_ledger_index_and_changes_no_answer(ledger):
 
 
 @contextmanager
-def _writer_in_progress(url: str) -> Iterator[None]:
-    """Hold ROW EXCLUSIVE on rounds, as an append in progress does: a concurrent index
+def _writer_in_progress(url: str, table: str = "rounds") -> Iterator[None]:
+    """Hold ROW EXCLUSIVE on ``table``, as an append in progress does: a concurrent index
     build waits for it after making its new, still invalid, copy."""
     with psycopg.connect(libpq_url(url)) as blocker:
-        blocker.execute("LOCK TABLE rounds IN ROW EXCLUSIVE MODE")
+        blocker.execute(f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE")
         yield
         blocker.rollback()
 
 
 REBUILD = "REINDEX INDEX CONCURRENTLY public.ix_rounds_created_at"
 COPY = ("rounds", "ix_rounds_created_at_ccnew", False)
+# Migration 0017's new key, its build interrupted the same way.
+MIGRATION_BUILD = ("CREATE UNIQUE INDEX CONCURRENTLY pk_round_players_building ON round_players "
+                   "(operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
+MIGRATION_COPY = ("round_players", "pk_round_players_building", False)
 
 
-def test_reindex_first_drops_what_an_interrupted_rebuild_left(ledger):
-    with _writer_in_progress(ledger["owner"]), psycopg.connect(
+@pytest.mark.parametrize(("build", "left", "other_table"), [
+    (REBUILD, COPY, "round_players"),
+    (MIGRATION_BUILD, MIGRATION_COPY, "rounds"),
+], ids=["reindex", "migration"])
+def test_reindex_first_drops_what_an_interrupted_build_left(ledger, build, left, other_table):
+    with _writer_in_progress(ledger["owner"], left[0]), psycopg.connect(
             libpq_url(ledger["owner"]), autocommit=True) as rebuild:
         rebuild.execute("SET statement_timeout = '1s'")
         with pytest.raises(psycopg.errors.QueryCanceled):
-            rebuild.execute(REBUILD)  # interrupted while it waits for the writer
-    assert COPY in _indexes(ledger["owner"])
+            rebuild.execute(build)  # interrupted while it waits for the writer
+    assert left in _indexes(ledger["owner"])
     # Another table's run drops it too: a leftover is garbage wherever it lies.
-    result = ledger["app"].test_cli_runner().invoke(
-        args=["reindex", "--table", "round_players"])
+    result = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", other_table])
     assert result.exit_code == 0, result.output
-    assert "dropping public.ix_rounds_created_at_ccnew" in result.stderr
-    assert all(valid and "_cc" not in name for _, name, valid in _indexes(ledger["owner"]))
+    assert f"dropping public.{left[1]}, left invalid by an interrupted build" in result.stderr
+    assert all(valid and "_cc" not in name and "_building" not in name
+               for _, name, valid in _indexes(ledger["owner"]))
 
 
 def test_a_rebuild_stopped_part_way_says_so_in_one_line_and_the_next_run_mends_it(
@@ -108,7 +116,7 @@ def test_a_rebuild_stopped_part_way_says_so_in_one_line_and_the_next_run_mends_i
     assert any("_ccnew" in name and not valid for _, name, valid in _indexes(ledger["owner"]))
     again = ledger["app"].test_cli_runner().invoke(args=["reindex", "--table", "rounds"])
     assert again.exit_code == 0, again.output
-    assert "left invalid by an interrupted rebuild" in again.stderr
+    assert "left invalid by an interrupted build" in again.stderr
     assert all(valid and "_cc" not in name for _, name, valid in _indexes(ledger["owner"]))
 
 
