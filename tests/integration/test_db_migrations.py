@@ -182,17 +182,19 @@ def test_a_schema_first_seen_on_a_request_is_checked_then_and_until_it_passes(
         engine.dispose()
 
 
-def _stops_behind_a_reader(url: str, before: str, table: str) -> None:
-    """Migrate ``url`` from ``before`` while a reader holds ``table``: the migration's
+def _stops_behind_a_reader(url: str, before: str, table: str,
+                           lock: str = "ACCESS SHARE") -> None:
+    """Migrate ``url`` from ``before`` while another transaction holds ``table`` in
+    ``lock`` mode (a report: ACCESS SHARE; a settle: ROW EXCLUSIVE): the migration's
     exclusive lock gives up after its lock timeout, and the revision stays ``before``."""
     import psycopg
     from sqlalchemy.exc import OperationalError
 
     upgrade(url, before)
-    reader = psycopg.connect(libpq_url(url))
+    holder = psycopg.connect(libpq_url(url))
     try:
-        reader.execute(f"SELECT count(*) FROM {table}").fetchone()  # holds ACCESS SHARE
-        # Without the migration's own lock timeout the ALTER would wait for the reader:
+        holder.execute(f"LOCK TABLE {table} IN {lock} MODE")
+        # Without the migration's own lock timeout the ALTER would wait for the holder:
         # this statement timeout ends that wait with another error, not a hang.
         bounded = make_url(url).update_query_dict(
             {"options": "-c statement_timeout=30000"}).render_as_string(hide_password=False)
@@ -200,7 +202,7 @@ def _stops_behind_a_reader(url: str, before: str, table: str) -> None:
             upgrade(bounded)
         assert _revisions(url) == {before}
     finally:
-        reader.close()
+        holder.close()
 
 
 def test_the_chain_index_migration_stops_rather_than_queue_settles_behind_a_long_reader(
@@ -233,25 +235,83 @@ def _page_reads_schema(url: str) -> tuple[str, str]:
     return storage, key
 
 
-def test_the_page_reads_migration_waits_for_no_reader_and_downgrades(make_database):
-    """0017 makes a covering index round_players' primary key, and keeps rounds' rulesets
-    in the row (MAIN), in one short transaction. Behind a reader it gives up after its
-    lock timeout; run again it succeeds, leaving no index of its own beside the key; its
-    downgrade restores the plain key and the default storage."""
+@pytest.mark.parametrize(("table", "lock"), [
+    ("rounds", "ROW EXCLUSIVE"),  # a settle in progress
+    # A report; a settle on round_players would hold up the concurrent build itself, which
+    # waits for the writers in progress, as a build must, and takes no lock timeout.
+    ("round_players", "ACCESS SHARE"),
+])
+def test_the_page_reads_migration_waits_for_no_transaction_and_downgrades(make_database, table,
+                                                                          lock):
+    """0017 sets rounds.ruleset's storage to MAIN, then makes a covering index round_players'
+    primary key, each under its table's exclusive lock in a transaction of its own (a
+    settle locks rounds, then round_players: holding both in the other order deadlocked).
+    Behind a transaction holding either table it gives up after its lock timeout; run
+    again it succeeds, leaving no index of its own beside the key; its downgrade restores
+    the plain key and the default storage."""
     url = make_database()
-    _stops_behind_a_reader(url, "0016_unread_line_index", "round_players")
-    assert _page_reads_schema(url)[0] == "x"
+    _stops_behind_a_reader(url, "0016_unread_line_index", table, lock)
+    assert _page_reads_schema(url) == (
+        "x" if table == "rounds" else "m",  # the storage's own transaction went through
+        "CREATE UNIQUE INDEX pk_round_players ON public.round_players "
+        "USING btree (operator_id, round_id, seat)")
     upgrade(url)
     assert _revisions(url) == set(head_revisions())
-    storage, key = _page_reads_schema(url)
-    assert storage == "m"
-    assert key.startswith("CREATE UNIQUE INDEX pk_round_players ON public.round_players")
-    assert key.endswith("(operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
+    assert _page_reads_schema(url) == (
+        "m", "CREATE UNIQUE INDEX pk_round_players ON public.round_players "
+        "USING btree (operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
     with create_engine(url, poolclass=NullPool).connect() as connection:
         indexes = {row[0] for row in connection.exec_driver_sql(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'round_players'")}
     assert "pk_round_players_building" not in indexes
     downgrade(url, "0016_unread_line_index")
-    storage, key = _page_reads_schema(url)
-    assert storage == "x"
-    assert key.endswith("USING btree (operator_id, round_id, seat)")
+    assert _page_reads_schema(url) == (
+        "x", "CREATE UNIQUE INDEX pk_round_players ON public.round_players "
+        "USING btree (operator_id, round_id, seat)")
+
+
+def _offline_transactions(revisions: str, *, down: bool = False) -> list[list[str]]:
+    """Return the statements of each transaction that ``alembic ... --sql`` prints."""
+    import io
+
+    from alembic import command
+
+    from app.db.schema import alembic_config
+
+    config = alembic_config()
+    config.output_buffer = io.StringIO()
+    (command.downgrade if down else command.upgrade)(config, revisions, sql=True)
+    statements = [s.strip() for s in config.output_buffer.getvalue().split(";\n")]
+    transactions: list[list[str]] = []
+    current: list[str] | None = None
+    for statement in statements:
+        statement = "\n".join(line for line in statement.splitlines()
+                              if not line.startswith("--")).strip()
+        if statement == "BEGIN":
+            current = []
+        elif statement == "COMMIT":
+            assert current is not None
+            transactions.append(current)
+            current = None
+        elif statement and current is not None:
+            current.append(statement)
+    return transactions
+
+
+@pytest.mark.parametrize(("revisions", "down"), [
+    ("0016_unread_line_index:0017_page_reads", False),
+    ("0017_page_reads:0016_unread_line_index", True),
+], ids=["upgrade", "downgrade"])
+def test_the_page_reads_migration_locks_one_ledger_table_a_transaction(revisions, down):
+    """A settle locks rounds, then round_players. A transaction of 0017 that altered both
+    (it did, in the other order) deadlocked with one in progress; each alters one, under
+    its lock timeout, so none holds a lock while it waits for another."""
+    altered = []
+    for statements in _offline_transactions(revisions, down=down):
+        tables = [t for t in ("rounds", "round_players")
+                  if any(s.startswith(f"ALTER TABLE {t} ") for s in statements)]
+        assert len(tables) <= 1, statements
+        if tables:
+            assert statements[0] == "SET LOCAL lock_timeout = '5s'", statements
+            altered.extend(tables)
+    assert sorted(altered) == ["round_players", "rounds"]
