@@ -3,7 +3,8 @@
 A table's page of 50 rounds read, cold, about 250 blocks, one random read each
 (``bench.ledger --cold``, 1,000,000 rounds): per round, its ``rounds`` row, then the TOAST
 index and TOAST heap for the ruleset (the page reads the money precision from it), then
-its seats' index entries and their ``round_players`` rows. Two changes halve that:
+its seats' index entries and their ``round_players`` rows. Two changes bring that to about
+135 (about 55 for the rounds, about 80 for their seats):
 
 - ``rounds.ruleset`` is stored MAIN: kept in the row (compressed only if the row is still
   too large), moved out of line only as a last resort. At about 1.2 KB it crossed the 2 KB
