@@ -52,15 +52,16 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Keep keys in the order the schemas dump them: responses read top-down.
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
+    # The signing key lies outside the database, so a rewrite of the ledger cannot forge
+    # what was signed.
     if os.environ.get("FLASK_RUN_FROM_CLI") == "true":
-        # The flask command: connect (or start the embedded server) only when a command
-        # needs the database, so --help works without one.
+        # The flask command: connect (or start the embedded server), and load or make the
+        # signing key, only when a command needs them, so --help needs neither.
         app.extensions[DATABASE] = lambda: _connect(app, settings, serve_when_down=False)
+        app.extensions[AUDIT_SIGNER] = lambda: load_signer(settings.audit_signing_key_file)
     else:
         app.extensions[DATABASE] = _connect(app, settings, serve_when_down=True)
-
-    # Outside the database, so a rewrite of the ledger cannot forge what was signed.
-    app.extensions[AUDIT_SIGNER] = load_signer(settings.audit_signing_key_file)
+        app.extensions[AUDIT_SIGNER] = load_signer(settings.audit_signing_key_file)
 
     register_error_handlers(app)
     init_request_log(app)

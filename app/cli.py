@@ -256,14 +256,18 @@ def audit_verify(checkpoint_file: Path, limit: int) -> None:
 
     Prints one line per finding; exits 0 when clean and 3 on any finding.
     """
-    from app.api.audit import SIGNER, KeptCheckpointSchema
+    from app.api.audit import KeptCheckpointSchema, signer
+    from app.services.signing import SigningKeyError
 
     try:
         checkpoint = KeptCheckpointSchema().load(json.loads(checkpoint_file.read_text("utf-8")))
     except (ValueError, ValidationError) as error:
         raise click.BadParameter(f"not a checkpoint: {error}", param_hint="--checkpoint") \
             from None
-    verifier = current_app.extensions[SIGNER].verifier
+    try:
+        verifier = signer().verifier
+    except SigningKeyError as error:
+        raise click.ClickException(str(error)) from None
     total = sum(head["seq"] for head in checkpoint["heads"])
     findings, rounds, cursor = 0, 0, None
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:

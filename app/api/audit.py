@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -46,9 +47,14 @@ NOTE_PATH = "checkpoint.note"
 
 
 def signer() -> Signer:
-    """Return the app's audit signing key (loaded once, at start)."""
-    found: Signer = current_app.extensions[SIGNER]
-    return found
+    """Return the app's audit signing key: loaded once, at start, or for the flask command
+    the first time one of its commands asks (create_app)."""
+    found: Signer | Callable[[], Signer] = current_app.extensions[SIGNER]
+    if isinstance(found, Signer):
+        return found
+    loaded = found()
+    current_app.extensions[SIGNER] = loaded
+    return loaded
 
 
 class VerifyQuerySchema(RequiredPeriodQuerySchema):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -37,7 +38,8 @@ def _flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                                   ["reconcile", "--help"], ["reindex", "--help"]], ids=" ".join)
 def test_help_works_without_a_database(tmp_path: Path, database: str, args: list[str]) -> None:
     data_dir = tmp_path / "pgdata"
-    env = {"PGSERVER_DATA_DIR": str(data_dir)}
+    key = tmp_path / "audit-signing-key.pem"
+    env = {"PGSERVER_DATA_DIR": str(data_dir), "AUDIT_SIGNING_KEY_FILE": str(key)}
     if database == "unreachable":
         env["DATABASE_URL"] = _closed_url()
     done = _flask(*args, env=env)
@@ -46,6 +48,33 @@ def test_help_works_without_a_database(tmp_path: Path, database: str, args: list
     if args == ["--help"]:
         assert "keys" in done.stdout and "reconcile" in done.stdout
     assert not data_dir.exists(), "help started the embedded database"
+    assert not key.exists(), "help made an audit signing key"
+
+
+# Well formed, so ``audit verify`` reads the signing key next; signed by nobody.
+_A_CHECKPOINT = {"checkpoint_id": "c-1", "operator_id": "op", "created_at": "2026-01-01",
+                 "tree_size": 1, "root_hash": "0" * 64, "key_id": "k",
+                 "heads": [{"table_id": "t", "seq": 1, "head_hash": "0" * 64}], "note": "n"}
+
+
+def test_a_command_that_signs_loads_the_key_when_it_runs_and_says_why_it_cannot(
+        tmp_path: Path) -> None:
+    """The flask command makes or reads the audit signing key only for a command that
+    needs it (``--help`` makes none); one it cannot read is a one-line error, exit 1."""
+    key = tmp_path / "audit-signing-key.pem"
+    env = {"DATABASE_URL": _closed_url(), "AUDIT_SIGNING_KEY_FILE": str(key)}
+    checkpoint = tmp_path / "checkpoint.json"
+    checkpoint.write_text("{}")
+    refused = _flask("audit", "verify", "--checkpoint", str(checkpoint), env=env)
+    assert refused.returncode == 2 and "not a checkpoint" in refused.stderr, refused.stderr
+    assert not key.exists(), "a command refused before signing made a key"
+    key.write_text("not a key")
+    checkpoint.write_text(json.dumps(_A_CHECKPOINT))
+    bad = _flask("audit", "verify", "--checkpoint", str(checkpoint), env=env)
+    assert bad.returncode == 1, bad.stderr
+    plain = [line for line in bad.stderr.splitlines() if not line.startswith("{")]
+    assert len(plain) == 1, bad.stderr
+    assert plain[0].startswith(f"Error: cannot read the audit signing key {key}: "), bad.stderr
 
 
 @pytest.mark.parametrize("command", [["keys", "list"], ["reindex"]], ids=" ".join)
