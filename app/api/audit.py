@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from app.api.context import operator_id
@@ -23,6 +22,7 @@ from app.api.paging import invalid_cursor
 from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySchema, WholeNumber
 from app.db import get_database
 from app.db.repositories import InvalidCursor
+from app.extensions import extension
 from app.services import audit, checkpoints
 from app.services.signing import Signer
 
@@ -49,12 +49,7 @@ NOTE_PATH = "checkpoint.note"
 def signer() -> Signer:
     """Return the app's audit signing key: loaded once, at start, or for the flask command
     the first time one of its commands asks (create_app)."""
-    found: Signer | Callable[[], Signer] = current_app.extensions[SIGNER]
-    if isinstance(found, Signer):
-        return found
-    loaded = found()
-    current_app.extensions[SIGNER] = loaded
-    return loaded
+    return extension(SIGNER, Signer)
 
 
 class VerifyQuerySchema(RequiredPeriodQuerySchema):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from flask import Flask, current_app
+from flask import Flask
 
 from app.db.engine import Database
+from app.extensions import extension
 
 EXTENSION = "database"
 
@@ -17,10 +16,4 @@ def get_database(app: Flask | None = None) -> Database:
     An app built for the command line holds a function instead, and connects the first
     time a command asks (create_app): ``--help`` needs no database.
     """
-    target = app if app is not None else current_app
-    found: Database | Callable[[], Database] = target.extensions[EXTENSION]
-    if isinstance(found, Database):
-        return found
-    database = found()
-    target.extensions[EXTENSION] = database
-    return database
+    return extension(EXTENSION, Database, app)
