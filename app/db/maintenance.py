@@ -107,10 +107,10 @@ def reindex_ledger(url: str, *, tables: Sequence[str] = LEDGER_TABLES,
 
 def _rebuild(connection: Connection, tables: Sequence[str],
              echo: Callable[[str], object]) -> list[Rebuilt]:
-    _check_owner(connection, tables)
     # Leftovers are garbage on whichever ledger table they lie, so every table is looked
-    # at (and none may be mid-build), whichever are rebuilt.
+    # at (owned, and none mid-build), whichever are rebuilt.
     every = list(LEDGER_TABLES)
+    _check_owner(connection, every)
     running = connection.execute(text(BUILDING), {"tables": every}).all()
     if running:
         raise CannotRebuild("another index build is running on " + ", ".join(

@@ -73,8 +73,6 @@ def free_port() -> int:
         return port
 
 
-
-
 class PrivatePostgres:
     """One PostgreSQL server in a temporary folder, on 127.0.0.1:``port``.
 
