@@ -255,7 +255,7 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
             seat_lines.append("\t".join((
                 OPERATOR, round_id, str(s), pid, values[f"b{s}"], str(template.points[s]),
                 money_text(rounded - fee, p), money_text(fee, p), values[f"a{s}"], "f",
-                template.specials[s])) + "\n")
+                template.specials[s], table, str(seq))) + "\n")
             line_no += 1
             line_rows.append((line_no, pid, "win" if rounded > 0 else "loss",
                               money_text(rounded, p), values[f"b{s}"], values[f"r{s}"]))
@@ -278,7 +278,7 @@ ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset, rulese
                  "request, result, idempotency_key, body_hash, created_at, content_hash, "
                  "prev_hash, chain_seq, reverses_round_id")
 PLAYER_COLUMNS = ("operator_id, round_id, seat, player_id, balance_before, points, amount, fee, "
-                  "balance_after, foul, special")
+                  "balance_after, foul, special, table_id, chain_seq")
 LINE_COLUMNS = ("round_id, line_no, account, kind, amount, balance_before, balance_after, "
                 "operator_id, table_id, created_at")
 

@@ -113,9 +113,11 @@ KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
 _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 # The JSON keys of the rows ledger_append inserts. txid is the database's (the inserting
-# transaction), and a line's id its identity.
+# transaction), a line's id its identity, and a seat's table_id and chain_seq its
+# round's, which ledger_append copies (migration 0018_seats_by_table).
+SEAT_COPIES = ("table_id", "chain_seq")
 ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
-PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns)
+PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns if c.key not in SEAT_COPIES)
 LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
 
 

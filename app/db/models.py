@@ -161,13 +161,20 @@ class RoundPlayer(Base):
     balance_after: Mapped[Decimal]
     foul: Mapped[bool]
     special: Mapped[str | None] = mapped_column(Text)
+    # The round's table and place in its chain, copied by the append (ledger_append,
+    # RoundRepository.add) as a ledger line's table is, so that a table's page of rounds
+    # finds its seats together in the primary key, whatever the round ids; audit verify
+    # reports a seat that does not carry its round's.
+    table_id: Mapped[str] = mapped_column(Text)
+    chain_seq: Mapped[int] = mapped_column(BigInteger)
 
     round: Mapped[Round] = relationship(back_populates="players")
 
     __table_args__ = (
-        # A page of rounds reads its seats from this index alone (migration 0017).
-        PrimaryKeyConstraint("operator_id", "round_id", "seat",
-                             postgresql_include=["player_id", "points", "amount"]),
+        # A table's page of rounds reads its seats from this index alone, in chain order
+        # (migrations 0017 and 0018); a round's seats by id come from the unique below.
+        PrimaryKeyConstraint("operator_id", "table_id", "chain_seq", "seat",
+                             postgresql_include=["round_id", "player_id", "points", "amount"]),
         ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
                              name="fk_round_players_round_rounds"),
         CheckConstraint("seat >= 0", name="seat_nonnegative"),

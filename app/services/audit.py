@@ -349,8 +349,19 @@ def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]
     except (KeyError, TypeError, InvalidOperation) as error:
         return [_difference(round_, PLAYERS, f"result players unreadable: {error!r}")]
     stored = {p.seat: _player_row_values(p) for p in round_.players}
-    return [_difference(round_, PLAYERS, detail)
-            for detail in _row_diffs("seat", expected, stored, PLAYER_FIELDS)]
+    details = _row_diffs("seat", expected, stored, PLAYER_FIELDS)
+    seen: set[int] = set()
+    for player in round_.players:
+        # The key is (operator, table, chain_seq, seat) (migration 0018): a seat given
+        # another place could stand beside the real one, and would show on another page.
+        for name in ("table_id", "chain_seq"):
+            if getattr(player, name) != getattr(round_, name):
+                details.append(f"seat {player.seat} carries {name} {getattr(player, name)}, "
+                               f"the round's is {getattr(round_, name)}")
+        if player.seat in seen:
+            details.append(f"seat {player.seat} is stored more than once")
+        seen.add(player.seat)
+    return [_difference(round_, PLAYERS, detail) for detail in details]
 
 
 def _check_lines(round_: Round, result: Mapping[str, Any]) -> list[Difference]:

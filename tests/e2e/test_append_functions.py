@@ -34,10 +34,20 @@ def _inserted_columns(definition: str, table: str) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize(("table", "columns"), [
-    ("rounds", ROUND_COLUMNS), ("round_players", PLAYER_COLUMNS),
+    ("rounds", ROUND_COLUMNS), ("round_players", (*PLAYER_COLUMNS, "table_id", "chain_seq")),
     ("ledger_lines", LINE_COLUMNS)])
 def test_the_append_inserts_every_column_the_service_writes(owner_engine, table, columns):
+    """What the service sends, and a seat's table and chain_seq, which ledger_append
+    copies from its round (migration 0018)."""
     assert _inserted_columns(_definition(owner_engine, "ledger_append"), table) == columns
+
+
+def test_the_append_gives_each_seat_its_rounds_table_and_chain_seq(owner_engine):
+    definition = _definition(owner_engine, "ledger_append")
+    found = re.search(r"INSERT INTO round_players \([^)]*\)\s*SELECT (.*?) FROM", definition, re.S)
+    assert found, definition
+    assert found.group(1).split(", ")[-2:] == [
+        "p_round ->> 'table_id'", "(p_round ->> 'chain_seq')::bigint"], definition
 
 
 def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_engine):

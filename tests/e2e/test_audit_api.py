@@ -292,6 +292,7 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
         session.execute(delete(RoundPlayer).where(RoundPlayer.round_id == target.id))
         for player in player_rows(result):
             player.operator_id, player.round_id = operator, target.id
+            player.table_id, player.chain_seq = table, target.chain_seq
             session.add(player)
         for line in line_rows(result, operator, table, target.created_at):
             line.round_id = target.id

@@ -254,6 +254,41 @@ def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, ow
     assert _named(_verify(sessions, operator)) == {target: {"players"}}
 
 
+def test_verify_names_the_round_whose_seat_was_moved_to_another_table(sessions, owner_engine):
+    """A seat's table and chain_seq place it in the primary key and on a table's pages
+    (migration 0018); a place that is not its round's is named, though its money is
+    unchanged."""
+    operator, _, played = _three_rounds(sessions)
+    target = played[2]["round_id"]
+    _tamper(owner_engine, "round_players", "UPDATE round_players SET table_id = 'elsewhere' "
+            "WHERE round_id = :r AND seat = 1", r=target)
+    verification = _verify(sessions, operator)
+    assert _named(verification) == {target: {"players"}}
+    [difference] = verification.differences
+    assert difference.detail.startswith("seat 1 carries table_id elsewhere, the round's is ")
+    _tamper(owner_engine, "round_players", "UPDATE round_players SET chain_seq = 99 "
+            "WHERE round_id = :r AND seat = 0", r=target)
+    details = [d.detail for d in _verify(sessions, operator).differences]
+    assert "seat 0 carries chain_seq 99, the round's is 3" in details, details
+
+
+def test_verify_names_the_round_with_a_seat_stored_twice(sessions, owner_engine):
+    """The key is (operator, table, chain_seq, seat): a second seat 0 under another table (and
+    another player, for the unique (operator, round, player)) is a row the schema takes,
+    and verify names it."""
+    operator, _, played = _three_rounds(sessions)
+    target = played[0]["round_id"]
+    columns = ("operator_id, round_id, seat, balance_before, points, amount, fee, "
+               "balance_after, foul, special, chain_seq")
+    with owner_engine.begin() as connection:
+        connection.execute(text(
+            f"INSERT INTO round_players ({columns}, player_id, table_id) "
+            f"SELECT {columns}, player_id || '-copy', 'copy' "
+            "FROM round_players WHERE round_id = :r AND seat = 0"), {"r": target})
+    details = [d.detail for d in _verify(sessions, operator).differences]
+    assert "seat 0 is stored more than once" in details, details
+
+
 def test_a_rewritten_hash_breaks_the_link_of_the_next_round(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     first, second = played[0]["round_id"], played[1]["round_id"]

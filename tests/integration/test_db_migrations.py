@@ -255,8 +255,8 @@ def test_the_page_reads_migration_waits_for_no_transaction_and_downgrades(make_d
         "x" if table == "rounds" else "m",  # the storage's own transaction went through
         "CREATE UNIQUE INDEX pk_round_players ON public.round_players "
         "USING btree (operator_id, round_id, seat)")
-    upgrade(url)
-    assert _revisions(url) == set(head_revisions())
+    upgrade(url, "0017_page_reads")
+    assert _revisions(url) == {"0017_page_reads"}
     assert _page_reads_schema(url) == (
         "m", "CREATE UNIQUE INDEX pk_round_players ON public.round_players "
         "USING btree (operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
@@ -281,7 +281,15 @@ def _offline_transactions(revisions: str, *, down: bool = False) -> list[list[st
     config = alembic_config()
     config.output_buffer = io.StringIO()
     (command.downgrade if down else command.upgrade)(config, revisions, sql=True)
-    statements = [s.strip() for s in config.output_buffer.getvalue().split(";\n")]
+    statements: list[str] = []
+    pending = ""
+    for piece in config.output_buffer.getvalue().split(";\n"):
+        pending += piece
+        if pending.count("$$") % 2:  # inside a function's or a DO block's body
+            pending += ";\n"
+        else:
+            statements.append(pending.strip())
+            pending = ""
     transactions: list[list[str]] = []
     current: list[str] | None = None
     for statement in statements:
@@ -298,20 +306,89 @@ def _offline_transactions(revisions: str, *, down: bool = False) -> list[list[st
     return transactions
 
 
-@pytest.mark.parametrize(("revisions", "down"), [
-    ("0016_unread_line_index:0017_page_reads", False),
-    ("0017_page_reads:0016_unread_line_index", True),
-], ids=["upgrade", "downgrade"])
-def test_the_page_reads_migration_locks_one_ledger_table_a_transaction(revisions, down):
+@pytest.mark.parametrize(("revisions", "down", "tables"), [
+    ("0016_unread_line_index:0017_page_reads", False, {"rounds", "round_players"}),
+    ("0017_page_reads:0016_unread_line_index", True, {"rounds", "round_players"}),
+    ("0017_page_reads:0018_seats_by_table", False, {"round_players"}),
+    ("0018_seats_by_table:0017_page_reads", True, {"round_players"}),
+], ids=["0017-upgrade", "0017-downgrade", "0018-upgrade", "0018-downgrade"])
+def test_the_page_reads_migrations_lock_one_ledger_table_a_transaction(revisions, down, tables):
     """A settle locks rounds, then round_players. A transaction of 0017 that altered both
-    (it did, in the other order) deadlocked with one in progress; each alters one, under
-    its lock timeout, so none holds a lock while it waits for another."""
-    altered = []
+    (it did, in the other order) deadlocked with one in progress; each of 0017's and
+    0018's alters one, under its lock timeout, so none holds a lock while it waits for
+    another."""
+    altered = set()
     for statements in _offline_transactions(revisions, down=down):
-        tables = [t for t in ("rounds", "round_players")
-                  if any(s.startswith(f"ALTER TABLE {t} ") for s in statements)]
-        assert len(tables) <= 1, statements
-        if tables:
+        found = [t for t in ("rounds", "round_players")
+                 if any(s.startswith(f"ALTER TABLE {t} ") for s in statements)]
+        assert len(found) <= 1, statements
+        if found:
             assert statements[0] == "SET LOCAL lock_timeout = '5s'", statements
-            altered.extend(tables)
-    assert sorted(altered) == ["round_players", "rounds"]
+            altered.update(found)
+    assert altered == tables
+
+
+def _seats(url: str) -> tuple[list[tuple], str, bool]:
+    """Return the seats (with their round's table), the key, and whether they carry their
+    round's table and chain_seq."""
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        carried = connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'round_players'::regclass "
+            "AND attname IN ('table_id', 'chain_seq') AND NOT attisdropped").scalar_one() == 2
+        moved = ("(p.table_id, p.chain_seq) IS DISTINCT FROM (r.table_id, r.chain_seq)"
+                 if carried else "false")
+        seats = connection.exec_driver_sql(
+            f"SELECT r.table_id, p.round_id, p.seat, p.player_id, p.amount, {moved} "
+            "FROM round_players p JOIN rounds r ON (r.operator_id, r.id) = "
+            "(p.operator_id, p.round_id) ORDER BY 1, 2, 3").all()
+        key = connection.exec_driver_sql(
+            "SELECT pg_get_indexdef(conindid) FROM pg_constraint "
+            "WHERE conrelid = 'round_players'::regclass AND contype = 'p'").scalar_one()
+    return [tuple(seat) for seat in seats], key, carried
+
+
+def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_downgrades(
+        make_database):
+    """0018 adds round_players.table_id and chain_seq, gives the seats written before it
+    their round's, and makes (operator_id, table_id, chain_seq, seat) the primary key.
+    Behind a report holding round_players it gives up after its lock timeout and changes
+    nothing; run again it succeeds; its downgrade restores 0017's key and drops the
+    columns, every seat kept."""
+    from ledger_rows import make_round
+
+    from app.db.engine import make_sessionmaker
+    from app.services.uow import UnitOfWork
+
+    url = make_database()
+    upgrade(url)
+    engine = create_engine(url, poolclass=NullPool)
+    with UnitOfWork(make_sessionmaker(engine)) as uow:
+        for table in ("seats-a", "seats-b"):
+            for seq in (1, 2):
+                uow.rounds.add(make_round(table, chain_seq=seq,
+                                          prev_hash=None if seq == 1 else "p" * 64))
+    engine.dispose()
+    at_head, key, carried = _seats(url)
+    assert carried and len(at_head) == 8 and not any(seat[-1] for seat in at_head)
+    downgrade(url, "0017_page_reads")
+    before, key, carried = _seats(url)
+    assert not carried and before == at_head
+    assert key == ("CREATE UNIQUE INDEX pk_round_players ON public.round_players USING btree "
+                   "(operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
+    _stops_behind_a_reader(url, "0017_page_reads", "round_players")
+    assert _seats(url)[2] is False  # the column's transaction was the one refused
+    upgrade(url)
+    assert _revisions(url) == set(head_revisions())
+    after, key_after, _ = _seats(url)
+    assert after == at_head and key_after == (
+        "CREATE UNIQUE INDEX pk_round_players ON public.round_players USING btree "
+        "(operator_id, table_id, chain_seq, seat) INCLUDE (round_id, player_id, points, amount)")
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        nullable = connection.exec_driver_sql(
+            "SELECT is_nullable FROM information_schema.columns "
+            "WHERE table_name = 'round_players' AND column_name IN ('table_id', 'chain_seq') "
+            "GROUP BY is_nullable").scalar_one()
+        trigger = connection.exec_driver_sql(
+            "SELECT tgenabled FROM pg_trigger "
+            "WHERE tgname = 'round_players_refuse_update_delete'").scalar_one()
+    assert (nullable, trigger) == ("NO", "O")  # and the append-only trigger is on again
