@@ -132,6 +132,7 @@ DECLARE
     first_page bigint := 0;
     last_page bigint;
 BEGIN
+    PERFORM set_config('lock_timeout', '{LOCK_TIMEOUT}', true);
     LOCK TABLE round_players IN SHARE ROW EXCLUSIVE MODE;
     last_page := pg_relation_size('round_players') / current_setting('block_size')::bigint;
     COMMIT;
