@@ -354,10 +354,8 @@ def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]
     for player in round_.players:
         # The key is (operator, table, chain_seq, seat) (migration 0018): a seat given
         # another place could stand beside the real one, and would show on another page.
-        for name in ("table_id", "chain_seq"):
-            if getattr(player, name) != getattr(round_, name):
-                details.append(f"seat {player.seat} carries {name} {getattr(player, name)}, "
-                               f"the round's is {getattr(round_, name)}")
+        details += _copies_of_round(f"seat {player.seat}", player, round_,
+                                    ("table_id", "chain_seq"))
         if player.seat in seen:
             details.append(f"seat {player.seat} is stored more than once")
         seen.add(player.seat)
@@ -372,16 +370,20 @@ def _check_lines(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
     stored = {line.line_no: _line_row_values(line) for line in round_.lines}
     details = _row_diffs("line", expected, stored, LINE_FIELDS)
     for line in round_.lines:
-        for name in ("operator_id", "table_id", "created_at"):
-            if getattr(line, name) != getattr(round_, name):
-                details.append(f"line {line.line_no} carries {name} {getattr(line, name)}, "
-                               f"the round's is {getattr(round_, name)}")
+        details += _copies_of_round(f"line {line.line_no}", line, round_,
+                                    ("operator_id", "table_id", "created_at"))
     # Exact: a Decimal sum rounds past 28 digits and could hide, or invent, a remainder.
     total = sum((Fraction(line.amount) for line in round_.lines), Fraction(0))
     if total != 0:
         shown = Decimal(total.numerator) / total.denominator
         details.append(f"stored lines sum to {shown}, not zero")
     return [_difference(round_, LINES, detail) for detail in details]
+
+
+def _copies_of_round(label: str, row: Any, round_: Round, names: Sequence[str]) -> list[str]:
+    """Say where a row's copy of its round's columns (``names``) differs from the round."""
+    return [f"{label} carries {name} {getattr(row, name)}, the round's is {getattr(round_, name)}"
+            for name in names if getattr(row, name) != getattr(round_, name)]
 
 
 PLAYER_FIELDS = ("player_id", "balance_before", "points", "amount", "fee", "balance_after",
