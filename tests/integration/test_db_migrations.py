@@ -229,10 +229,15 @@ def _page_reads_schema(url: str) -> tuple[str, str]:
         storage = connection.exec_driver_sql(
             "SELECT attstorage FROM pg_attribute "
             "WHERE attrelid = 'rounds'::regclass AND attname = 'ruleset'").scalar_one()
-        key = connection.exec_driver_sql(
+    return storage, _seats_key(url)
+
+
+def _seats_key(url: str) -> str:
+    """Return the definition of round_players' primary key."""
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        return str(connection.exec_driver_sql(
             "SELECT pg_get_indexdef(conindid) FROM pg_constraint "
-            "WHERE conrelid = 'round_players'::regclass AND contype = 'p'").scalar_one()
-    return storage, key
+            "WHERE conrelid = 'round_players'::regclass AND contype = 'p'").scalar_one())
 
 
 @pytest.mark.parametrize(("table", "lock"), [
@@ -341,10 +346,7 @@ def _seats(url: str) -> tuple[list[tuple], str, bool]:
             f"SELECT r.table_id, p.round_id, p.seat, p.player_id, p.amount, {moved} "
             "FROM round_players p JOIN rounds r ON (r.operator_id, r.id) = "
             "(p.operator_id, p.round_id) ORDER BY 1, 2, 3").all()
-        key = connection.exec_driver_sql(
-            "SELECT pg_get_indexdef(conindid) FROM pg_constraint "
-            "WHERE conrelid = 'round_players'::regclass AND contype = 'p'").scalar_one()
-    return [tuple(seat) for seat in seats], key, carried
+    return [tuple(seat) for seat in seats], _seats_key(url), carried
 
 
 def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_downgrades(
@@ -352,8 +354,8 @@ def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_down
     """0018 adds round_players.table_id and chain_seq, gives the seats written before it
     their round's, and makes (operator_id, table_id, chain_seq, seat) the primary key.
     Behind a report holding round_players it gives up after its lock timeout and changes
-    nothing; run again it succeeds; its downgrade restores 0017's key and drops the
-    columns, every seat kept."""
+    nothing; a run stopped in its backfill finishes when run again; its downgrade restores
+    0017's key and drops the columns, every seat kept."""
     from ledger_rows import make_round
 
     from app.db.engine import make_sessionmaker
@@ -377,6 +379,18 @@ def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_down
                    "(operator_id, round_id, seat) INCLUDE (player_id, points, amount)")
     _stops_behind_a_reader(url, "0017_page_reads", "round_players")
     assert _seats(url)[2] is False  # the column's transaction was the one refused
+    # What a run stopped in its backfill leaves: the columns, and some seats given theirs.
+    with create_engine(url, poolclass=NullPool).begin() as connection:
+        connection.exec_driver_sql("ALTER TABLE round_players ADD COLUMN table_id text, "
+                                   "ADD COLUMN chain_seq bigint")
+        connection.exec_driver_sql(
+            "ALTER TABLE round_players DISABLE TRIGGER round_players_refuse_update_delete")
+        filled = connection.exec_driver_sql(
+            "UPDATE round_players p SET table_id = r.table_id, chain_seq = r.chain_seq "
+            "FROM rounds r WHERE r.id = p.round_id AND r.table_id = 'seats-a'").rowcount
+        connection.exec_driver_sql(
+            "ALTER TABLE round_players ENABLE TRIGGER round_players_refuse_update_delete")
+    assert filled == 4
     upgrade(url)
     assert _revisions(url) == set(head_revisions())
     after, key_after, _ = _seats(url)
