@@ -178,6 +178,18 @@ def summarize(latencies_ms: Iterable[float]) -> Latency | None:
                    percentile(ordered, 99), ordered[-1])
 
 
+def windows(dues: Sequence[float], latencies_ms: Sequence[float], start: float,
+            width_s: float) -> list[tuple[float, Latency]]:
+    """Return the latencies of each ``width_s`` window from ``start`` (by due instant), as
+    (the window's start in seconds, its percentiles), windows without requests left out:
+    whether a tail is a few stalls or spread over the run."""
+    buckets: dict[int, list[float]] = {}
+    for due, latency in zip(dues, latencies_ms, strict=True):
+        buckets.setdefault(max(0, int((due - start) // width_s)), []).append(latency)
+    found = ((n * width_s, summarize(buckets[n])) for n in sorted(buckets))
+    return [(at, latency) for at, latency in found if latency is not None]
+
+
 def slope_per_minute(points: Sequence[tuple[float, float]]) -> float:
     """Return the least-squares slope of (seconds, MB) points, in MB per minute."""
     if len(points) < 2:
@@ -291,6 +303,7 @@ class Tally:
     statuses: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     latencies_ms: list[float] = field(default_factory=list)
+    dues: list[float] = field(default_factory=list)  # each latency's due instant (monotonic)
 
     @property
     def count(self) -> int:
@@ -462,6 +475,7 @@ class Traffic:
             tally = self.tallies[job.route]
             tally.statuses[status] += 1
             tally.latencies_ms.append((done - job.due) * 1000)
+            tally.dues.append(job.due)
             self.lags_ms.append((sent - job.due) * 1000)
 
 
@@ -566,6 +580,24 @@ def drive(traffic: Traffic, schedule: Sequence[Planned], host: str, port: int,
 
 
 # --- checks at the end --------------------------------------------------------------------
+
+
+def server_counters(url: str) -> Counter[str]:
+    """Return the server's cumulative checkpoints, and autovacuums and autoanalyzes of the
+    database at ``url``: what ran beside the load (read before and after it)."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        view = ("pg_stat_checkpointer" if connection.info.server_version >= 170000
+                else "pg_stat_bgwriter")
+        columns = ("num_timed, num_requested" if view == "pg_stat_checkpointer"
+                   else "checkpoints_timed, checkpoints_req")
+        checkpoints = connection.execute(f"SELECT {columns} FROM {view}").fetchone()
+        vacuums = connection.execute(
+            "SELECT coalesce(sum(autovacuum_count), 0), coalesce(sum(autoanalyze_count), 0) "
+            "FROM pg_stat_user_tables").fetchone()
+    assert checkpoints is not None and vacuums is not None
+    return Counter({"checkpoints": checkpoints[0] + checkpoints[1],
+                    "checkpoints requested": checkpoints[1],
+                    "autovacuums": vacuums[0], "autoanalyzes": vacuums[1]})
 
 
 def stored_round_ids(url: str) -> set[str]:
@@ -690,6 +722,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"gunicorn pid {service.pid} with {len(workers)} workers on {service.base}; "
                   f"database {make_url(url).database}; {args.clients} client threads; "
                   f"load average {os.getloadavg()[0]:.2f}", flush=True)
+            counters = server_counters(url)
             cpu_before, own_cpu = tree_cpu_s(service.pid), time.process_time()
             sampler = Sampler(service.pid, time.monotonic(), args.sample)
             sampler.start()
@@ -697,17 +730,18 @@ def run(args: argparse.Namespace) -> int:
             sampler.stopping.set()
             sampler.join()
             cpu_after, own_cpu = tree_cpu_s(service.pid), time.process_time() - own_cpu
+            counters = server_counters(url) - counters
             until = datetime.now(UTC) + timedelta(minutes=2)
             checked, problems = verify(service.base, token, traffic.tables, since, until)
         stored = stored_round_ids(url)
     return report(args, traffic, sampler, elapsed, stored, checked, problems,
                   None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
-                  own_cpu)
+                  own_cpu, counters)
 
 
 def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed: float,
            stored: set[str], checked: int, problems: list[str], server_cpu: float | None,
-           own_cpu: float) -> int:
+           own_cpu: float, counters: Counter[str]) -> int:
     """Print the tables and verdicts; return the exit status."""
     answered = {s.round_id for s in traffic.settled}
     missing, extra = answered - stored, stored - answered
@@ -735,6 +769,14 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
                    else "met" if settled.p99 <= SETTLE_P99_TARGET_MS else "MISSED")
         print(f"target (issue 14): settle p99 <= {SETTLE_P99_TARGET_MS:g} ms open loop at "
               f"{SETTLE_TARGET_RATE:g}/s: {settled.p99:.1f} ms at {args.rate:g}/s -> {verdict}")
+    tally = traffic.tallies[SETTLE]
+    if tally.dues:
+        by_window = windows(tally.dues, tally.latencies_ms, min(tally.dues), args.window)
+        print(f"settle p99/max by {args.window:g} s window (ms): "
+              + " ".join(f"{w.p99:.0f}/{w.max:.0f}" for _, w in by_window))
+    print(f"server during the run: {counters['checkpoints']} checkpoints "
+          f"({counters['checkpoints requested']} requested), {counters['autovacuums']} "
+          f"autovacuums, {counters['autoanalyzes']} autoanalyzes of this database's tables")
     cpu = "n/a" if server_cpu is None else f"{server_cpu / total * 1000:.1f} ms"
     loads = sampler.loads or [0.0]
     print(f"gunicorn CPU per request {cpu} (live workers); load generator CPU "
@@ -785,6 +827,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds between RSS samples (5)")
     parser.add_argument("--warmup", type=float, default=30.0,
                         help="seconds of each worker lifetime left out of its slope (30)")
+    parser.add_argument("--window", type=float, default=10.0,
+                        help="seconds of each window of the settle latency line (10)")
     parser.add_argument("--seed", type=int, default=1, help="seed of deals and mix (1)")
     parser.add_argument("--prefill", type=int, default=0,
                         help="settle this many rounds before the clock starts, then ANALYZE "

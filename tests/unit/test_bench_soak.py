@@ -92,6 +92,17 @@ def test_summarize_sorts_first_and_gives_none_for_no_requests() -> None:
 # --- memory -------------------------------------------------------------------------------
 
 
+def test_windows_group_latencies_by_due_instant_and_skip_empty_windows() -> None:
+    dues = [100.0, 104.9, 109.99, 130.0, 99.0]  # 99.0: due before the start, in the first
+    latencies = [1.0, 50.0, 2.0, 7.0, 3.0]
+    found = soak.windows(dues, latencies, 100.0, 10.0)
+    assert [at for at, _ in found] == [0.0, 30.0]
+    first, last = found[0][1], found[1][1]
+    assert (first.count, first.p50, first.max) == (4, 2.0, 50.0)
+    assert (last.count, last.p99) == (1, 7.0)
+    assert soak.windows([], [], 0.0, 10.0) == []
+
+
 def test_slope_is_the_least_squares_line_in_mb_per_minute() -> None:
     line = [(t, 80 + 0.05 * t) for t in range(0, 300, 5)]  # 0.05 MB/s
     assert soak.slope_per_minute(line) == pytest.approx(3.0)
