@@ -65,6 +65,17 @@ def on_starting(server):
             stale.unlink()
 
 
+def post_worker_init(worker):
+    """Build, before the worker takes a request, the tables its first requests would build
+    otherwise (app.advisor.best.warm_up: the strength scales of keep_back, which every
+    ``auto`` player, score and arrange uses, and the advisor's; about 0.6 s). Under steady
+    load every request queued behind such a first one waited for them too: a new worker's
+    first second, at start and after each recycle (max_requests)."""
+    from app.advisor.best import warm_up
+
+    warm_up()
+
+
 def child_exit(server, worker):
     """Drop a dead worker's live gauges (its counters stay counted)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -55,6 +55,11 @@ def _subsets() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(fives, dtype=np.int8), np.array(threes, dtype=np.int8), ids
 
 
+def warm_subsets() -> None:
+    """Build the split positions and their row subsets now (see app.advisor.best.warm_up)."""
+    _subsets()
+
+
 @dataclass(frozen=True)
 class Lookup:
     """The strength scale as sorted code arrays, for numpy lookups."""
