@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NamedTuple
 
 import marshmallow
 from flask import Flask, Response, current_app, request
@@ -119,14 +119,14 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
         )
     raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
     value = loads_body(raw)
-    depth, floats = (0, True) if value is NOT_READ else _shape(value)
-    if floats:  # orjson read a fraction, an exponent or a big integer as a float
+    shape = _Shape(0, True, []) if value is NOT_READ else _shape(value)
+    if shape.floats:  # orjson read a fraction, an exponent or a big integer as a float
         value = _loads_exactly(raw)
-        depth, _ = _shape(value)
-    if depth > MAX_JSON_DEPTH:
+        shape = _shape(value)
+    if shape.depth > MAX_JSON_DEPTH:
         raise _malformed(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     # Before anything hashes, stores or echoes the body (app/text.py: one rule for strings).
-    refuse_text_faults(string_faults(value, newlines_at))
+    refuse_text_faults(string_faults(value, newlines_at, texts=shape.texts))
     if not isinstance(value, dict):
         raise ProblemError(
             400,
@@ -160,36 +160,53 @@ def _loads_exactly(raw: bytes) -> Any:
 MAX_JSON_DEPTH = 32
 
 
-def _shape(value: object) -> tuple[int, bool]:
-    """Return how deeply ``value`` nests lists and objects, and whether it holds a float;
-    without recursion."""
+class _Shape(NamedTuple):
+    depth: int  # how deeply lists and objects nest (past MAX_JSON_DEPTH: where it stopped)
+    floats: bool  # whether a number was read as a float
+    texts: list[str]  # every key and string, in no particular order
+
+
+def _shape(value: object) -> _Shape:
+    """Return how deeply ``value`` nests, whether it holds a float, and its keys and
+    strings; in one walk, without recursion. A value read from JSON holds the JSON types
+    themselves, never a subclass, so each node's type is compared by identity."""
     deepest = 0
     floats = False
+    texts: list[str] = []
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
-        if isinstance(node, dict):
+        if type(node) is dict:
+            texts.extend(node)
             children: Iterable[object] = node.values()
-        elif isinstance(node, list):
+        elif type(node) is list:
             children = node
         else:
-            floats = floats or isinstance(node, float)
+            if type(node) is str:
+                texts.append(node)
+            else:
+                floats = floats or type(node) is float
             continue
         deepest = max(deepest, level)
         if deepest > MAX_JSON_DEPTH:
-            return deepest, floats
-        stack.extend((child, level + 1) for child in children)
-    return deepest, floats
+            return _Shape(deepest, floats, texts)
+        for child in children:
+            if type(child) is str:  # most nodes are strings (cards): no trip through the stack
+                texts.append(child)
+            else:
+                stack.append((child, level + 1))
+    return _Shape(deepest, floats, texts)
 
 
-def string_faults(value: object,
-                   newlines_at: frozenset[str] = frozenset()) -> list[dict[str, str]]:
+def string_faults(value: object, newlines_at: frozenset[str] = frozenset(), *,
+                  texts: list[str] | None = None) -> list[dict[str, str]]:
     """Return a ``{path, message, code}`` for every key or string of ``value`` that
-    app.text refuses, in document order; without recursion."""
+    app.text refuses, in document order; without recursion. ``texts``: every key and
+    string of ``value``, when the caller has them already."""
     # Nearly every body is clean, and one search over all its texts at once (joined by a
     # space, which no rule refuses) says so; only a body with a fault pays for the walk
     # that names each one by its path.
-    if text_fault(" ".join(_texts(value))) is None:
+    if text_fault(" ".join(_texts(value) if texts is None else texts)) is None:
         return []
     faults: list[dict[str, str]] = []
     stack: list[tuple[object, str]] = [(value, "")]

@@ -6,7 +6,9 @@ import os
 
 import pytest
 
-from app.api.errors import validation_errors
+from decimal import Decimal
+
+from app.api.errors import MAX_JSON_DEPTH, _shape, _texts, string_faults, validation_errors
 
 
 @pytest.mark.parametrize(
@@ -93,3 +95,28 @@ def test_reason_of_a_database_error_is_the_servers_first_line_never_the_statemen
     assert reason_of(wrapped, 10) == "connection"
     assert reason_of(RuntimeError("  plain\nmore")) == "plain"
     assert reason_of(RuntimeError("")) == ""
+
+
+def test_the_body_walk_gives_depth_floats_and_every_key_and_string() -> None:
+    value = {"a": ["x", {"b": "y", "c": [1, 2.5, None, True]}], "d": Decimal("1.5"), "e": []}
+    shape = _shape(value)
+    assert shape.depth == 4  # object, list, object, list: strings are not levels
+    assert shape.floats is True
+    assert sorted(shape.texts) == sorted(_texts(value)) == ["a", "b", "c", "d", "e", "x", "y"]
+    assert _shape({"d": Decimal("1.5"), "s": "1.5"}).floats is False
+    assert _shape("text") == (0, False, ["text"])
+
+
+def test_the_body_walk_stops_past_the_depth_bound() -> None:
+    deep: object = "leaf"
+    for _ in range(MAX_JSON_DEPTH + 10):
+        deep = [deep]
+    assert _shape(deep).depth == MAX_JSON_DEPTH + 1
+
+
+def test_string_faults_take_the_walks_texts_or_walk_themselves() -> None:
+    value = {"note": "bad\x07bell", "ok": ["fine"]}
+    faults = string_faults(value)
+    assert [f["path"] for f in faults] == ["note"]
+    assert string_faults(value, texts=_shape(value).texts) == faults
+    assert string_faults({"ok": "fine"}, texts=["fine", "ok"]) == []
