@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
 import pytest
-
-from decimal import Decimal
 
 from app.api.errors import MAX_JSON_DEPTH, _shape, _texts, string_faults, validation_errors
 
