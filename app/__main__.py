@@ -25,6 +25,14 @@ log = logging.getLogger("app.main")
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
+HELP = frozenset({"-h", "--help"})
+USAGE = """usage: python -m app [gunicorn options]
+
+Migrates the database (DATABASE_URL, else an embedded PostgreSQL in var/pgdata), checks the
+runtime role, then serves the app with gunicorn.conf.py. Configuration is read from the
+environment (README: Configuration). gunicorn's own options follow.
+"""
+
 
 def gunicorn_command(extra: Sequence[str] = ()) -> list[str]:
     """Return the command line that serves the app with our gunicorn settings."""
@@ -39,6 +47,10 @@ def gunicorn_command(extra: Sequence[str] = ()) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the service; extra arguments go to gunicorn (``python -m app --workers 2``)."""
     extra = list(sys.argv[1:] if argv is None else argv)
+    if HELP.intersection(extra):
+        # Nothing is started, migrated or written for a question about the options.
+        print(USAGE, flush=True)
+        return subprocess.run(gunicorn_command(["--help"]), check=False).returncode
     try:
         settings = Settings.from_env()
     except ConfigError as error:

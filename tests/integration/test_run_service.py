@@ -38,6 +38,22 @@ def _get(url: str) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_python_m_app_help_starts_nothing_and_writes_nothing(tmp_path, flag):
+    data = tmp_path / "pgdata"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    # Without DATABASE_URL a start makes the embedded server in PGSERVER_DATA_DIR: help
+    # must not.
+    env |= {"PGSERVER_DATA_DIR": str(data)}
+    answer = subprocess.run([sys.executable, "-m", "app", flag], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.startswith("usage: python -m app [gunicorn options]")
+    assert "usage: gunicorn" in answer.stdout and "--workers" in answer.stdout
+    assert not data.exists() and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_path):
     port = _free_port()
