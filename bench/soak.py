@@ -583,8 +583,9 @@ def drive(traffic: Traffic, schedule: Sequence[Planned], host: str, port: int,
 
 
 def server_counters(url: str) -> Counter[str]:
-    """Return the server's cumulative checkpoints, and autovacuums and autoanalyzes of the
-    database at ``url``: what ran beside the load (read before and after it)."""
+    """Return the server's cumulative checkpoints and WAL bytes, and the autovacuums and
+    autoanalyzes of the database at ``url``: what ran beside the load (read before and
+    after it). The WAL is the whole server's."""
     with psycopg.connect(libpq_url(url), autocommit=True) as connection:
         view = ("pg_stat_checkpointer" if connection.info.server_version >= 170000
                 else "pg_stat_bgwriter")
@@ -594,10 +595,12 @@ def server_counters(url: str) -> Counter[str]:
         vacuums = connection.execute(
             "SELECT coalesce(sum(autovacuum_count), 0), coalesce(sum(autoanalyze_count), 0) "
             "FROM pg_stat_user_tables").fetchone()
-    assert checkpoints is not None and vacuums is not None
+        wal = connection.execute("SELECT (pg_current_wal_lsn() - '0/0')::bigint").fetchone()
+    assert checkpoints is not None and vacuums is not None and wal is not None
     return Counter({"checkpoints": checkpoints[0] + checkpoints[1],
                     "checkpoints requested": checkpoints[1],
-                    "autovacuums": vacuums[0], "autoanalyzes": vacuums[1]})
+                    "autovacuums": vacuums[0], "autoanalyzes": vacuums[1],
+                    "wal bytes": wal[0]})
 
 
 def stored_round_ids(url: str) -> set[str]:
@@ -776,7 +779,9 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
               + " ".join(f"{w.p99:.0f}/{w.max:.0f}" for _, w in by_window))
     print(f"server during the run: {counters['checkpoints']} checkpoints "
           f"({counters['checkpoints requested']} requested), {counters['autovacuums']} "
-          f"autovacuums, {counters['autoanalyzes']} autoanalyzes of this database's tables")
+          f"autovacuums, {counters['autoanalyzes']} autoanalyzes of this database's tables; "
+          f"{counters['wal bytes'] / 1e6:,.0f} MB of WAL "
+          f"({counters['wal bytes'] / max(total, 1) / 1e3:.1f} kB a request)")
     cpu = "n/a" if server_cpu is None else f"{server_cpu / total * 1000:.1f} ms"
     loads = sampler.loads or [0.0]
     print(f"gunicorn CPU per request {cpu} (live workers); load generator CPU "
