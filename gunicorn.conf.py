@@ -67,13 +67,18 @@ def on_starting(server):
 
 def post_worker_init(worker):
     """Build, before the worker takes a request, the tables its first requests would build
-    otherwise (app.advisor.best.warm_up: the strength scales of keep_back, which every
-    ``auto`` player, score and arrange uses, and the advisor's; about 0.6 s). Under steady
-    load every request queued behind such a first one waited for them too: a new worker's
-    first second, at start and after each recycle (max_requests)."""
+    otherwise (app.advisor.best.warm_up: keep_back's strength scale, which every ``auto``
+    player uses, and the advisor's; about 0.4 s). Under steady load every request queued
+    behind such a first one waited for them too: a new worker's first second, at start and
+    after each recycle (max_requests). Warming is only a head start: should it fail, the
+    worker logs why and serves (gunicorn stops the whole server when a worker fails to
+    boot), and the request that needs a table meets the same error there."""
     from app.advisor.best import warm_up
 
-    warm_up()
+    try:
+        warm_up()
+    except Exception:
+        worker.log.exception("warming up failed; the worker serves without its tables built")
 
 
 def child_exit(server, worker):

@@ -32,6 +32,7 @@ from typing import NamedTuple
 from app.domain.cards import Card, Rank, Suit, check_copies
 from app.domain.errors import CardError, Problem
 from app.domain.hands import AceLow, Arrangement, Category, Strength, row_strength
+from app.domain.rulesets import PRESETS
 
 _FIVE = Category.FIVE_OF_A_KIND
 _SF = Category.STRAIGHT_FLUSH
@@ -88,12 +89,16 @@ def _scale(ace_low: AceLow) -> _Scale:
                   tuple(s.category for s in ordered), tuple(ordered))
 
 
+# The ace-low settings of the presets: every round of a preset table uses one of these.
+PRESET_ACE_LOWS = tuple(a for a in AceLow if any(r.ace_low_straight is a for r in PRESETS.values()))
+
+
 def warm_up() -> None:
-    """Build the strength scale of every ``ace_low_straight`` setting now (about 0.13 s
-    each): the first ``keep_back`` of a process under a setting builds it otherwise, and an
-    ``auto`` player's settle, a score or an arrange waits for it, as do the requests queued
-    behind that one."""
-    for ace_low in AceLow:
+    """Build the strength scale of each preset's ``ace_low_straight`` setting now (about
+    0.13 s each): the first ``keep_back`` of a process under a setting builds it otherwise,
+    and an ``auto`` player's settle, a score or an arrange waits for it, as do the requests
+    queued behind that one. A table's own rules that set another one pay for it once."""
+    for ace_low in PRESET_ACE_LOWS:
         _scale(ace_low)
 
 
