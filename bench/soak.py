@@ -775,8 +775,8 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
     tally = traffic.tallies[SETTLE]
     if tally.dues:
         by_window = windows(tally.dues, tally.latencies_ms, min(tally.dues), args.window)
-        print(f"settle p99/max by {args.window:g} s window (ms): "
-              + " ".join(f"{w.p99:.0f}/{w.max:.0f}" for _, w in by_window))
+        print(f"settle p99/max (ms) by {args.window:g} s window, from its start (s): "
+              + ", ".join(f"{at:g} {w.p99:.0f}/{w.max:.0f}" for at, w in by_window))
     print(f"server during the run: {counters['checkpoints']} checkpoints "
           f"({counters['checkpoints requested']} requested), {counters['autovacuums']} "
           f"autovacuums, {counters['autoanalyzes']} autoanalyzes of this database's tables; "
@@ -843,7 +843,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.minutes <= MAX_MINUTES:
         parser.error(f"--minutes must be more than 0 and at most {MAX_MINUTES:g}")
-    for name in ("rate", "sample"):
+    for name in ("rate", "sample", "window"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
     for name in ("clients", "tables"):

@@ -119,3 +119,5 @@ def test_string_faults_take_the_walks_texts_or_walk_themselves() -> None:
     assert [f["path"] for f in faults] == ["note"]
     assert string_faults(value, texts=_shape(value).texts) == faults
     assert string_faults({"ok": "fine"}, texts=["fine", "ok"]) == []
+    # The texts given are what the first search reads: the walk runs only when they fail.
+    assert string_faults(value, texts=["clean"]) == []

@@ -243,3 +243,13 @@ def test_jobs_give_each_settle_its_own_key_and_read_settled_rounds() -> None:
     assert listing.method == "GET" and listing.body is None
     assert listing.path in ("/v1/rounds?table_id=bench-t0&limit=20",
                             "/v1/rounds?table_id=bench-t1&limit=20")
+
+
+@pytest.mark.parametrize("option", ["--window", "--rate", "--sample"])
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_options_that_divide_must_be_positive(option: str, value: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        soak.main([option, value])
+    assert stopped.value.code == 2
+    assert f"{option} must be positive" in capsys.readouterr().err
