@@ -161,14 +161,15 @@ MAX_JSON_DEPTH = 32
 
 
 class _Shape(NamedTuple):
-    depth: int  # how deeply lists and objects nest (past MAX_JSON_DEPTH: where it stopped)
+    depth: int  # how deeply lists and objects nest
     floats: bool  # whether a number was read as a float
     texts: list[str]  # every key and string, in no particular order
 
 
 def _shape(value: object) -> _Shape:
     """Return how deeply ``value`` nests, whether it holds a float, and its keys and
-    strings; in one walk, without recursion. A value read from JSON holds the JSON types
+    strings; in one walk, without recursion (a body is bounded by MAX_CONTENT_LENGTH, so
+    the walk is too, however deep it nests). A value read from JSON holds the JSON types
     themselves, never a subclass, so each node's type is compared by identity."""
     deepest = 0
     floats = False
@@ -188,8 +189,6 @@ def _shape(value: object) -> _Shape:
                 floats = floats or type(node) is float
             continue
         deepest = max(deepest, level)
-        if deepest > MAX_JSON_DEPTH:
-            return _Shape(deepest, floats, texts)
         for child in children:
             if type(child) is str:  # most nodes are strings (cards): no trip through the stack
                 texts.append(child)
@@ -202,11 +201,13 @@ def string_faults(value: object, newlines_at: frozenset[str] = frozenset(), *,
                   texts: list[str] | None = None) -> list[dict[str, str]]:
     """Return a ``{path, message, code}`` for every key or string of ``value`` that
     app.text refuses, in document order; without recursion. ``texts``: every key and
-    string of ``value``, when the caller has them already."""
+    string of ``value`` (``_shape``'s), when the caller has them already."""
     # Nearly every body is clean, and one search over all its texts at once (joined by a
     # space, which no rule refuses) says so; only a body with a fault pays for the walk
     # that names each one by its path.
-    if text_fault(" ".join(_texts(value) if texts is None else texts)) is None:
+    if texts is None:
+        texts = _shape(value).texts
+    if text_fault(" ".join(texts)) is None:
         return []
     faults: list[dict[str, str]] = []
     stack: list[tuple[object, str]] = [(value, "")]
@@ -227,22 +228,6 @@ def string_faults(value: object, newlines_at: frozenset[str] = frozenset(), *,
         elif isinstance(node, list):
             stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(node))))
     return faults
-
-
-def _texts(value: object) -> list[str]:
-    """Return every key and string of ``value``, in no particular order; without recursion."""
-    texts: list[str] = []
-    stack: list[object] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            texts.append(node)
-        elif isinstance(node, dict):
-            texts.extend(node)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return texts
 
 
 def refuse_text_faults(faults: list[dict[str, str]]) -> None:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from app.api.errors import MAX_JSON_DEPTH, _shape, _texts, string_faults, validation_errors
+from app.api.errors import MAX_JSON_DEPTH, _shape, string_faults, validation_errors
 
 
 @pytest.mark.parametrize(
@@ -101,16 +101,22 @@ def test_the_body_walk_gives_depth_floats_and_every_key_and_string() -> None:
     shape = _shape(value)
     assert shape.depth == 4  # object, list, object, list: strings are not levels
     assert shape.floats is True
-    assert sorted(shape.texts) == sorted(_texts(value)) == ["a", "b", "c", "d", "e", "x", "y"]
+    assert sorted(shape.texts) == ["a", "b", "c", "d", "e", "x", "y"]
     assert _shape({"d": Decimal("1.5"), "s": "1.5"}).floats is False
     assert _shape("text") == (0, False, ["text"])
 
 
-def test_the_body_walk_stops_past_the_depth_bound() -> None:
-    deep: object = "leaf"
+def test_the_body_walk_measures_any_depth_and_reads_every_string() -> None:
+    deep: object = {"bad\x07key": "leaf"}
     for _ in range(MAX_JSON_DEPTH + 10):
         deep = [deep]
-    assert _shape(deep).depth == MAX_JSON_DEPTH + 1
+    shape = _shape(deep)
+    assert shape.depth == MAX_JSON_DEPTH + 11
+    assert sorted(shape.texts) == ["bad\x07key", "leaf"]
+    # Past the bound that json_body refuses, a checkpoint file (the console) is still
+    # searched whole.
+    assert [f["path"] for f in string_faults(deep)] == [
+        "[0]" * (MAX_JSON_DEPTH + 10) + ".bad\x07key"]
 
 
 def test_string_faults_take_the_walks_texts_or_walk_themselves() -> None:
