@@ -28,6 +28,7 @@ leaves a shorter chain that verifies: only a kept checkpoint or receipt shows it
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.appends import SEAT_COPIES
 from app.db.models import LedgerLine, Round, RoundPlayer
 from app.db.repositories import ChainSpan, InvalidCursor
 from app.domain.errors import DomainError
@@ -350,15 +352,12 @@ def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]
         return [_difference(round_, PLAYERS, f"result players unreadable: {error!r}")]
     stored = {p.seat: _player_row_values(p) for p in round_.players}
     details = _row_diffs("seat", expected, stored, PLAYER_FIELDS)
-    seen: set[int] = set()
     for player in round_.players:
         # The key is (operator, table, chain_seq, seat) (migration 0018): a seat given
         # another place could stand beside the real one, and would show on another page.
-        details += _copies_of_round(f"seat {player.seat}", player, round_,
-                                    ("table_id", "chain_seq"))
-        if player.seat in seen:
-            details.append(f"seat {player.seat} is stored more than once")
-        seen.add(player.seat)
+        details += _copies_of_round(f"seat {player.seat}", player, round_, SEAT_COPIES)
+    details += [f"seat {seat} is stored more than once"
+                for seat, count in Counter(p.seat for p in round_.players).items() if count > 1]
     return [_difference(round_, PLAYERS, detail) for detail in details]
 
 
