@@ -62,10 +62,35 @@ def start_embedded(data_dir: Path) -> str:
                 "DATABASE_URL, or install the 'embedded' extra (requirements-embedded.lock, "
                 "or pip install -e '.[embedded]')") from None
 
+    _drop_stale_lock_file(folder)
     server = get_server(folder, cleanup_mode="stop")
     _embedded[folder] = server
     log.info("embedded PostgreSQL running in %s (pid %s)", folder, server.get_pid())
     return _url_of(server)
+
+
+def _drop_stale_lock_file(folder: Path) -> None:
+    """Remove a ``postmaster.pid`` that names a live process other than this folder's server.
+
+    After a crash, a reboot or a copied folder the file can name a PID the system has since
+    given to another program. pgserver takes any live PID for the server: it would hand out
+    the file's dead socket, and on exit its ``pg_ctl stop`` would signal that program. A PID
+    that is gone is left alone (PostgreSQL itself replaces that file), and so is a file that
+    does not parse, which may be a starting server's, half written.
+    """
+    import psutil  # type: ignore[import-untyped]  # installed with pgserver, which uses it
+
+    lock_file = folder / "postmaster.pid"
+    try:
+        pid = int(lock_file.read_text().split("\n", 1)[0])
+        process = psutil.Process(pid)
+        ours = process.name() == "postgres" and str(folder) in process.cmdline()
+    except (FileNotFoundError, ValueError, psutil.Error):
+        return
+    if not ours:
+        log.warning("removing %s: it names pid %d, which is not this folder's PostgreSQL",
+                    lock_file, pid)
+        lock_file.unlink(missing_ok=True)
 
 
 def stop_embedded(data_dir: Path) -> None:

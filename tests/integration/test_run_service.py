@@ -13,12 +13,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from app import create_app
-from app.config import Settings
+from app.config import Settings, libpq_url
 from app.db import get_database
-from app.db.engine import stop_embedded
+from app.db.engine import start_embedded, stop_embedded
 from app.db.roles import EMBEDDED_LOGIN, runtime_powers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,4 +105,27 @@ def test_create_app_without_a_url_starts_and_migrates_the_embedded_database(tmp_
     finally:
         get_database(app).dispose()
         stop_embedded(data)
+    assert not (data / "postmaster.pid").exists()
+
+
+def test_a_stale_lock_file_naming_another_process_is_not_taken_for_the_server(tmp_path):
+    """After a crash the folder's postmaster.pid can name a PID since given to another
+    program: the server must start anyway, and stopping it must not signal that program."""
+    data = tmp_path / "pg"
+    start_embedded(data)
+    stop_embedded(data)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        socket_dir = tmp_path / "gone"
+        (data / "postmaster.pid").write_text(
+            f"{bystander.pid}\n{data.resolve()}\n{int(time.time())}\n5432\n{socket_dir}\n"
+            "\n  5432001 0\nready   \n")
+        url = start_embedded(data)
+        with psycopg.connect(libpq_url(url)) as connection:
+            assert connection.execute("select 1").fetchone() == (1,)
+        stop_embedded(data)
+        assert bystander.poll() is None, "stopping the server signalled an unrelated process"
+    finally:
+        bystander.kill()
+        bystander.wait()
     assert not (data / "postmaster.pid").exists()
