@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded, localcontext
 from enum import StrEnum
 from fractions import Fraction
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -48,15 +49,24 @@ _EXACT = Context(prec=100, traps=[Inexact, Rounded])
 def exact_product(amount: Decimal, *factors: int) -> Decimal:
     """Return ``amount`` × ``factors`` exactly: the default context rounds past 28 digits.
 
-    Money is bounded (15 integer digits, 8 decimals) and so are points and multiples, so the
-    product's digits are bounded too; a context as wide as them can never round.
+    A product has at most as many digits as its terms together, so a context that wide
+    can never round; money is bounded (15 integer digits, 8 decimals) and so are points and
+    multiples, so the widths are few and their contexts are built once each.
     """
+    digits = len(amount.as_tuple().digits)
+    for factor in factors:
+        digits += len(str(abs(factor)))
+    context = _exact_context(digits)
     product = amount
     for factor in factors:
-        digits = len(str(abs(factor))) + len(product.as_tuple().digits)
-        product = Context(prec=digits, traps=[Inexact, Rounded]).multiply(product,
-                                                                           Decimal(factor))
+        product = context.multiply(product, Decimal(factor))
     return product
+
+
+@lru_cache(maxsize=256)
+def _exact_context(digits: int) -> Context:
+    """A context of ``digits`` digits that traps rather than rounds (read-only once made)."""
+    return Context(prec=digits, traps=[Inexact, Rounded])
 
 
 class Payout(StrEnum):
