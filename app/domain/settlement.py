@@ -4,9 +4,10 @@
 gross amount each loser owes each winner on each pair (``Debt``: points × stake, or × bet)
 and the ruleset's money parameters, and returns an immutable ``Settlement``.
 
-Arithmetic is exact: amounts are Decimals on the way in and out, and every step in between
-(the proportional factor balance / debt, the capped scale X / Y) is a ``Fraction``, because a
-Decimal division would round before §5 says to. Only §5 rounds: each player's exact amount
+Arithmetic is exact: amounts are Decimals on the way in and out; in between they are whole
+parts of the round's common denominator (integers), and what a payout rule divides (the
+proportional factor balance / debt, the capped scale X / Y) is a ``Fraction`` of parts,
+because a Decimal division would round before §5 says to. Only §5 rounds: each player's exact amount
 toward zero at ``precision``, then the fee half-up on that rounded amount.
 
 Ledger design (the lines of a round sum to exactly zero):
@@ -30,6 +31,7 @@ from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded, localcontext
 from enum import StrEnum
 from fractions import Fraction
 from functools import lru_cache
+from math import gcd, lcm
 from types import MappingProxyType
 from typing import Any
 
@@ -297,21 +299,32 @@ class Eligibility:
 
 
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
-    """Settle one round: payout rule, rounding toward zero, fee, ledger lines."""
-    held = _check_balances(balances, money.precision)
-    owed = _check_debts(debts, held)
+    """Settle one round: payout rule, rounding toward zero, fee, ledger lines.
+
+    Every amount is counted in whole parts of one common ``den`` (the least common multiple
+    of the balances' and debts' denominators), so sums and comparisons are of integers;
+    only what a payout rule divides (balance / debt, X / Y) becomes a ``Fraction`` of parts.
+    """
+    exact_held = _check_balances(balances, money.precision)
+    owed = _check_debts(debts, exact_held)
+    den = lcm(*(v.denominator for v in exact_held.values()),
+              *(debt.amount.denominator for debt in owed))
+    held = {pid: v.numerator * (den // v.denominator) for pid, v in exact_held.items()}
+    parts = [(debt.debtor, debt.creditor, debt.amount.numerator * (den // debt.amount.denominator))
+             for debt in owed]
     ids = list(held)
 
-    gross = dict.fromkeys(ids, Fraction(0))
-    for debt in owed:
-        gross[debt.debtor] -= debt.amount
-        gross[debt.creditor] += debt.amount
+    gross: dict[str, int] = dict.fromkeys(ids, 0)
+    for debtor, creditor, amount in parts:
+        gross[debtor] -= amount
+        gross[creditor] += amount
 
-    paid: list[Fraction] = [debt.amount for debt in owed]
+    paid: list[Parts] = [amount for _, _, amount in parts]
+    payable: Mapping[str, Parts]
     if money.payout is Payout.UNLIMITED:
         payable = gross
     elif money.payout is Payout.PROPORTIONAL:
-        payable, paid = _proportional(held, owed)
+        payable, paid = _proportional(held, parts)
     else:
         payable = _capped(held, gross)
 
@@ -323,16 +336,16 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     if money.fee_basis is FeeBasis.PAIR:
         # Each won pair's amount after payout, toward zero at the precision, then its fee
         # half-up (§5's order on one pair): never more than the pair brought in.
-        for debt, amount in zip(owed, paid, strict=True):
-            pair_fees[debt.creditor] += _fee_units(_toward_zero(amount, scale), rate)
+        for (_, creditor, _), share in zip(parts, paid, strict=True):
+            pair_fees[creditor] += _fee_units(_toward_zero(share, scale, den), rate)
     players: list[PlayerSettlement] = []
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
     for pid in ids:
-        rounded = _toward_zero(payable[pid], scale)  # per player (§5)
+        rounded = _toward_zero(payable[pid], scale, den)  # per player (§5)
         fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
-        before = _toward_zero(held[pid], scale)  # exact: at most `precision` decimals
+        before = _toward_zero(held[pid], scale, den)  # exact: at most `precision` decimals
         after_result = before + rounded
         after = after_result - fee
         fee_units_total += fee
@@ -341,8 +354,10 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         before_text, rounded_text = unit(before, p), unit(rounded, p)
         result_text, after_text = unit(after_result, p), unit(after, p)
         players.append(PlayerSettlement(
-            player_id=pid, balance_before=before_text, gross=_decimal(gross[pid]),
-            payable=_decimal(payable[pid]), rounded=rounded_text, fee=unit(fee, p),
+            player_id=pid, balance_before=before_text,
+            gross=_ratio_decimal(gross[pid], den),
+            payable=_ratio_decimal(payable[pid].numerator, payable[pid].denominator * den),
+            rounded=rounded_text, fee=unit(fee, p),
             amount=unit(rounded - fee, p), balance_after=after_text))
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
         lines.append(LedgerLine(pid, kind, rounded_text, before_text, result_text))
@@ -361,6 +376,11 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     return settlement
 
 
+# An amount in parts of a round's common denominator: whole parts, or a share of them
+# (after a payout rule divided).
+Parts = int | Fraction
+
+
 def _fee_units(won_units: int, rate: Fraction) -> int:
     """Return the fee on a won amount in units of the precision, half-up; none on no win."""
     if won_units <= 0:
@@ -369,44 +389,48 @@ def _fee_units(won_units: int, rate: Fraction) -> int:
     return (2 * won_units * rate.numerator + rate.denominator) // (2 * rate.denominator)
 
 
-def _toward_zero(amount: Fraction, scale: int) -> int:
-    """Return ``amount`` × ``scale`` cut toward zero, in integers (no Fraction built)."""
+def _toward_zero(amount: Parts, scale: int, den: int = 1) -> int:
+    """Return ``amount`` / ``den`` × ``scale`` cut toward zero, in integers (no Fraction
+    built)."""
     units = amount.numerator * scale
-    return units // amount.denominator if units >= 0 else -(-units // amount.denominator)
+    below = amount.denominator * den
+    return units // below if units >= 0 else -(-units // below)
 
 
-def _proportional(held: Mapping[str, Fraction],
-                  debts: Sequence[_Owed]) -> tuple[dict[str, Fraction], list[Fraction]]:
+def _proportional(held: Mapping[str, int],
+                  debts: Sequence[tuple[str, str, int]]) -> tuple[dict[str, Parts], list[Parts]]:
     """Scale each debtor's payments by balance / debt when its debt exceeds its balance.
 
     Return each player's payable amount and what each debt actually pays.
     """
-    debt_of = dict.fromkeys(held, Fraction(0))
-    for debt in debts:
-        debt_of[debt.debtor] += debt.amount
+    debt_of = dict.fromkeys(held, 0)
+    for debtor, _, amount in debts:
+        debt_of[debtor] += amount
     # Winnings of the same round do not count toward what a debtor can pay (rules.md §7).
     # A debtor that can pay everything pays its debts as they are (a factor of 1).
-    factor = {pid: held[pid] / owed for pid, owed in debt_of.items() if owed > held[pid]}
-    payable = dict.fromkeys(held, Fraction(0))
-    paid: list[Fraction] = []
-    for debt in debts:
-        amount = debt.amount * factor[debt.debtor] if debt.debtor in factor else debt.amount
-        paid.append(amount)
-        payable[debt.debtor] -= amount
-        payable[debt.creditor] += amount
+    short = {pid for pid, owed in debt_of.items() if owed > held[pid]}
+    payable: dict[str, Parts] = dict.fromkeys(held, 0)
+    paid: list[Parts] = []
+    for debtor, creditor, amount in debts:
+        share: Parts = (Fraction(amount * held[debtor], debt_of[debtor]) if debtor in short
+                        else amount)
+        paid.append(share)
+        payable[debtor] -= share
+        payable[creditor] += share
     return payable, paid
 
 
-def _capped(held: Mapping[str, Fraction], gross: Mapping[str, Fraction]) -> dict[str, Fraction]:
+def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> dict[str, Parts]:
     """Cap each net at the balance both ways, then scale the larger side down to the smaller."""
-    capped = {pid: max(-held[pid], min(held[pid], net)) for pid, net in gross.items()}
-    losses = -sum((v for v in capped.values() if v < 0), Fraction(0))
-    wins = sum((v for v in capped.values() if v > 0), Fraction(0))
+    capped: dict[str, Parts] = {pid: max(-held[pid], min(held[pid], net))
+                                for pid, net in gross.items()}
+    losses = -sum(v for v in capped.values() if v < 0)
+    wins = sum(v for v in capped.values() if v > 0)
     if wins == losses:
         return capped
     if losses < wins:  # winners are the larger side: each gets capped × L / W
-        return {pid: v * losses / wins if v > 0 else v for pid, v in capped.items()}
-    return {pid: v * wins / losses if v < 0 else v for pid, v in capped.items()}
+        return {pid: Fraction(v * losses, wins) if v > 0 else v for pid, v in capped.items()}
+    return {pid: Fraction(v * wins, losses) if v < 0 else v for pid, v in capped.items()}
 
 
 def check_settlement(settlement: Settlement) -> None:
@@ -515,6 +539,14 @@ def cut_toward_zero(amount: Fraction, precision: int) -> Decimal:
 
 def money_text(amount: Decimal, precision: int) -> str:
     """Write money as JSON text with exactly ``precision`` decimals: ``"8205"``, ``"-85.71"``."""
+    # Most amounts already have exactly ``precision`` decimals (the settlement makes them
+    # so): written as they are, with no quantize. A leading digit below 10^55 keeps the
+    # text short, as quantize's guard does; a negative zero goes on to lose its sign.
+    if (type(amount) is Decimal and 0 <= precision <= MAX_PRECISION
+            and amount.same_quantum(_STEPS[precision])
+            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1
+            and not (amount.is_zero() and amount.is_signed())):
+        return format(amount, "f")
     return format(quantize(amount, precision), "f")
 
 
@@ -686,7 +718,15 @@ def _units_decimal(units: int, precision: int) -> Decimal:
 
 def _decimal(value: Fraction) -> Decimal:
     """Return a fraction as a Decimal: exactly when it terminates, else to 34 digits."""
-    den = value.denominator
+    return _ratio_decimal(value.numerator, value.denominator)
+
+
+def _ratio_decimal(numerator: int, denominator: int) -> Decimal:
+    """Return ``numerator`` / ``denominator`` (> 0) as a Decimal with as few decimals as it
+    has: exactly when it terminates, else to 34 digits."""
+    common = gcd(numerator, denominator)
+    numerator, denominator = numerator // common, denominator // common
+    den = denominator
     twos = fives = 0
     while den % 2 == 0:
         den //= 2
@@ -696,8 +736,8 @@ def _decimal(value: Fraction) -> Decimal:
         fives += 1
     if den == 1:
         places = max(twos, fives)
-        return _units_decimal(value.numerator * 10 ** places // value.denominator, places)
-    return _DISPLAY.divide(Decimal(value.numerator), Decimal(value.denominator))
+        return _units_decimal(numerator * 10 ** places // denominator, places)
+    return _DISPLAY.divide(Decimal(numerator), Decimal(denominator))
 
 
 def _optional_text(amount: Decimal | None, precision: int) -> str | None:

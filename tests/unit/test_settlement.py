@@ -318,6 +318,13 @@ def test_check_continue_passes_balances_equal_to_the_limit() -> None:
     (D("1E+3"), 2, "1000.00"),
     (D("0.125"), 8, "0.12500000"),
     (D("123456789012345678901234567890.99"), 2, "123456789012345678901234567890.99"),
+    # Already at the precision: written as it is, but never as a negative zero.
+    (D("-8205.12"), 2, "-8205.12"),
+    (D("-0.00"), 2, "0.00"),
+    (D("-0"), 0, "0"),
+    (D("0E-100000000"), 2, "0.00"),
+    (D("1E+60"), 0, "1" + "0" * 60),
+    (D("12.30"), 1, "12.3"),
 ])
 def test_money_text_writes_exactly_precision_decimals(amount, precision, text) -> None:
     assert money_text(amount, precision) == text
