@@ -194,15 +194,18 @@ class AppendRepository:
 def _json_of(value: Any) -> str:
     """Rows as JSON, exactly: money (Decimal) as its text, which PostgreSQL reads back into
     numeric digit for digit; ids and times as their text (a UUID's, ISO 8601 with the
-    offset); a JSONB column's value as itself. orjson writes it, or the standard library
-    what orjson refuses (an integer past 64 bits)."""
+    offset); a JSONB column's value as itself, or as its JSON text already written (an
+    ``orjson.Fragment``). orjson writes it, or the standard library what orjson refuses
+    (an integer past 64 bits)."""
     try:
         return orjson.dumps(value, default=_column_text).decode()
     except orjson.JSONEncodeError:
         return json.dumps(value, default=_column_text, ensure_ascii=False)
 
 
-def _column_text(value: Any) -> str:
+def _column_text(value: Any) -> Any:
+    if isinstance(value, orjson.Fragment):  # canonical text (NewRound.row), for json.dumps
+        return json.loads(value.contents)
     if isinstance(value, Decimal | uuid.UUID):
         return str(value)
     if isinstance(value, datetime):

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, NoReturn, Protocol
 
+import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -182,13 +183,23 @@ class NewRound:
     body_hash: str | None
     reverses_round_id: uuid.UUID | None
     content_hash: str = field(init=False)
+    # The canonical text of the two large columns, written once: the content hash covers
+    # it and the append sends it, as it is, inside the row's JSON.
+    _texts: tuple[orjson.Fragment, orjson.Fragment] = field(init=False, repr=False,
+                                                            compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "content_hash", content_hash(self))
+        texts = (orjson.Fragment(canonical_json(self.request)),
+                 orjson.Fragment(canonical_json(self.result)))
+        object.__setattr__(self, "_texts", texts)
+        object.__setattr__(self, "content_hash", content_hash(self, texts))
 
     def row(self) -> dict[str, Any]:
-        """The round's columns as the append writes them (txid is the database's)."""
-        return {name: getattr(self, name) for name in ROUND_COLUMNS}
+        """The round's columns as the append writes them (txid is the database's), the
+        request and the result as their canonical text."""
+        row = {name: getattr(self, name) for name in ROUND_COLUMNS}
+        row["request"], row["result"] = self._texts
+        return row
 
 
 def round_content(round_: RoundColumns) -> dict[str, Any]:
@@ -206,9 +217,17 @@ def round_content(round_: RoundColumns) -> dict[str, Any]:
     }
 
 
-def content_hash(round_: RoundColumns) -> str:
-    """Return the sha256 of a round's canonical content."""
-    return sha256(round_content(round_))
+def content_hash(round_: RoundColumns,
+                 texts: tuple[orjson.Fragment, orjson.Fragment] | None = None) -> str:
+    """Return the sha256 of a round's canonical content.
+
+    ``texts``, when given, is the canonical text of the round's request and result, which
+    the content's text then holds as it is: the same bytes as writing those values again.
+    """
+    content = round_content(round_)
+    if texts is not None:
+        content["request"], content["result"] = texts
+    return sha256(content)
 
 
 def score(data: Mapping[str, Any]) -> dict[str, Any]:
