@@ -2,14 +2,18 @@
 
     gunicorn -c gunicorn.conf.py 'bench.db_app:create_app()'   (from the repository root)
 
-``POST /bench/settle-db`` does what ``POST /v1/rounds`` does with the database, through the
-same code: the API key's check (app.services.keys.authenticate), the unit of work, the
-key's and the chain's locks with the head read (AppendRepository.start) and the append of
-the round, its players and lines with the commit (AppendRepository.append). What it leaves
-out is the domain work: no validation, scoring, settlement, explanation or canonical hash.
-Its rows are one round played once at start (bench.load's first body) and copied for each
-request with a new id, table, key and chain position, so every request writes as much as a
-settle. The table id is read from the body, so appends contend for chains as settles do.
+The service's own app (app.create_app: its request log, metrics, CORS and URL checks, and
+the API key's check in its auth hook) with one route more, ``POST /bench/settle-db``,
+which does what ``POST /v1/rounds`` does with the database, through the same code: the
+unit of work, the key's and the chain's locks with the head read
+(AppendRepository.start) and the append of the round, its players and lines with the
+commit (AppendRepository.append). What it leaves out is the domain work: no validation,
+scoring, settlement, explanation, canonical hash or receipt. So the two differ by that
+work alone; a bare Flask app here would also charge the service's per-request hooks to the
+settle. Its rows are one round played once at start (bench.load's first body) and copied
+for each request with a new id, table, key and chain position, so every request writes as
+much as a settle. The table id is read from the body, so appends contend for chains as
+settles do.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 
+from app import create_app as create_service
+from app.api.auth import allow_blueprint, needs
+from app.api.context import operator_id
 from app.api.schemas import RoundRequestSchema
 from app.config import Settings
-from app.db.engine import make_database
-from app.services.keys import InvalidToken, authenticate
+from app.db import get_database
+from app.services.keys import Scope
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import (
     ROUND_KIND,
@@ -68,43 +75,33 @@ def _template() -> Template:
                     _line_rows(played, round_id, OPERATOR, "template", None))  # type: ignore[arg-type]
 
 
-def create_app() -> Flask:
-    """Build the database-work app on DATABASE_URL (the runtime login, as the service)."""
-    settings = Settings.from_env()
-    if settings.database_url is None:
-        raise RuntimeError("bench.db_app needs DATABASE_URL (bench/load.py sets it)")
-    database = make_database(settings)
+def create_app(settings: Settings | None = None) -> Flask:
+    """Build the service's app (``settings``, else the environment's, as the service) with
+    the database-work route, open to keys with rounds:write as ``POST /v1/rounds`` is."""
+    app = create_service(settings)
     template = _template()
-    app = Flask(__name__)
+    routes = Blueprint("bench_db", __name__)
 
-    @app.post("/bench/settle-db")
+    @routes.post("/bench/settle-db")
     def settle_db() -> tuple[Response, int]:
-        try:
-            caller = authenticate(database.sessions,
-                                  request.headers.get("Authorization", "").removeprefix("Bearer "))
-        except InvalidToken:
-            return jsonify(error="unauthorized"), 401
+        operator = operator_id()
         key = request.headers["Idempotency-Key"]
         table_id = json.loads(request.get_data())["table_id"]
-        with UnitOfWork(database.sessions) as uow:
-            start = uow.appends.start(caller.operator_id, table_id, key)
+        with UnitOfWork(get_database().sessions) as uow:
+            start = uow.appends.start(operator, table_id, key)
             if start is None or start.earlier is not None:
                 return jsonify(error="key in use"), 409
             round_id = uuid.uuid4()
             link = hashlib.sha256(f"{start.prev_hash}{start.seq}{round_id}".encode()).hexdigest()
-            row = {**template.round, "id": round_id, "operator_id": caller.operator_id,
+            row = {**template.round, "id": round_id, "operator_id": operator,
                    "table_id": table_id, "idempotency_key": key, "created_at": start.created_at,
                    "prev_hash": start.prev_hash, "chain_seq": start.seq, "content_hash": link}
-            moved = {"round_id": round_id, "operator_id": caller.operator_id}
+            moved = {"round_id": round_id, "operator_id": operator}
             lines = {**moved, "table_id": table_id, "created_at": start.created_at}
             uow.appends.append(row, [{**p, **moved} for p in template.players],
                                [{**line, **lines} for line in template.lines], commit=True)
         return jsonify(round_id=str(round_id), chain={"seq": start.seq, "content_hash": link}), 201
 
-    @app.get("/readyz")
-    def readyz() -> Response:
-        with database.engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
-        return jsonify(status="ready")
-
+    app.register_blueprint(routes)
+    allow_blueprint(app, "bench_db", needs(Scope.ROUNDS_WRITE))
     return app
