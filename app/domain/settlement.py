@@ -27,10 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_DOWN, Context, Decimal, Inexact, Rounded, localcontext
+from decimal import (
+    MAX_EMAX,
+    MAX_PREC,
+    MIN_EMIN,
+    ROUND_DOWN,
+    Context,
+    Decimal,
+    Inexact,
+    Rounded,
+    localcontext,
+)
 from enum import StrEnum
 from fractions import Fraction
-from functools import lru_cache
 from math import gcd, lcm
 from types import MappingProxyType
 from typing import Any
@@ -51,24 +60,17 @@ _EXACT = Context(prec=100, traps=[Inexact, Rounded])
 def exact_product(amount: Decimal, *factors: int) -> Decimal:
     """Return ``amount`` × ``factors`` exactly: the default context rounds past 28 digits.
 
-    A product has at most as many digits as its terms together, so a context that wide
-    can never round; money is bounded (15 integer digits, 8 decimals) and so are points and
-    multiples, so the widths are few and their contexts are built once each.
+    ``_PRODUCT`` has no bound on digits or exponent, so a product is never rounded (and
+    would raise rather than be), and it costs what the digits cost, whatever its width.
     """
-    digits = len(amount.as_tuple().digits)
-    for factor in factors:
-        digits += len(str(abs(factor)))
-    context = _exact_context(digits)
     product = amount
     for factor in factors:
-        product = context.multiply(product, Decimal(factor))
+        product = _PRODUCT.multiply(product, factor)
     return product
 
 
-@lru_cache(maxsize=256)
-def _exact_context(digits: int) -> Context:
-    """A context of ``digits`` digits that traps rather than rounds (read-only once made)."""
-    return Context(prec=digits, traps=[Inexact, Rounded])
+# Multiplies exactly: as many digits and as wide an exponent as a product can have.
+_PRODUCT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact, Rounded])
 
 
 class Payout(StrEnum):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -23,6 +24,7 @@ from app.domain.settlement import (
     check_continue,
     check_settlement,
     eligibility,
+    exact_product,
     money_text,
     quantize,
     settle,
@@ -305,6 +307,24 @@ def test_check_continue_passes_balances_equal_to_the_limit() -> None:
     money = MoneyRules(precision=0, continue_min=Limit(multiple=D(5)))
     check_continue(money, D(200), {"A": D(1000), "B": D(5000)})
     check_continue(MoneyRules(), D(200), {"A": D(0)})
+
+
+# --- exact products ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("amount, factors", [
+    (D("2.50"), (4,)),
+    (D("200"), (3, 2)),
+    (D("123456789012345.12345678"), (999_999, 12)),
+    # Past the default context's 28 digits, and far past any money: never rounded.
+    (D("9" * 60), (10 ** 40 + 1,)),
+    (D("1E-99999"), (3,)),
+])
+def test_exact_product_is_exact_at_any_width(amount, factors) -> None:
+    product = exact_product(amount, *factors)
+    assert Fraction(product) == Fraction(amount) * math.prod(factors)
+    # The amount's decimals are kept: 2.50 × 4 is 10.00.
+    assert product.as_tuple().exponent == amount.as_tuple().exponent
 
 
 # --- money text ----------------------------------------------------------------------------
