@@ -667,31 +667,39 @@ class InProcess:
     url: str
 
 
+# What --instructions counts in process: the settle, and the database work alone.
+ROUTES = {"settle": "/v1/rounds", "db": "/bench/settle-db"}
+
+
 @contextmanager
-def in_process(args: argparse.Namespace,
-               server: tuple[str, str] | None = None) -> Iterator[InProcess]:
+def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
+               route: str = "settle") -> Iterator[InProcess]:
     """Yield the service in process on a scratch database of ``server`` (else the usual
-    choice), the pool and caches warmed first."""
+    choice), the pool and caches warmed first. ``route`` "db" serves bench.db_app instead,
+    whose ``settle`` posts the same bodies to the database work's route."""
     from app import create_app
     from app.config import Settings
     from app.db import get_database
+    from bench import db_app
 
     bodies = make_bodies(args.rounds, args.seed, args.tables)
     check_bodies(bodies)
     server_url, source = server or choose_server()
     print(f"database server: {source}", flush=True)
     with scratch_database(server_url) as url:
-        app = create_app(Settings.from_env({"DATABASE_URL": runtime_url(url),
-                                            "MIGRATIONS_DATABASE_URL": url,
-                                            "LOG_LEVEL": "WARNING"}))
+        factory = db_app.create_app if route == "db" else create_app
+        app = factory(Settings.from_env({"DATABASE_URL": runtime_url(url),
+                                         "MIGRATIONS_DATABASE_URL": url,
+                                         "LOG_LEVEL": "WARNING"}))
         client = app.test_client()
+        path = ROUTES[route]
         authorization = f"Bearer {api_key(url)}"
 
         # Encoded once, so the client's own JSON work is not counted as the service's.
         encoded = [json.dumps(b, separators=(",", ":")).encode() for b in bodies]
 
         def settle(n: int, tag: str) -> None:
-            answer = client.post("/v1/rounds", data=encoded[n % len(encoded)],
+            answer = client.post(path, data=encoded[n % len(encoded)],
                                  content_type="application/json",
                                  headers={"Idempotency-Key": f"profile-{tag}-{n}",
                                           "Authorization": authorization})
@@ -752,43 +760,52 @@ def profile(args: argparse.Namespace) -> int:
 
 
 def settle_loop(args: argparse.Namespace) -> int:
-    """Settle ``args.settle_loop`` rounds in process and stop (what --instructions counts)."""
-    with in_process(args) as service:
+    """Settle ``args.settle_loop`` rounds in process (or, with ``--route db``, do their
+    database work alone) and stop: what --instructions counts."""
+    with in_process(args, route=args.route) as service:
         for n in range(args.settle_loop):
             service.settle(n, "counted")
     return 0
 
 
 def instructions(args: argparse.Namespace) -> int:
-    """Count a settle's instructions in process: valgrind's callgrind over a run of N settles
-    less one of none, both from the same start (the same bodies, a fixed hash seed), at
-    once on two cores. Instructions, unlike seconds, do not move with the machine's load;
-    the start's own count wanders by well under 1% between runs."""
+    """Count a settle's instructions in process, and its database work's alone (bench.db_app's
+    route, the same app and bodies): valgrind's callgrind over a run of N requests less one
+    of none, each from the same start (the same bodies, a fixed hash seed), all four at once
+    on two cores. Instructions, unlike seconds, do not move with the machine's load; a
+    start's own count wanders by well under 1% between runs."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise BenchError("valgrind is not installed (apt-get install valgrind)")
-    counts: dict[int, int] = {}
+    counts: dict[tuple[str, int], int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as folder:
-        runs: dict[int, subprocess.Popen[str]] = {}
-        for n in (0, args.instructions):
-            command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={folder}/{n}.out",
-                       sys.executable, "-m", "bench.load", "--settle-loop", str(n),
-                       "--rounds", str(args.rounds), "--tables", str(args.tables),
-                       "--seed", str(args.seed)]
-            runs[n] = subprocess.Popen(command, cwd=REPO, env={**os.environ,
-                                                               "PYTHONHASHSEED": "0"},
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                       text=True)
-        for n, process in runs.items():
+        runs: dict[tuple[str, int], subprocess.Popen[str]] = {}
+        for route in ROUTES:
+            for n in (0, args.instructions):
+                out = Path(folder) / f"{route}-{n}.out"
+                command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
+                           sys.executable, "-m", "bench.load", "--settle-loop", str(n),
+                           "--route", route, "--rounds", str(args.rounds),
+                           "--tables", str(args.tables), "--seed", str(args.seed)]
+                runs[route, n] = subprocess.Popen(
+                    command, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "0"},
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for (route, n), process in runs.items():
             _, err = process.communicate()
-            total = _callgrind_total(Path(folder) / f"{n}.out")
+            total = _callgrind_total(Path(folder) / f"{route}-{n}.out")
             if process.returncode != 0 or total is None:
-                raise BenchError(f"callgrind run of {n} settles failed: {err[-2000:]}")
-            counts[n] = total
-    per_settle = (counts[args.instructions] - counts[0]) / args.instructions
+                raise BenchError(f"callgrind run of {n} requests to {ROUTES[route]} failed: "
+                                 f"{err[-2000:]}")
+            counts[route, n] = total
+    per = {route: (counts[route, args.instructions] - counts[route, 0]) / args.instructions
+           for route in ROUTES}
     print(f"instructions a settle in process (callgrind, {args.instructions} settles less "
-          f"none, {args.rounds} bodies, PYTHONHASHSEED=0): {per_settle / 1e6:.2f} M "
-          f"({counts[args.instructions]:,} - {counts[0]:,})")
+          f"none, {args.rounds} bodies, PYTHONHASHSEED=0): {per['settle'] / 1e6:.2f} M "
+          f"({counts['settle', args.instructions]:,} - {counts['settle', 0]:,})")
+    print(f"instructions of its database work alone ({ROUTES['db']}, bench.db_app): "
+          f"{per['db'] / 1e6:.2f} M; the database work's share of a settle: "
+          f"{per['db'] / per['settle']:.0%} (in process: PostgreSQL's own work, which "
+          "adds to both under load, is not counted)")
     return 0
 
 
@@ -1009,6 +1026,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "settle, counted by callgrind on a private server over N "
                              "settles (try 100; about ten minutes); needs valgrind")
     parser.add_argument("--settle-loop", type=int, default=-1, help=argparse.SUPPRESS)
+    parser.add_argument("--route", choices=sorted(ROUTES), default="settle",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ("duration", "connections", "threads", "rounds", "tables"):
         if getattr(args, name) < 1:
