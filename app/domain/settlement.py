@@ -42,7 +42,7 @@ from enum import StrEnum
 from fractions import Fraction
 from math import gcd, lcm
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.domain.errors import Problem, SettlementError
 
@@ -468,7 +468,7 @@ def eligibility(money: MoneyRules, stake: Decimal, balance: Decimal) -> Eligibil
     problems: list[Problem] = []
     _check_stake(stake, problems, money.precision)
     held = _money(balance, "balance", problems)
-    if held is not None and held < 0:
+    if held is not None and held.numerator < 0:
         problems.append(Problem("balance", f"a balance cannot be negative, got {balance}",
                                 "negative_balance"))
     elif held is not None:
@@ -506,10 +506,11 @@ def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Dec
         return
     needed = Fraction(limit.amount(stake))
     for i, (pid, value) in enumerate(held.items()):
-        if value < needed:
+        if value.numerator * needed.denominator < needed.numerator * value.denominator:
             problems.append(Problem(
                 f"players[{i}].balance",
-                f"player {pid} holds {money_text(_decimal(value), money.precision)}, below "
+                f"player {pid} holds "
+                f"{money_text(_ratio_decimal(*value), money.precision)}, below "
                 f"continue_min {limit.describe(stake, money.precision)}",
                 "below_continue_min"))
     if problems:
@@ -555,16 +556,24 @@ def money_text(amount: Decimal, precision: int) -> str:
 # --- helpers -------------------------------------------------------------------------------
 
 
+class _Exact(NamedTuple):
+    """An exact amount, numerator / denominator in lowest terms (the denominator positive):
+    what a Decimal's as_integer_ratio gives, with no Fraction built."""
+
+    numerator: int
+    denominator: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Owed:
     debtor: str
     creditor: str
-    amount: Fraction
+    amount: _Exact
 
 
-def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str, Fraction]:
+def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str, _Exact]:
     problems: list[Problem] = []
-    held: dict[str, Fraction] = {}
+    held: dict[str, _Exact] = {}
     for i, (pid, value) in enumerate(balances.items()):
         path = f"players[{i}]"
         if not isinstance(pid, str) or not pid:
@@ -577,7 +586,7 @@ def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str
         exact = _money(value, f"{path}.balance", problems)
         if exact is None:
             continue
-        if exact < 0:
+        if exact.numerator < 0:
             problems.append(Problem(f"{path}.balance", f"player {pid}: a balance cannot be "
                                     f"negative, got {value}", "negative_balance"))
         elif not _whole_units(exact, precision):
@@ -589,7 +598,7 @@ def _check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str
     return held
 
 
-def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_Owed]:
+def _check_debts(debts: Sequence[Debt], held: Mapping[str, _Exact]) -> list[_Owed]:
     problems: list[Problem] = []
     owed: list[_Owed] = []
     for i, debt in enumerate(debts):
@@ -604,7 +613,7 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_O
             problems.append(Problem(f"{path}.creditor", f"player {debt.debtor!r} cannot owe "
                                     "itself", "self_debt"))
         amount = _money(debt.amount, f"{path}.amount", problems)
-        if amount is not None and amount <= 0:
+        if amount is not None and amount.numerator <= 0:
             problems.append(Problem(f"{path}.amount", f"a debt must be positive, got "
                                     f"{debt.amount}", "bad_debt"))
         if len(problems) == before and amount is not None:
@@ -616,13 +625,13 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Fraction]) -> list[_O
 
 def _check_stake(stake: Decimal, problems: list[Problem], precision: int) -> None:
     exact = _money(stake, "stake", problems)
-    if exact is not None and exact <= 0:
+    if exact is not None and exact.numerator <= 0:
         problems.append(Problem("stake", f"a stake must be positive, got {stake}", "bad_stake"))
     elif exact is not None:
         _check_decimals(exact, stake, "stake", precision, problems)
 
 
-def _check_decimals(exact: Fraction, value: object, path: str, precision: int,
+def _check_decimals(exact: _Exact, value: object, path: str, precision: int,
                     problems: list[Problem]) -> None:
     """Refuse an amount with more decimals than the precision: never truncated (§1)."""
     if not _whole_units(exact, precision):
@@ -649,12 +658,12 @@ def check_amounts(money: MoneyRules, stake: Decimal,
         raise SettlementError(problems)
 
 
-def _money(value: object, path: str, problems: list[Problem]) -> Fraction | None:
-    """Read a Decimal or int as an exact fraction; floats and non-finite values are refused."""
+def _money(value: object, path: str, problems: list[Problem]) -> _Exact | None:
+    """Read a Decimal or int as an exact amount; floats and non-finite values are refused."""
     if isinstance(value, Decimal) and value.is_finite():
-        return Fraction(value)
+        return _Exact(*value.as_integer_ratio())
     if isinstance(value, int) and not isinstance(value, bool):
-        return Fraction(value)
+        return _Exact(int(value), 1)
     problems.append(Problem(path, f"money must be a finite Decimal, got {value!r}", "not_money"))
     return None
 
@@ -706,7 +715,7 @@ def _out_of_range(path: str) -> Problem:
                          f"10^-{PARAMETER_EXPONENT}", "out_of_range")
 
 
-def _whole_units(exact: Fraction, precision: int) -> bool:
+def _whole_units(exact: _Exact, precision: int) -> bool:
     """Say whether ``exact`` has at most ``precision`` decimals: whether its (lowest terms)
     denominator divides 10**precision."""
     scale: int = 10 ** precision
