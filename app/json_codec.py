@@ -16,6 +16,10 @@ take or would write otherwise:
   Keys that are not strings, integers past 64 bits, lone surrogates and nesting orjson
   refuses go to the standard library.
 - ``as_stored``: a value as the plain JSON values its canonical text reads back as.
+
+A value may hold ``orjson.Fragment``s of canonical text already written (a new round's
+request and result): orjson writes them as they are, and the standard library, when it
+writes instead, writes the value each holds, so the text is the same either way.
 - responses: app.api.responses writes what ``flask.jsonify`` answers for a round.
 """
 
@@ -74,7 +78,19 @@ def as_stored(value: Any) -> Any:
 def stdlib_canonical_json(value: Any) -> bytes:
     """The canonical text as the standard library writes it (the reference)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str).encode("utf-8")
+                      default=_stdlib_default).encode("utf-8")
+
+
+def fragment_value(fragment: orjson.Fragment) -> Any:
+    """Return the JSON value an ``orjson.Fragment`` holds (it keeps no attribute of its
+    own: orjson gives its text back as it is)."""
+    return json.loads(orjson.dumps(fragment))
+
+
+def _stdlib_default(value: Any) -> Any:
+    # A fragment of canonical text is written as its value, again canonically: the same
+    # bytes. Anything else the standard library does not take is written as its text.
+    return fragment_value(value) if isinstance(value, orjson.Fragment) else str(value)
 
 
 def loads_decimal(text: str, parse_constant: Callable[[str], Any]) -> Any:

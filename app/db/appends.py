@@ -56,6 +56,7 @@ from sqlalchemy.orm import Session
 from app.db.driver import driver_of, send
 from app.db.engine import TRANSACTION_SETUP
 from app.db.models import LedgerLine, Round, RoundPlayer
+from app.json_codec import fragment_value
 
 
 def key_lock_name(operator_id: str, key: str) -> str:
@@ -205,7 +206,7 @@ def _json_of(value: Any) -> str:
 
 def _column_text(value: Any) -> Any:
     if isinstance(value, orjson.Fragment):  # canonical text (NewRound.row), for json.dumps
-        return json.loads(value.contents)
+        return fragment_value(value)
     if isinstance(value, Decimal | uuid.UUID):
         return str(value)
     if isinstance(value, datetime):

@@ -9,6 +9,7 @@ would differ (floats, non-str keys, surrogates) the tests say so and check the f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -228,3 +229,38 @@ def test_an_app_that_keeps_non_ascii_answers_it_as_jsonify(app: Flask) -> None:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(responses, "jsonify", None)  # written by orjson, as jsonify would
             assert json_response(body).get_data() == expected
+
+
+# --- a new round's request and result, written once as fragments ----------------------------
+
+
+def _new_round(ruleset: dict[str, Any], request: dict[str, Any]) -> Any:
+    from app.services.rounds import NewRound
+
+    return NewRound(
+        id=uuid.UUID(int=7), operator_id="op", table_id="t", kind="settlement",
+        created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), chain_seq=3, prev_hash="ab" * 32,
+        ruleset_name="classic4", ruleset=ruleset, ruleset_hash="cd" * 32, stake=Decimal("200"),
+        request=request, result={"players": [{"amount": "-85.71", "name": "龍"}], "n": 2},
+        idempotency_key="k", body_hash="ef" * 32, reverses_round_id=None)
+
+
+@pytest.mark.parametrize("ruleset, request_", [
+    ({"precision": 2}, {"stake": "200", "players": ["A", "B"]}),  # orjson writes it all
+    ({"precision": 2}, {"stake": "200", "big": 2 ** 70}),  # the request's text: stdlib's
+    ({"precision": 2, "big": 2 ** 70}, {"stake": "200"}),  # the round's text: stdlib's
+])
+def test_a_new_rounds_hash_and_row_hold_its_fragments_as_their_values(ruleset, request_) -> None:
+    from app.db.appends import ROUND_COLUMNS, _json_of
+    from app.services.rounds import content_hash, round_content
+
+    made = _new_round(ruleset, request_)
+    # Hashed over the fragments, over the plain values (as verify does), and by the
+    # standard library alone: the same text, whichever writer wrote which part.
+    reference = hashlib.sha256(stdlib_canonical_json(round_content(made))).hexdigest()
+    assert made.content_hash == content_hash(made) == reference
+    # The row's JSON reads back as the plain values, fragments included.
+    row = json.loads(_json_of(made.row()))
+    assert set(row) == set(ROUND_COLUMNS)
+    assert row["request"] == json.loads(stdlib_canonical_json(request_))
+    assert row["result"] == made.result
