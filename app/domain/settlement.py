@@ -28,9 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import (
-    MAX_EMAX,
     MAX_PREC,
-    MIN_EMIN,
     ROUND_DOWN,
     Context,
     Decimal,
@@ -42,7 +40,7 @@ from enum import StrEnum
 from fractions import Fraction
 from math import gcd, lcm
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 from app.domain.errors import Problem, SettlementError
 
@@ -60,8 +58,9 @@ _EXACT = Context(prec=100, traps=[Inexact, Rounded])
 def exact_product(amount: Decimal, *factors: int) -> Decimal:
     """Return ``amount`` × ``factors`` exactly: the default context rounds past 28 digits.
 
-    ``_PRODUCT`` has no bound on digits or exponent, so a product is never rounded (and
-    would raise rather than be), and it costs what the digits cost, whatever its width.
+    ``_PRODUCT`` has no bound on digits, so a product is never rounded, and it costs what
+    the digits cost, whatever its width; a product past the default exponents (10^999999)
+    raises Inexact, as one that would be rounded would.
     """
     product = amount
     for factor in factors:
@@ -69,8 +68,8 @@ def exact_product(amount: Decimal, *factors: int) -> Decimal:
     return product
 
 
-# Multiplies exactly: as many digits and as wide an exponent as a product can have.
-_PRODUCT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact, Rounded])
+# Multiplies exactly: as many digits as a product can have.
+_PRODUCT = Context(prec=MAX_PREC, traps=[Inexact, Rounded])
 
 
 class Payout(StrEnum):
@@ -300,6 +299,11 @@ class Eligibility:
 # --- settling ------------------------------------------------------------------------------
 
 
+# An amount in parts of a round's common denominator: whole parts, or a share of them
+# (after a payout rule divided).
+Parts: TypeAlias = int | Fraction
+
+
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
     """Settle one round: payout rule, rounding toward zero, fee, ledger lines.
 
@@ -378,11 +382,6 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     return settlement
 
 
-# An amount in parts of a round's common denominator: whole parts, or a share of them
-# (after a payout rule divided).
-Parts = int | Fraction
-
-
 def _fee_units(won_units: int, rate: Fraction) -> int:
     """Return the fee on a won amount in units of the precision, half-up; none on no win."""
     if won_units <= 0:
@@ -422,10 +421,9 @@ def _proportional(held: Mapping[str, int],
     return payable, paid
 
 
-def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> dict[str, Parts]:
+def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> Mapping[str, Parts]:
     """Cap each net at the balance both ways, then scale the larger side down to the smaller."""
-    capped: dict[str, Parts] = {pid: max(-held[pid], min(held[pid], net))
-                                for pid, net in gross.items()}
+    capped = {pid: max(-held[pid], min(held[pid], net)) for pid, net in gross.items()}
     losses = -sum(v for v in capped.values() if v < 0)
     wins = sum(v for v in capped.values() if v > 0)
     if wins == losses:
