@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from decimal import Decimal
+from decimal import Decimal, Inexact
 from fractions import Fraction
 
 import pytest
@@ -325,6 +325,11 @@ def test_exact_product_is_exact_at_any_width(amount, factors) -> None:
     assert Fraction(product) == Fraction(amount) * math.prod(factors)
     # The amount's decimals are kept: 2.50 × 4 is 10.00.
     assert product.as_tuple().exponent == amount.as_tuple().exponent
+
+
+def test_exact_product_refuses_a_product_past_the_exponents_rather_than_round_it() -> None:
+    with pytest.raises(Inexact):
+        exact_product(D("1E+999999"), 10)
 
 
 # --- money text ----------------------------------------------------------------------------
