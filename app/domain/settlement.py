@@ -722,7 +722,9 @@ def _whole_units(exact: _Exact, precision: int) -> bool:
 
 def _units_decimal(units: int, precision: int) -> Decimal:
     """Return ``units`` of 10**-precision as a Decimal with exactly ``precision`` decimals."""
-    return Decimal(f"{units}E-{precision}")  # string construction is exact in any context
+    # Decimal(int) is exact in any context, and _PRODUCT's scaleb never rounds (nor reads
+    # the integer as text, which Python refuses past 4,300 digits).
+    return Decimal(units).scaleb(-precision, _PRODUCT)
 
 
 def _decimal(value: Fraction) -> Decimal:
