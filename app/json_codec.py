@@ -16,11 +16,11 @@ take or would write otherwise:
   Keys that are not strings, integers past 64 bits, lone surrogates and nesting orjson
   refuses go to the standard library.
 - ``as_stored``: a value as the plain JSON values its canonical text reads back as.
+- responses: app.api.responses writes what ``flask.jsonify`` answers for a round.
 
 A value may hold ``orjson.Fragment``s of canonical text already written (a new round's
 request and result): orjson writes them as they are, and the standard library, when it
 writes instead, writes the value each holds, so the text is the same either way.
-- responses: app.api.responses writes what ``flask.jsonify`` answers for a round.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@
    Idempotency-Key per request, so every request settles a new round).
 4. The yardsticks, each with the same gunicorn settings, database and bodies: ``bench.db_app``
    (the service's own app and hooks with one route more: a settle's database work through
-   the same code, auth, locks, head read, append and commit, without the domain work) and ``bench.bare_app`` (one INSERT of one row per POST).
+   the same code, auth, locks, head read, append and commit, without the domain work) and
+   ``bench.bare_app`` (one INSERT of one row per POST).
 5. A table of throughput, p50/p99 latency and status counts, and the issue's targets:
    settle throughput at least 0.8 of its database work's and 0.33 of the bare insert's,
    settle p99 at most 50 ms.

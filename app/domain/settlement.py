@@ -49,27 +49,22 @@ ROUNDING_MODES = frozenset({"toward_zero"})
 MAX_PRECISION = 8
 # Shows a non-terminating exact amount (5000 × 25/39); money itself never goes through it.
 _DISPLAY = Context(prec=34)
-# Adds and subtracts money exactly: a sum needs a digit or two more than its terms (money
-# has 15 integer digits, the house seat's balance 31, and 8 decimals), far below this
-# precision; it would trap rather than round.
-_EXACT = Context(prec=100, traps=[Inexact, Rounded])
+# Adds, subtracts, multiplies and scales money exactly: no bound on digits, so nothing is
+# ever rounded (Inexact and Rounded trap, should anything be), and each operation costs
+# what its digits cost, whatever the width.
+_EXACT = Context(prec=MAX_PREC, traps=[Inexact, Rounded])
 
 
 def exact_product(amount: Decimal, *factors: int) -> Decimal:
     """Return ``amount`` × ``factors`` exactly: the default context rounds past 28 digits.
 
-    ``_PRODUCT`` has no bound on digits, so a product is never rounded, and it costs what
-    the digits cost, whatever its width; a product past the default exponents (10^999999)
+    In ``_EXACT`` a product is never rounded; one past the default exponents (10^999999)
     raises Inexact, as one that would be rounded would.
     """
     product = amount
     for factor in factors:
-        product = _PRODUCT.multiply(product, factor)
+        product = _EXACT.multiply(product, factor)
     return product
-
-
-# Multiplies exactly: as many digits as a product can have.
-_PRODUCT = Context(prec=MAX_PREC, traps=[Inexact, Rounded])
 
 
 class Payout(StrEnum):
@@ -127,7 +122,8 @@ class Limit:
     def amount(self, stake: Decimal) -> Decimal:
         """Return the threshold in money at ``stake``."""
         if self.multiple is not None:
-            return _decimal(Fraction(self.multiple) * Fraction(stake))
+            multiple, times = self.multiple.as_integer_ratio(), stake.as_integer_ratio()
+            return _ratio_decimal(multiple[0] * times[0], multiple[1] * times[1])
         if self.absolute is None:  # unreachable after __post_init__; narrows the type
             raise InvariantError("a limit without a value")
         return self.absolute
@@ -722,14 +718,9 @@ def _whole_units(exact: _Exact, precision: int) -> bool:
 
 def _units_decimal(units: int, precision: int) -> Decimal:
     """Return ``units`` of 10**-precision as a Decimal with exactly ``precision`` decimals."""
-    # Decimal(int) is exact in any context, and _PRODUCT's scaleb never rounds (nor reads
+    # Decimal(int) is exact in any context, and _EXACT's scaleb never rounds (nor reads
     # the integer as text, which Python refuses past 4,300 digits).
-    return Decimal(units).scaleb(-precision, _PRODUCT)
-
-
-def _decimal(value: Fraction) -> Decimal:
-    """Return a fraction as a Decimal: exactly when it terminates, else to 34 digits."""
-    return _ratio_decimal(value.numerator, value.denominator)
+    return Decimal(units).scaleb(-precision, _EXACT)
 
 
 def _ratio_decimal(numerator: int, denominator: int) -> Decimal:
