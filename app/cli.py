@@ -9,11 +9,12 @@ ledger's indexes in key order. To add a group, define it below as a ``click`` gr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -22,15 +23,18 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 from marshmallow import ValidationError
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import get_database, maintenance
-from app.db.engine import database_urls
+from app.db.engine import database_urls, make_engine, make_sessionmaker
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
 from app.text import IDENTIFIER_RULE, is_identifier
 
+INSUFFICIENT_PRIVILEGE = "42501"
 _DURATION = re.compile(r"(?P<count>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
@@ -76,7 +80,28 @@ def needs_database(command: F) -> F:
 
 # --- keys ------------------------------------------------------------------------------
 
-keys = AppGroup("keys", help="Create, list and revoke API keys.")
+keys = AppGroup("keys", help="Create, list and revoke API keys (as the schema's owner).")
+
+
+@contextlib.contextmanager
+def owner_sessions() -> Iterator[sessionmaker[Session]]:
+    """Sessions as the schema's owner (MIGRATIONS_DATABASE_URL, else DATABASE_URL).
+
+    The runtime role may only read keys and revocations, so that the service's own
+    database login can neither mint a key nor bring a revoked one back.
+    """
+    settings = current_app.config["SETTINGS"]
+    engine = make_engine(settings, database_urls(settings).migrations)
+    try:
+        yield make_sessionmaker(engine)
+    except DBAPIError as error:
+        if getattr(error.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
+            raise
+        raise click.ClickException(
+            "this database login may not change API keys (only the schema's owner may): "
+            "set MIGRATIONS_DATABASE_URL to the owner's URL") from None
+    finally:
+        engine.dispose()
 
 
 @keys.command("create")
@@ -96,9 +121,9 @@ def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: 
     names = [part for given in scopes for part in given.split(",") if part.strip()]
     expires_at = parse_expiry(expires, datetime.now(UTC)) if expires else None
     try:
-        created = key_service.create_key(
-            get_database().sessions, operator, names, expires_at=expires_at, name=name
-        )
+        with owner_sessions() as sessions:
+            created = key_service.create_key(sessions, operator, names,
+                                             expires_at=expires_at, name=name)
     except key_service.KeyRequestError as error:
         raise click.UsageError(str(error)) from None
     info = created.info
@@ -118,10 +143,11 @@ def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: 
 @needs_database
 def list_keys(operator: str | None) -> None:
     """List keys (never their secrets): id, operator, scopes, state and dates."""
-    sessions = get_database().sessions
     now = datetime.now(UTC)
     rows = [("id", "operator", "scopes", "state", "created", "expires", "name")]
-    for info in key_service.list_keys(sessions, operator):
+    with owner_sessions() as sessions:
+        found = key_service.list_keys(sessions, operator)
+    for info in found:
         rows.append((
             info.id,
             info.operator_id,
@@ -143,7 +169,8 @@ def list_keys(operator: str | None) -> None:
 def revoke_key(key_id: str) -> None:
     """Revoke a key by its id; it is refused from the next request on."""
     try:
-        info = key_service.revoke_key(get_database().sessions, key_id)
+        with owner_sessions() as sessions:
+            info = key_service.revoke_key(sessions, key_id)
     except key_service.KeyRequestError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"revoked API key {info.id} of operator {info.operator_id} "

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from app import create_app as create_service
@@ -42,6 +43,7 @@ from app.services.rounds import (
     _player_rows,
     stored_input,
 )
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork
 from bench.load import make_bodies
 
@@ -70,9 +72,9 @@ def _template() -> Template:
         ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
         request=stored_input(data), result=result, idempotency_key=None,
         body_hash="0" * 64, created_at=datetime.now(UTC), prev_hash=None, chain_seq=1,
-        reverses_round_id=None).row()
-    return Template(row, _player_rows(played, round_id, OPERATOR),
-                    _line_rows(played, round_id, OPERATOR, "template", None))  # type: ignore[arg-type]
+        reverses_round_id=None, players=_player_rows(played), lines=_line_rows(played),
+        signer=Signer(Ed25519PrivateKey.generate())).row()
+    return Template(row, _player_rows(played), _line_rows(played))
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -96,10 +98,7 @@ def create_app(settings: Settings | None = None) -> Flask:
             row = {**template.round, "id": round_id, "operator_id": operator,
                    "table_id": table_id, "idempotency_key": key, "created_at": start.created_at,
                    "prev_hash": start.prev_hash, "chain_seq": start.seq, "content_hash": link}
-            moved = {"round_id": round_id, "operator_id": operator}
-            lines = {**moved, "table_id": table_id, "created_at": start.created_at}
-            uow.appends.append(row, [{**p, **moved} for p in template.players],
-                               [{**line, **lines} for line in template.lines], commit=True)
+            uow.appends.append(row, template.players, template.lines, commit=True)
         return jsonify(round_id=str(round_id), chain={"seq": start.seq, "content_hash": link}), 201
 
     app.register_blueprint(routes)

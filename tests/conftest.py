@@ -169,7 +169,13 @@ def sessions(engine: Engine) -> sessionmaker[Session]:
 
 
 @pytest.fixture(scope="session")
-def make_key(settings: Settings, sessions: sessionmaker[Session]) -> MakeKey:
+def owner_sessions(owner_engine: Engine) -> sessionmaker[Session]:
+    """Sessions as the owner: keys are made and revoked so (the runtime role only reads them)."""
+    return make_sessionmaker(owner_engine)
+
+
+@pytest.fixture(scope="session")
+def make_key(settings: Settings, owner_sessions: sessionmaker[Session]) -> MakeKey:
     """Return a function that creates an API key and gives its token.
 
     ``make_key()`` is an admin key of the default operator; ``make_key("rounds:read",
@@ -180,8 +186,8 @@ def make_key(settings: Settings, sessions: sessionmaker[Session]) -> MakeKey:
         *scopes: str, operator_id: str | None = None, expires_at: datetime | None = None
     ) -> str:
         operator = operator_id or settings.default_operator
-        created = create_key(sessions, operator, scopes or ("admin",), expires_at=expires_at,
-                             name="tests")
+        created = create_key(owner_sessions, operator, scopes or ("admin",),
+                             expires_at=expires_at, name="tests")
         return created.token
 
     return create

@@ -26,7 +26,6 @@ from app.db.repositories import InvalidCursor
 from app.domain.matches import LeaveReason
 from app.services import matches
 from app.services.rounds import IdempotencyConflict, Settled
-from app.services.signing import sign_receipt
 
 bp = Blueprint("matches", __name__, url_prefix="/v1/matches")
 
@@ -126,7 +125,8 @@ def leave_match(match_id: uuid.UUID) -> Response:
     data = LEAVE_REQUEST.load(raw)
     try:
         settled = matches.leave_match(match_id, data, raw, operator_id=operator_id(),
-                                      idempotency_key=key, sessions=get_database().sessions)
+                                      idempotency_key=key, sessions=get_database().sessions,
+                                      signer=signer())
     except IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except matches.MatchNotFound:
@@ -141,7 +141,4 @@ def leave_match(match_id: uuid.UUID) -> Response:
         count_replay("leave")
     elif penalty is not None:
         count_stored_round(penalty, operator_id())
-    if penalty is not None:
-        # The penalty is a stored round: it carries the receipt settles and reversals carry.
-        sign_receipt(penalty, signer())
     return _answer(settled, url_for("matches.get_match", match_id=match_id))

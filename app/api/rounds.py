@@ -30,7 +30,6 @@ from app.db.models import ROUND_KINDS
 from app.db.repositories import InvalidCursor
 from app.domain.games import Game
 from app.services import matches, play, rounds
-from app.services.signing import sign_receipt
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ def settle_round() -> Response:
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions,
+            sessions=get_database().sessions, signer=signer(),
             check=None if data.get("match_id") is None
             else matches.round_check(data["match_id"], operator_id()))
     except rounds.IdempotencyConflict as conflict:
@@ -136,7 +135,7 @@ def _stored(settled: rounds.Settled, route: str) -> Response:
         count_replay(route)
     else:
         count_stored_round(settled.body, operator_id())
-    response = json_response(sign_receipt(settled.body, signer()))
+    response = json_response(settled.body)
     response.status_code = settled.status
     response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
     if settled.replayed:
@@ -169,7 +168,7 @@ def reverse_round(round_id: uuid.UUID) -> Response:
     try:
         settled = rounds.reverse(
             round_id, data["reason"], raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions)
+            sessions=get_database().sessions, signer=signer())
     except rounds.IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except rounds.RoundNotFound:
@@ -213,8 +212,8 @@ def get_round(round_id: uuid.UUID) -> Response:
                               sessions=get_database().sessions)
     if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
-    # The signature is deterministic (Ed25519), so the tag still names what is shown.
-    response = json_response(sign_receipt(stored.body, signer()))
+    # The receipt is the one stored at append: the tag names what is shown.
+    response = json_response(stored.body)
     response.set_etag(stored.etag)
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"

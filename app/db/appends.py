@@ -1,13 +1,16 @@
-"""The append path of settles, reversals and penalties, on psycopg directly (issue 14).
+"""The append path of settles, reversals and penalties, on psycopg directly.
 
 This and the API key's read (app.db.keys) are where the service talks to psycopg itself
 (through app.db.driver), and the reason is the cost of the hot path: SQLAlchemy's
 per-statement work (its statement cache, bind and result processing) and the ORM's unit
 of work were a measured share of a settle's CPU, and so were round trips, for statements
 whose shape never changes. Here they are two calls of functions of the schema
-(``ledger_take`` and ``ledger_append``, migration 0014_append_functions, whose statements
-PostgreSQL plans once per connection), run on the session's own connection in the unit of
-work's transaction. Everything else stays on SQLAlchemy.
+(``ledger_take`` and ``ledger_append``, whose statements PostgreSQL plans once per
+connection), run on the session's own connection in the unit of work's transaction. They
+are the only way a round, its seats and its lines are written: the runtime role may not
+insert into those tables, and ``ledger_append`` (running as the NOLOGIN writer role)
+refuses a round that is not at its chain's head or whose lines do not sum to zero
+(migration 0019). Everything else stays on SQLAlchemy.
 
 Two messages make a settle (after the API key's read):
 
@@ -114,12 +117,16 @@ KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
 _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 # The JSON keys of the rows ledger_append inserts. txid is the database's (the inserting
-# transaction), a line's id its identity, and a seat's table_id and chain_seq its
-# round's, which ledger_append copies (migration 0018_seats_by_table).
+# transaction), a line's id its identity; a seat's and a line's copies of their round's
+# columns are the round's, which ledger_append writes itself (migration 0019), so no row
+# can be written for another round than the one appended with it.
 SEAT_COPIES = ("table_id", "chain_seq")
+LINE_COPIES = ("operator_id", "table_id", "created_at")
 ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
-PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns if c.key not in SEAT_COPIES)
-LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns if c.key not in ("id", "txid"))
+PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns
+                       if c.key not in (*SEAT_COPIES, "operator_id", "round_id"))
+LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns
+                     if c.key not in (*LINE_COPIES, "id", "txid", "round_id"))
 
 
 class AppendRepository:

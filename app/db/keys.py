@@ -1,4 +1,9 @@
-"""API keys over one session: add, find by id, list, revoke. Never commits."""
+"""API keys over one session: add, find by id, list, revoke. Never commits.
+
+Keys and their revocations are append-only: a revocation is a row of its own, and a key
+is valid while none names it. Only the owner (the command line) may add either; the
+runtime role reads them.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.db.driver import read_outside_transaction
-from app.db.models import ApiKey
+from app.db.models import ApiKey, ApiKeyRevocation
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +35,9 @@ class KeyCheck:
 
 # Every authenticated request reads its key, so this read is sent on psycopg directly
 # (app.db.driver): one round trip, without SQLAlchemy's statement layer.
-_KEY_CHECK = ("SELECT id, operator_id, scopes, secret_hash, expires_at, revoked_at, now() "
-              "FROM api_keys WHERE id = %(key_id)s")
+_KEY_CHECK = ("SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, "
+              "r.revoked_at, now() FROM api_keys k "
+              "LEFT JOIN api_key_revocations r ON r.key_id = k.id WHERE k.id = %(key_id)s")
 
 
 def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
@@ -54,48 +61,56 @@ def _read_key(engine: Engine, key_id: str) -> KeyCheck | None:
     return None if row is None else KeyCheck(*row)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    """A key's row and its revocation's time, if any."""
+
+    key: ApiKey
+    revoked_at: datetime | None
+
+
+_REVOKED_AT = (select(ApiKeyRevocation.revoked_at)
+               .where(ApiKeyRevocation.key_id == ApiKey.id).scalar_subquery())
+
+
 class ApiKeyRepository:
-    """The ``api_keys`` table; a key changes only once, when it is revoked."""
+    """The ``api_keys`` table and its revocations; nothing in either ever changes."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, key: ApiKey) -> ApiKey:
+    def add(self, key: ApiKey) -> StoredKey:
         """Store a new key; flush so the database's defaults and checks apply here."""
         self._session.add(key)
         self._session.flush()
         self._session.refresh(key)
-        return key
+        return StoredKey(key, None)
 
-    def get(self, key_id: str) -> tuple[ApiKey, datetime] | None:
-        """Return the key with ``key_id`` and the database's clock, or None."""
-        # The database's clock, not this host's, decides expiry: every instance agrees.
-        row = self._session.execute(
-            select(ApiKey, func.now()).where(ApiKey.id == key_id)
-        ).one_or_none()
-        return None if row is None else (row[0], row[1])
-
-    def list(self, operator_id: str | None = None) -> Sequence[ApiKey]:
+    def list(self, operator_id: str | None = None) -> Sequence[StoredKey]:
         """Return the keys (of ``operator_id`` when given), oldest first."""
-        stmt = select(ApiKey)
+        stmt = select(ApiKey, _REVOKED_AT)
         if operator_id is not None:
             stmt = stmt.where(ApiKey.operator_id == operator_id)
-        return list(self._session.scalars(stmt.order_by(ApiKey.created_at, ApiKey.id)))
+        rows = self._session.execute(stmt.order_by(ApiKey.created_at, ApiKey.id))
+        return [StoredKey(key, revoked_at) for key, revoked_at in rows]
 
     def has_usable(self, operator_id: str) -> bool:
         """Tell whether ``operator_id`` has a key that is neither revoked nor expired."""
         stmt = select(ApiKey.id).where(
             ApiKey.operator_id == operator_id,
-            ApiKey.revoked_at.is_(None),
+            ~select(ApiKeyRevocation.key_id).where(ApiKeyRevocation.key_id == ApiKey.id)
+            .exists(),
             (ApiKey.expires_at.is_(None)) | (ApiKey.expires_at > func.now()),
         )
         return self._session.execute(stmt.limit(1)).first() is not None
 
-    def revoke(self, key_id: str) -> ApiKey | None:
-        """Mark the key revoked now (a second revoke keeps the first time); None if unknown."""
-        self._session.execute(
-            update(ApiKey)
-            .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
-            .values(revoked_at=func.now())
-        )
-        return self._session.get(ApiKey, key_id, populate_existing=True)
+    def revoke(self, key_id: str) -> StoredKey | None:
+        """Append the key's revocation (a second revoke keeps the first); None if unknown."""
+        key = self._session.get(ApiKey, key_id)
+        if key is None:
+            return None
+        self._session.execute(insert(ApiKeyRevocation).values(key_id=key_id)
+                              .on_conflict_do_nothing(index_elements=["key_id"]))
+        revoked_at = self._session.scalar(
+            select(ApiKeyRevocation.revoked_at).where(ApiKeyRevocation.key_id == key_id))
+        return StoredKey(key, revoked_at)

@@ -3,7 +3,8 @@
 Rounds, their players and their ledger lines are append-only: a migration installs a
 trigger that refuses UPDATE, DELETE and TRUNCATE on them. A wrong round is voided by a
 reversal round (``kind='reversal'``) that points at it; a round is reversed at most once.
-Only ``api_keys`` (revoked) change in place. An Idempotency-Key is stored on the round it made.
+Keys are append-only too: a revocation is a row of its own. An Idempotency-Key is stored
+on the round it made.
 """
 
 from __future__ import annotations
@@ -98,6 +99,12 @@ class Round(Base):
     prev_hash: Mapped[str | None] = mapped_column(Text)
     chain_seq: Mapped[int] = mapped_column(BigInteger)
     reverses_round_id: Mapped[uuid.UUID | None]
+    # What the content hash covers (app.services.rounds.round_content): 1, the round's row;
+    # 2, the row, its seats and its lines.
+    content_version: Mapped[int] = mapped_column(SmallInteger, server_default=text("1"))
+    # The receipt signed when the round was appended (None before receipts were stored).
+    receipt_key_id: Mapped[str | None] = mapped_column(Text)
+    receipt_signature: Mapped[str | None] = mapped_column(Text)
     # The inserting transaction's id: lists page in (txid, id) order and never pass a
     # transaction still appending, so a row that commits late is not skipped.
     txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
@@ -120,6 +127,9 @@ class Round(Base):
         CheckConstraint(_one_of("kind", ROUND_KINDS), name="kind"),
         CheckConstraint("stake > 0", name="stake_positive"),
         CheckConstraint("chain_seq >= 1", name="chain_seq_positive"),
+        CheckConstraint("content_version IN (1, 2)", name="content_version"),
+        CheckConstraint("(receipt_key_id IS NULL) = (receipt_signature IS NULL)",
+                        name="receipt_whole"),
         # The first round of a chain has no predecessor; every later one names it.
         CheckConstraint("(chain_seq = 1) = (prev_hash IS NULL)", name="prev_hash_iff_not_first"),
         CheckConstraint(
@@ -241,7 +251,6 @@ class ApiKey(Base):
     name: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     expires_at: Mapped[datetime | None]
-    revoked_at: Mapped[datetime | None]
 
     __table_args__ = (
         CheckConstraint(
@@ -251,6 +260,17 @@ class ApiKey(Base):
         CheckConstraint("secret_hash ~ '^[0-9a-f]{64}$'", name="secret_hash_sha256"),
         Index(None, "operator_id"),
     )
+
+
+class ApiKeyRevocation(Base):
+    """A key's revocation: appended once, never changed; a key is valid while none names it."""
+
+    __tablename__ = "api_key_revocations"
+
+    key_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    # No foreign key: reference tables neither refer nor are referred to (Citus); the
+    # command line revokes only keys it finds.
+    revoked_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
 class Match(Base):
@@ -395,9 +415,10 @@ MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
 ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
 # Every table the migrations create for the service: its owner may alter or drop it, so
 # the service must never run as (a member of) that owner (app.db.roles).
-OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "audit_checkpoints", *MATCH_TABLES, "chains")
+OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "api_key_revocations", "audit_checkpoints",
+                *MATCH_TABLES, "chains")
 # Every key of these tables starts with operator_id and no foreign key crosses operators,
 # so each can be distributed by operator (README, "Scaling out"). ``api_keys`` is looked up
 # by key id before its operator is known: it is the one reference (replicated) table.
 OPERATOR_KEYED = (*LEDGER_TABLES, "audit_checkpoints", *MATCH_TABLES, "chains")
-REFERENCE_TABLES = ("api_keys",)
+REFERENCE_TABLES = ("api_keys", "api_key_revocations")

@@ -39,8 +39,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.appends import SEAT_COPIES
-from app.db.models import LedgerLine, Round, RoundPlayer
+from app.db.appends import LINE_COPIES, SEAT_COPIES
+from app.db.models import Round
 from app.db.repositories import ChainSpan, InvalidCursor
 from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
@@ -231,7 +231,7 @@ def _rounds(uow: UnitOfWork, span: ChainSpan, after: int) -> Iterator[Round]:
 def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
     """Return every difference between a stored round and what it should hold."""
     found: list[Difference] = []
-    recomputed = content_hash(round_)
+    recomputed = content_hash(round_, round_.players, round_.lines)
     if recomputed != round_.content_hash:
         found.append(_difference(round_, CONTENT_HASH, f"content hashes to {recomputed}, "
                                  f"stored {round_.content_hash}"))
@@ -248,8 +248,8 @@ def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
                                  f"{_verb(round_.kind)} "
                                  f"again: {_json_diff(expected, round_.result)}"))
     truth = expected if expected is not None else round_.result
-    found.extend(_check_players(round_, truth))
-    found.extend(_check_lines(round_, truth))
+    found.extend(_difference(round_, what, detail) for what, detail
+                 in money_row_changes(round_, truth, round_.players, round_.lines))
     return found
 
 
@@ -345,38 +345,52 @@ def _penalty(round_: Round, found: list[Difference]) -> Mapping[str, Any] | None
     return expected
 
 
-def _check_players(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
+def money_row_changes(round_: Any, result: Mapping[str, Any], players: Sequence[Any],
+                      lines: Sequence[Any]) -> list[tuple[str, str]]:
+    """Return ``(PLAYERS or LINES, detail)`` for each way the stored seats and lines of a
+    round differ from its result (the figures it answered with): a changed value (before
+    and after), a missing or an added row, a copy of the round's columns that is not the
+    round's, or lines that do not sum to zero."""
+    return ([(PLAYERS, detail) for detail in _player_changes(round_, result, players)]
+            + [(LINES, detail) for detail in _line_changes(round_, result, lines)])
+
+
+def _player_changes(round_: Any, result: Mapping[str, Any], players: Sequence[Any]) -> list[str]:
     try:
         expected = {p["seat"]: _player_values(p) for p in result["players"]}
     except (KeyError, TypeError, InvalidOperation) as error:
-        return [_difference(round_, PLAYERS, f"result players unreadable: {error!r}")]
-    stored = {p.seat: _player_row_values(p) for p in round_.players}
+        return [f"result players unreadable: {error!r}"]
+    stored = {p.seat: _player_row_values(p) for p in players}
     details = _row_diffs("seat", expected, stored, PLAYER_FIELDS)
-    for player in round_.players:
-        # The key is (operator, table, chain_seq, seat) (migration 0018): a seat given
-        # another place could stand beside the real one, and would show on another page.
-        details += _copies_of_round(f"seat {player.seat}", player, round_, SEAT_COPIES)
+    for player in players:
+        # The key is (operator, table, chain_seq, seat): a seat given another place could
+        # stand beside the real one, and would show on another page.
+        details += _copies_of_round(f"seat {player.seat}", player, round_,
+                                    ("operator_id", *SEAT_COPIES))
+        if player.round_id != round_.id:
+            details.append(f"seat {player.seat} names round {player.round_id}")
     details += [f"seat {seat} is stored more than once"
-                for seat, count in Counter(p.seat for p in round_.players).items() if count > 1]
-    return [_difference(round_, PLAYERS, detail) for detail in details]
+                for seat, count in Counter(p.seat for p in players).items() if count > 1]
+    return details
 
 
-def _check_lines(round_: Round, result: Mapping[str, Any]) -> list[Difference]:
+def _line_changes(round_: Any, result: Mapping[str, Any], lines: Sequence[Any]) -> list[str]:
     try:
         expected = {line["line_no"]: _line_values(line) for line in result["lines"]}
     except (KeyError, TypeError, InvalidOperation) as error:
-        return [_difference(round_, LINES, f"result lines unreadable: {error!r}")]
-    stored = {line.line_no: _line_row_values(line) for line in round_.lines}
+        return [f"result lines unreadable: {error!r}"]
+    stored = {line.line_no: _line_row_values(line) for line in lines}
     details = _row_diffs("line", expected, stored, LINE_FIELDS)
-    for line in round_.lines:
-        details += _copies_of_round(f"line {line.line_no}", line, round_,
-                                    ("operator_id", "table_id", "created_at"))
+    for line in lines:
+        details += _copies_of_round(f"line {line.line_no}", line, round_, LINE_COPIES)
+    details += [f"line {no} is stored more than once"
+                for no, count in Counter(line.line_no for line in lines).items() if count > 1]
     # Exact: a Decimal sum rounds past 28 digits and could hide, or invent, a remainder.
-    total = sum((Fraction(line.amount) for line in round_.lines), Fraction(0))
+    total = sum((Fraction(line.amount) for line in lines), Fraction(0))
     if total != 0:
         shown = Decimal(total.numerator) / total.denominator
         details.append(f"stored lines sum to {shown}, not zero")
-    return [_difference(round_, LINES, detail) for detail in details]
+    return details
 
 
 def _copies_of_round(label: str, row: Any, round_: Round, names: Sequence[str]) -> list[str]:
@@ -395,7 +409,7 @@ def _player_values(p: Mapping[str, Any]) -> tuple[Any, ...]:
             Decimal(p["fee"]), Decimal(p["balance_after"]), p["foul"], p["special"])
 
 
-def _player_row_values(p: RoundPlayer) -> tuple[Any, ...]:
+def _player_row_values(p: Any) -> tuple[Any, ...]:
     return (p.player_id, p.balance_before, p.points, p.amount, p.fee, p.balance_after, p.foul,
             p.special)
 
@@ -405,7 +419,7 @@ def _line_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
             _optional(line["balance_before"]), _optional(line["balance_after"]))
 
 
-def _line_row_values(line: LedgerLine) -> tuple[Any, ...]:
+def _line_row_values(line: Any) -> tuple[Any, ...]:
     return (line.account, line.kind, line.amount, line.balance_before, line.balance_after)
 
 

@@ -16,8 +16,9 @@ An auditor keeps the checkpoints (and receipts) it was given. ``verify`` takes t
 and checks, with the public key alone, that each was signed by the service, then that
 every chain they name still holds that round at that seq with that hash, and still links,
 unbroken, from its first round to its current head, every round's content hashing to its
-stored hash. A deleted tail, a deleted table or a re-chained rewrite each leave a finding,
-even when the database's own copies of the checkpoints were deleted too.
+stored hash and its seats and lines being what it answered with (``lines_changed``). A
+deleted tail, a deleted table, a re-chained rewrite or an edited line each leave a
+finding, even when the database's own copies of the checkpoints were deleted too.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import AuditCheckpoint
 from app.db.repositories import ChainHead, InvalidCursor
-from app.services import cursors
-from app.services.audit import ChainEnd
+from app.services import audit, cursors
+from app.services.audit import ChainEnd, money_row_changes
 from app.services.rounds import content_hash, utc_text
 from app.services.signing import Signer, Verifier, receipt_statement, verify_note
 from app.services.uow import UnitOfWork
@@ -58,6 +59,10 @@ REWRITTEN = "rewritten"
 SEQ_GAP = "seq_gap"
 BROKEN_LINK = "broken_link"
 CONTENT_HASH = "content_hash"
+# A seat or a line that is not what its round answered with: changed (before and after),
+# missing, added, or naming another round.
+LINES_CHANGED = "lines_changed"
+_TABLE_OF = {audit.PLAYERS: "round_players", audit.LINES: "ledger_lines"}
 CREATED_AT = "created_at"
 
 
@@ -337,8 +342,10 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
                                       min(BATCH, budget - checked))
         if not batch:
             break
+        seats, lines = uow.rounds.money_rows(operator_id, table_id, batch)
         for round_ in batch:
             checked += 1
+            players, entries = seats.get(round_.chain_seq, []), lines.get(round_.id, [])
             seq = round_.chain_seq
             if seq != prev_seq + 1:
                 found.append(Finding(SEQ_GAP, table_id, seq, f"seq {seq} follows seq "
@@ -346,10 +353,13 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
             elif round_.prev_hash != prev_hash:
                 found.append(Finding(BROKEN_LINK, table_id, seq, f"prev_hash {round_.prev_hash}"
                                      f" is not the hash {prev_hash} of seq {prev_seq}"))
-            recomputed = content_hash(round_)
+            recomputed = content_hash(round_, players, entries)
             if recomputed != round_.content_hash:
                 found.append(Finding(CONTENT_HASH, table_id, seq, f"content hashes to "
                                      f"{recomputed}, stored {round_.content_hash}"))
+            found.extend(Finding(LINES_CHANGED, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
+                         for what, detail in money_row_changes(round_, round_.result, players,
+                                                               entries))
             if prev_time is not None and round_.created_at < prev_time:
                 found.append(Finding(CREATED_AT, table_id, seq, f"created_at "
                                      f"{utc_text(round_.created_at)} is before seq "

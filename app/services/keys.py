@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.keys import ApiKeyRepository, check_key
+from app.db.keys import ApiKeyRepository, StoredKey, check_key
 from app.db.models import ApiKey
 from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
@@ -225,7 +225,8 @@ def _bare_id(given: str) -> str:
     return text
 
 
-def _info(row: ApiKey) -> KeyInfo:
+def _info(stored: StoredKey) -> KeyInfo:
+    row = stored.key
     return KeyInfo(
         id=row.id,
         operator_id=row.operator_id,
@@ -233,7 +234,7 @@ def _info(row: ApiKey) -> KeyInfo:
         name=row.name,
         created_at=row.created_at,
         expires_at=row.expires_at,
-        revoked_at=row.revoked_at,
+        revoked_at=stored.revoked_at,
     )
 
 

@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.models import LedgerLine, RoundPlayer
 from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor, commit_horizon
 from app.domain.settlement import LineKind, money_text
 from app.services import cursors
@@ -71,31 +70,26 @@ def reversal_result(original: Mapping[str, Any], *, reverses_round_id: str,
     }
 
 
-def player_rows(result: Mapping[str, Any]) -> list[RoundPlayer]:
-    """Return the round_players rows that a round's result JSON describes."""
-    return [
-        RoundPlayer(
-            seat=p["seat"], player_id=p["player_id"],
-            balance_before=Decimal(p["balance_before"]), points=p["points"],
-            amount=Decimal(p["amount"]), fee=Decimal(p["fee"]),
-            balance_after=Decimal(p["balance_after"]), foul=p["foul"], special=p["special"],
-        )
-        for p in result["players"]
-    ]
+def player_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return the seat rows (round_players' own columns) that a round's result describes.
+
+    A seat the result gives no points, foul or special hand (a penalty's) has 0, no foul
+    and none."""
+    return [{"seat": p["seat"], "player_id": p["player_id"],
+             "balance_before": Decimal(p["balance_before"]), "points": p.get("points", 0),
+             "amount": Decimal(p["amount"]), "fee": Decimal(p["fee"]),
+             "balance_after": Decimal(p["balance_after"]), "foul": p.get("foul", False),
+             "special": p.get("special")}
+            for p in result["players"]]
 
 
-def line_rows(result: Mapping[str, Any], operator_id: str, table_id: str,
-              created_at: datetime) -> list[LedgerLine]:
-    """Return the ledger_lines rows that a round's result JSON describes."""
-    return [
-        LedgerLine(
-            line_no=line["line_no"], account=line["account"], kind=line["kind"],
-            amount=Decimal(line["amount"]), balance_before=_optional(line["balance_before"]),
-            balance_after=_optional(line["balance_after"]), operator_id=operator_id,
-            table_id=table_id, created_at=created_at,
-        )
-        for line in result["lines"]
-    ]
+def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return the ledger line rows (ledger_lines' own columns) that a result describes."""
+    return [{"line_no": line["line_no"], "account": line["account"], "kind": line["kind"],
+             "amount": Decimal(line["amount"]),
+             "balance_before": _optional(line["balance_before"]),
+             "balance_after": _optional(line["balance_after"])}
+            for line in result["lines"]]
 
 
 def _optional(text: str | None) -> Decimal | None:

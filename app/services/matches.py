@@ -46,6 +46,7 @@ from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand
 from app.domain.settlement import check_amounts, money_text
 from app.services import cursors
+from app.services.ledger import line_rows, player_rows
 from app.services.play import PlayedRound, ruleset_json
 from app.services.rounds import (
     AppendCheck,
@@ -57,6 +58,7 @@ from app.services.rounds import (
     sha256,
     utc_text,
 )
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork, run_with_retry
 
 PENALTY_ROUND_KIND = "penalty"
@@ -376,16 +378,16 @@ class LeaveRequest:
 
 def leave_match(match_id: uuid.UUID, data: Mapping[str, Any], raw: Mapping[str, Any], *,
                 operator_id: str, idempotency_key: str,
-                sessions: sessionmaker[Session]) -> Settled:
+                sessions: sessionmaker[Session], signer: Signer) -> Settled:
     """Record a player's leaving once per key, with its penalty entry or none and why."""
     request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"])
     body_hash = sha256({"leaves_match_id": str(match_id), "body": raw})
     return run_with_retry(lambda: _leave(match_id, request, operator_id, idempotency_key,
-                                         body_hash, sessions))
+                                         body_hash, sessions, signer))
 
 
 def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
-           body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+           body_hash: str, sessions: sessionmaker[Session], signer: Signer) -> Settled:
     with UnitOfWork(sessions) as uow:
         session = uow.session
         match = session.get(Match, (operator_id, match_id))
@@ -440,18 +442,18 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         penalty_round_id: uuid.UUID | None = None
         round_body: dict[str, Any] | None = None
         if outcome.charged:
+            result = penalty_result(stored, table_id=match.table_id,
+                                    ruleset_name=match.ruleset_name, ruleset=match.ruleset,
+                                    ruleset_hash=match.ruleset_hash, stake=match.stake)
             penalty = NewRound(
                 id=uuid.uuid4(), operator_id=operator_id, table_id=match.table_id,
                 kind=PENALTY_ROUND_KIND, ruleset_name=match.ruleset_name,
                 ruleset=match.ruleset, ruleset_hash=match.ruleset_hash, stake=match.stake,
-                request=stored, result=penalty_result(
-                    stored, table_id=match.table_id, ruleset_name=match.ruleset_name,
-                    ruleset=match.ruleset, ruleset_hash=match.ruleset_hash,
-                    stake=match.stake),
+                request=stored, result=result,
                 idempotency_key=key, body_hash=body_hash, created_at=start.created_at,
-                prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=None)
-            uow.appends.append(penalty.row(), _penalty_players(penalty),
-                               _penalty_lines(penalty))
+                prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=None,
+                players=player_rows(result), lines=line_rows(result), signer=signer)
+            uow.appends.append(penalty.row(), penalty.players, penalty.lines)
             penalty_round_id = penalty.id
             round_body = round_json(penalty, reversed_by=None)
         answer = {
@@ -564,25 +566,3 @@ def penalty_result(stored: Mapping[str, Any], *, table_id: str, ruleset_name: st
                     "to": rules.leave_penalty_to.value, "due": text(outcome.due),
                     "amount": text(outcome.amount), "why": outcome.why},
     }
-
-
-def _penalty_players(round_: NewRound) -> list[dict[str, Any]]:
-    return [{"operator_id": round_.operator_id, "round_id": round_.id, "seat": p["seat"],
-             "player_id": p["player_id"],
-             "balance_before": Decimal(p["balance_before"]), "points": 0,
-             "amount": Decimal(p["amount"]), "fee": Decimal(p["fee"]),
-             "balance_after": Decimal(p["balance_after"]), "foul": False, "special": None}
-            for p in round_.result["players"]]
-
-
-def _penalty_lines(round_: NewRound) -> list[dict[str, Any]]:
-    def dec(value: str | None) -> Decimal | None:
-        return None if value is None else Decimal(value)
-
-    return [{"round_id": round_.id, "line_no": line["line_no"], "account": line["account"],
-             "kind": line["kind"], "amount": Decimal(line["amount"]),
-             "balance_before": dec(line["balance_before"]),
-             "balance_after": dec(line["balance_after"]), "operator_id": round_.operator_id,
-             "table_id": round_.table_id, "created_at": round_.created_at}
-            for line in round_.result["lines"]]
-

@@ -9,19 +9,20 @@ its players, its ledger lines and the key (app.db.appends). Nothing is committed
 round is whole, so a failure, or a worker killed mid-request, leaves no trace: PostgreSQL
 rolls the transaction back and releases its locks, and a retry can settle at once.
 
-A round's ``content_hash`` covers every column of the round itself (``round_content``);
-its players' and ledger lines' rows are checked against the hashed result by
-``GET /v1/audit/verify``. Its ``created_at`` is the database's clock read under the chain's
-lock, so times never run backwards along a chain, and it is hashed as UTC ISO 8601 text,
-which reads back the same whatever time zone the session runs in.
+A round's ``content_hash`` covers every column of the round and, from content version 2
+on, the rows of its seats and ledger lines (``round_content``), so a receipt or a
+checkpoint that signs the hash signs the money rows too. The receipt is signed once, as
+the round is appended, and stored with it. Its ``created_at`` is the database's clock read
+under the chain's lock, so times never run backwards along a chain, and it is hashed as
+UTC ISO 8601 text, which reads back the same whatever time zone the session runs in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, NoReturn, Protocol
@@ -30,9 +31,8 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.appends import ROUND_COLUMNS, KeyUse
+from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS, KeyUse
 from app.db.driver import constraint_of
-from app.db.models import LedgerLine, RoundPlayer
 from app.db.repositories import Cursor, Page, RoundSummary
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
@@ -41,6 +41,7 @@ from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
+from app.services.signing import Signer, receipt_statement
 from app.services.uow import UnitOfWork, run_with_retry
 
 ROUND_KIND = "settlement"
@@ -152,19 +153,35 @@ class RoundColumns(Protocol):
     @property
     def reverses_round_id(self) -> uuid.UUID | None: ...
 
+    @property
+    def content_version(self) -> int: ...
+
 
 class StoredColumns(RoundColumns, Protocol):
-    """A round's columns with its content hash: what the API shows of a stored round."""
+    """A round's columns with its content hash and receipt: what the API shows of it."""
 
     @property
     def content_hash(self) -> str: ...
 
+    @property
+    def receipt_key_id(self) -> str | None: ...
+
+    @property
+    def receipt_signature(self) -> str | None: ...
+
+
+# What a round's content hash covers: 1, the round's row (rounds stored before seats and
+# lines were covered); 2, the row, its seats and its lines. New rounds are written at 2.
+CONTENT_VERSION = 2
+Row = Mapping[str, Any] | Any  # a mapping of column values, or an object with them
+
 
 @dataclass(frozen=True, slots=True)
 class NewRound:
-    """A round about to be appended: its columns as plain values, sealed by its content
-    hash when it is made (frozen, so no column can change after). The append writes them
-    in one statement (app.db.appends), so no ORM object is built for them."""
+    """A round about to be appended: its columns, seats and lines as plain values, sealed
+    by its content hash and its receipt when it is made (frozen, so nothing can change
+    after). The append writes them in one statement (app.db.appends), so no ORM object is
+    built for them."""
 
     id: uuid.UUID
     operator_id: str
@@ -182,17 +199,27 @@ class NewRound:
     idempotency_key: str | None
     body_hash: str | None
     reverses_round_id: uuid.UUID | None
+    players: Sequence[Mapping[str, Any]]
+    lines: Sequence[Mapping[str, Any]]
+    signer: InitVar[Signer]
+    content_version: int = field(init=False, default=CONTENT_VERSION)
     content_hash: str = field(init=False)
+    receipt_key_id: str = field(init=False)
+    receipt_signature: str = field(init=False)
     # The canonical text of the two large columns, written once: the content hash covers
     # it and the append sends it, as it is, inside the row's JSON.
     _texts: tuple[orjson.Fragment, orjson.Fragment] = field(init=False, repr=False,
                                                             compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, signer: Signer) -> None:
         texts = (orjson.Fragment(canonical_json(self.request)),
                  orjson.Fragment(canonical_json(self.result)))
         object.__setattr__(self, "_texts", texts)
-        object.__setattr__(self, "content_hash", content_hash(self, texts))
+        hashed = content_hash(self, self.players, self.lines, texts)
+        object.__setattr__(self, "content_hash", hashed)
+        object.__setattr__(self, "receipt_key_id", signer.key_id)
+        object.__setattr__(self, "receipt_signature", signer.sign(receipt_statement(
+            self.operator_id, self.table_id, self.chain_seq, self.prev_hash, hashed)))
 
     def row(self) -> dict[str, Any]:
         """The round's columns as the append writes them (txid is the database's), the
@@ -202,9 +229,11 @@ class NewRound:
         return row
 
 
-def round_content(round_: RoundColumns) -> dict[str, Any]:
-    """Return what a round's content hash covers: every column of the round but the hash."""
-    return {
+def round_content(round_: RoundColumns, players: Iterable[Row] = (),
+                  lines: Iterable[Row] = ()) -> dict[str, Any]:
+    """Return what a round's content hash covers: every column of the round but the hash
+    and the receipt, and from content version 2 on its seats' and lines' rows."""
+    content = {
         "round_id": str(round_.id), "operator_id": round_.operator_id,
         "table_id": round_.table_id, "kind": round_.kind, "created_at": utc_text(round_.created_at),
         "chain_seq": round_.chain_seq, "prev_hash": round_.prev_hash,
@@ -215,16 +244,36 @@ def round_content(round_: RoundColumns) -> dict[str, Any]:
         "reverses_round_id": None if round_.reverses_round_id is None
         else str(round_.reverses_round_id),
     }
+    if round_.content_version >= 2:
+        content["content_version"] = round_.content_version
+        content["players"] = sorted((content_row(p, PLAYER_COLUMNS) for p in players),
+                                    key=lambda p: p["seat"])
+        content["lines"] = sorted((content_row(line, LINE_COLUMNS) for line in lines),
+                                  key=lambda line: line["line_no"])
+    return content
 
 
-def content_hash(round_: RoundColumns,
+def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
+    """A seat's or a line's columns as the content holds them: money as its decimal text
+    (zero without a sign, as PostgreSQL's numeric stores it)."""
+    values = {}
+    for name in names:
+        value = row[name] if isinstance(row, Mapping) else getattr(row, name)
+        if isinstance(value, Decimal):
+            value = format(value.copy_abs() if value.is_zero() else value, "f")
+        values[name] = value
+    return values
+
+
+def content_hash(round_: RoundColumns, players: Iterable[Row] = (), lines: Iterable[Row] = (),
                  texts: tuple[orjson.Fragment, orjson.Fragment] | None = None) -> str:
-    """Return the sha256 of a round's canonical content.
+    """Return the sha256 of a round's canonical content (its seats and lines count from
+    content version 2 on).
 
     ``texts``, when given, is the canonical text of the round's request and result, which
     the content's text then holds as it is: the same bytes as writing those values again.
     """
-    content = round_content(round_)
+    content = round_content(round_, players, lines)
     if texts is not None:
         content["request"], content["result"] = texts
     return sha256(content)
@@ -244,6 +293,7 @@ def settle(
     operator_id: str,
     idempotency_key: str,
     sessions: sessionmaker[Session],
+    signer: Signer,
     check: AppendCheck | None = None,
 ) -> Settled:
     """Settle a round once per key: 201 with the round, or the first answer again (200).
@@ -257,7 +307,7 @@ def settle(
     played = play(parse_round(data))
 
     return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
-                                          body_hash, sessions, check))
+                                          body_hash, sessions, signer, check))
 
 
 def reverse(
@@ -268,6 +318,7 @@ def reverse(
     operator_id: str,
     idempotency_key: str,
     sessions: sessionmaker[Session],
+    signer: Signer,
 ) -> Settled:
     """Void a round by appending its mirror to its chain, once per key (201, or 200 replayed).
 
@@ -277,7 +328,8 @@ def reverse(
     """
     body_hash = sha256({"reverses_round_id": str(round_id), "body": raw})
     return run_with_retry(lambda: _append_reversal(round_id, reason, operator_id,
-                                                   idempotency_key, body_hash, sessions))
+                                                   idempotency_key, body_hash, sessions,
+                                                   signer))
 
 
 def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
@@ -308,7 +360,7 @@ def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
-            body_hash: str, sessions: sessionmaker[Session],
+            body_hash: str, sessions: sessionmaker[Session], signer: Signer,
             check: AppendCheck | None = None) -> Settled:
     """Hold the key, append the round at the head of its chain and store the key, or replay.
 
@@ -331,13 +383,13 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
             request=stored_input(data), result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
-            chain_seq=start.seq, reverses_round_id=None,
+            chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),
+            lines=_line_rows(played), signer=signer,
         )
         try:
             # Without a check nothing follows the rows: the append commits in its round trip.
-            uow.appends.append(round_.row(), _player_rows(played, round_id, operator_id),
-                               _line_rows(played, round_id, operator_id, table_id,
-                                          start.created_at), commit=check is None)
+            uow.appends.append(round_.row(), round_.players, round_.lines,
+                               commit=check is None)
         except IntegrityError as error:
             _refused(error, round_id)
         if check is not None:
@@ -359,7 +411,8 @@ def _refused(error: IntegrityError, round_id: uuid.UUID) -> NoReturn:
 
 
 def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: str,
-                     body_hash: str, sessions: sessionmaker[Session]) -> Settled:
+                     body_hash: str, sessions: sessionmaker[Session],
+                     signer: Signer) -> Settled:
     """Hold the key, append the mirror of ``round_id`` to its chain and store the key."""
     with UnitOfWork(sessions) as uow:
         if not uow.appends.try_lock_key(operator_id, key):
@@ -389,14 +442,10 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
             request={"reason": reason, "reverses_round_id": str(original.id)}, result=result,
             idempotency_key=key, body_hash=body_hash, created_at=start.created_at,
             prev_hash=start.prev_hash, chain_seq=start.seq, reverses_round_id=original.id,
+            players=player_rows(result), lines=line_rows(result), signer=signer,
         )
-        players = [_row(p, round_id=reversal.id, operator_id=operator_id)
-                   for p in player_rows(result)]
-        lines = [_row(line, round_id=reversal.id)
-                 for line in line_rows(result, operator_id, original.table_id,
-                                       start.created_at)]
         try:
-            uow.appends.append(reversal.row(), players, lines, commit=True)
+            uow.appends.append(reversal.row(), reversal.players, reversal.lines, commit=True)
         except IntegrityError as error:
             if constraint_of(error) == "uq_rounds_operator_id_reverses_round_id":
                 raise AlreadyReversed(None) from None
@@ -410,16 +459,7 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _row(obj: RoundPlayer | LedgerLine, **values: Any) -> dict[str, Any]:
-    """Return the column values of a transient row object, with ``values`` added."""
-    row = {c.key: getattr(obj, c.key) for c in obj.__table__.columns}
-    row.update(values)
-    # The line id is the database's identity; created_at has a default when unset.
-    return {k: v for k, v in row.items() if v is not None or k not in ("id", "created_at")}
-
-
-def _player_rows(played: PlayedRound, round_id: uuid.UUID,
-                 operator_id: str) -> list[dict[str, Any]]:
+def _player_rows(played: PlayedRound) -> list[dict[str, Any]]:
     settlement = played.settlement
     fouls: dict[str, tuple[bool, str | None]] = {}
     if isinstance(played.result, RoundResult):
@@ -429,8 +469,7 @@ def _player_rows(played: PlayedRound, round_id: uuid.UUID,
     for seat, money in enumerate(settlement.players):
         foul, special = fouls.get(money.player_id, (False, None))
         rows.append({
-            "operator_id": operator_id, "round_id": round_id, "seat": seat,
-            "player_id": money.player_id,
+            "seat": seat, "player_id": money.player_id,
             "balance_before": money.balance_before,
             "points": played.points_of(seat, money.player_id),
             "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
@@ -439,13 +478,11 @@ def _player_rows(played: PlayedRound, round_id: uuid.UUID,
     return rows
 
 
-def _line_rows(played: PlayedRound, round_id: uuid.UUID, operator_id: str, table_id: str,
-               created_at: datetime) -> list[dict[str, Any]]:
+def _line_rows(played: PlayedRound) -> list[dict[str, Any]]:
     return [
-        {"round_id": round_id, "line_no": n, "account": line.account, "kind": line.kind.value,
+        {"line_no": n, "account": line.account, "kind": line.kind.value,
          "amount": line.amount, "balance_before": line.balance_before,
-         "balance_after": line.balance_after, "operator_id": operator_id,
-         "table_id": table_id, "created_at": created_at}
+         "balance_after": line.balance_after}
         for n, line in enumerate(played.settlement.lines, start=1)
     ]
 
@@ -461,7 +498,8 @@ def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None) -> dict[
         "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
         "created_at": utc_text(round_.created_at), **round_.result,
         "chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
-                  "content_hash": round_.content_hash},
+                  "content_hash": round_.content_hash,
+                  "signature": round_.receipt_signature, "key_id": round_.receipt_key_id},
         "reverses_round_id": None if round_.reverses_round_id is None
         else str(round_.reverses_round_id),
         "reversed_by": None if reversed_by is None else str(reversed_by),

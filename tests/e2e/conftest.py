@@ -168,7 +168,10 @@ def own_ledger(make_app: Callable[..., Any], make_database: Callable[[], str],
                make_runtime_url: Callable[[str], str]) -> Callable[..., OwnLedger]:
     """Return a factory of OwnLedger: ``own_ledger(db_pool_size=1)`` overrides settings.
     For tests that look at the whole database (plans, indexes), which others would fill."""
-    from app.db import get_database
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import NullPool
+
     from app.db.schema import upgrade
     from app.services.keys import create_key
 
@@ -179,8 +182,12 @@ def own_ledger(make_app: Callable[..., Any], make_database: Callable[[], str],
         app = make_app(**{"database_url": runtime, "migrations_database_url": owner,
                           **overrides})
         client = app.test_client()
-        client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
-            get_database(app).sessions, "default", ("admin",), name="own ledger").token
+        owner_engine = create_engine(owner, poolclass=NullPool)
+        try:
+            client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
+                sessionmaker(owner_engine), "default", ("admin",), name="own ledger").token
+        finally:
+            owner_engine.dispose()
         return OwnLedger(app, client, owner, runtime)
 
     return build

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from app.config import runtime_role_from_env
-from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
+from app.db.appends import LINE_COLUMNS, LINE_COPIES, PLAYER_COLUMNS, ROUND_COLUMNS, SEAT_COPIES
 
 INSUFFICIENT_PRIVILEGE = "42501"
 FUNCTIONS = ("ledger_take(text,text,text,text)", "ledger_append(jsonb,jsonb,jsonb)")
@@ -34,20 +34,22 @@ def _inserted_columns(definition: str, table: str) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize(("table", "columns"), [
-    ("rounds", ROUND_COLUMNS), ("round_players", (*PLAYER_COLUMNS, "table_id", "chain_seq")),
-    ("ledger_lines", LINE_COLUMNS)])
+    ("rounds", ROUND_COLUMNS),
+    ("round_players", ("operator_id", "round_id", *SEAT_COPIES, *PLAYER_COLUMNS)),
+    ("ledger_lines", ("round_id", *LINE_COPIES, *LINE_COLUMNS))])
 def test_the_append_inserts_every_column_the_service_writes(owner_engine, table, columns):
-    """What the service sends, and a seat's table and chain_seq, which ledger_append
-    copies from its round (migration 0018)."""
+    """What the service sends, and each seat's and line's copies of its round, which
+    ledger_append takes from the round itself."""
     assert _inserted_columns(_definition(owner_engine, "ledger_append"), table) == columns
 
 
-def test_the_append_gives_each_seat_its_rounds_table_and_chain_seq(owner_engine):
+@pytest.mark.parametrize("table", ["round_players", "ledger_lines"])
+def test_the_append_writes_each_seat_and_line_for_the_round_it_appends(owner_engine, table):
     definition = _definition(owner_engine, "ledger_append")
-    found = re.search(r"INSERT INTO round_players \([^)]*\)\s*SELECT (.*?) FROM", definition, re.S)
+    found = re.search(rf"INSERT INTO {table} \([^)]*\)\s*SELECT (.*?) FROM", definition, re.S)
     assert found, definition
-    assert found.group(1).split(", ")[-2:] == [
-        "p_round ->> 'table_id'", "(p_round ->> 'chain_seq')::bigint"], definition
+    copies = [value.strip() for value in found.group(1).split(",")][:4]
+    assert all(value.startswith("r.") for value in copies), definition
 
 
 def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_engine):
@@ -64,18 +66,23 @@ def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_eng
 
 
 @pytest.mark.parametrize("signature", FUNCTIONS)
-def test_only_the_runtime_role_may_call_the_append_functions_with_its_own_rights(
+def test_only_the_runtime_role_may_call_the_append_functions_which_run_as_the_writer(
         owner_engine, signature):
     with owner_engine.connect() as connection:
-        secdef, grantees = connection.execute(text(
-            "SELECT p.prosecdef, array(SELECT coalesce(r.rolname, 'PUBLIC') "
+        secdef, config, owner, grantees = connection.execute(text(
+            "SELECT p.prosecdef, p.proconfig, pg_get_userbyid(p.proowner), "
+            "  array(SELECT coalesce(r.rolname, 'PUBLIC') "
             "  FROM aclexplode(p.proacl) AS a LEFT JOIN pg_roles r ON r.oid = a.grantee "
             "  WHERE a.privilege_type = 'EXECUTE' ORDER BY 1) "
             "FROM pg_proc p WHERE p.oid = CAST(:signature AS regprocedure)"),
             {"signature": signature}).one()
-        owner = connection.scalar(text("SELECT current_user"))
-    assert secdef is False  # SECURITY INVOKER: the caller's grants apply inside
-    assert sorted(grantees) == sorted({owner, runtime_role_from_env()})
+        login = connection.scalar(text("SELECT rolcanlogin FROM pg_roles WHERE rolname = :r"),
+                                  {"r": owner})
+    runtime = runtime_role_from_env()
+    # SECURITY DEFINER, as the NOLOGIN writer, with a search_path no caller can change.
+    assert secdef is True and owner == f"{runtime}_writer" and login is False
+    assert config == ["search_path=public, pg_temp"]
+    assert sorted(grantees) == sorted({owner, runtime})
 
 
 @pytest.mark.parametrize("statement", [

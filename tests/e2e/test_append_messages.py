@@ -101,7 +101,7 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     assert answer.status_code == 201, answer.get_json()
     assert round_trips(lines) == 3, "\n".join(lines)
     key_check, first, second = sent_queries(lines)
-    assert key_check.startswith('"SELECT id, operator_id, scopes')  # in autocommit
+    assert key_check.startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
     assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
     # Two calls of the schema's functions, each one statement (migration 0014); the order
     # of the take's own statements is tests/e2e/test_append_functions.py's.

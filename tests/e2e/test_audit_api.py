@@ -291,17 +291,18 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
         session.execute(delete(LedgerLine).where(LedgerLine.round_id == target.id))
         session.execute(delete(RoundPlayer).where(RoundPlayer.round_id == target.id))
         for player in player_rows(result):
-            player.operator_id, player.round_id = operator, target.id
-            player.table_id, player.chain_seq = table, target.chain_seq
-            session.add(player)
-        for line in line_rows(result, operator, table, target.created_at):
-            line.round_id = target.id
-            session.add(line)
+            session.add(RoundPlayer(**player, operator_id=operator, round_id=target.id,
+                                    table_id=table, chain_seq=target.chain_seq))
+        for line in line_rows(result):
+            session.add(LedgerLine(**line, round_id=target.id, operator_id=operator,
+                                   table_id=table, created_at=target.created_at))
         target.request, target.result = request, result
+        session.flush()
+        session.expire(target, ["players", "lines"])
         prev_hash = target.prev_hash
         for round_ in chain[seq - 1:]:
             round_.prev_hash = prev_hash
-            round_.content_hash = content_hash(round_)
+            round_.content_hash = content_hash(round_, round_.players, round_.lines)
             prev_hash = round_.content_hash
         session.flush()
 
@@ -417,18 +418,18 @@ def test_flask_audit_verify_exits_0_clean_and_3_on_findings(auditor, owner_engin
 
 
 def _move_head(engine: Engine, operator_id: str, table_id: str, **head: Any) -> None:
-    """As the runtime role, which may update a chain's head row: what an attacker with the
-    service's own database login can do to it."""
+    """As the owner (the runtime role may not): what an insider with the database's
+    rights can do to a chain's head row."""
     with engine.begin() as connection:
         connection.execute(text("UPDATE chains SET seq = :seq, head_hash = :head_hash "
                                 "WHERE operator_id = :o AND table_id = :t"),
                            {"o": operator_id, "t": table_id, **head})
 
 
-def test_a_forged_chain_head_shows_as_a_broken_link_at_the_next_round(auditor, engine):
+def test_a_forged_chain_head_shows_as_a_broken_link_at_the_next_round(auditor, owner_engine):
     table = f"t-{uuid.uuid4().hex[:10]}"
     first = _settle(auditor, table)
-    _move_head(engine, first["operator_id"], table, seq=1, head_hash="f" * 64)
+    _move_head(owner_engine, first["operator_id"], table, seq=1, head_hash="f" * 64)
     second = _settle(auditor, table)
     assert second["chain"]["prev_hash"] == "f" * 64
     verified = _period(auditor, table)
@@ -436,11 +437,11 @@ def test_a_forged_chain_head_shows_as_a_broken_link_at_the_next_round(auditor, e
     assert {(d["chain_seq"], d["what"]) for d in verified["differences"]} == {(2, "prev_hash")}
 
 
-def test_a_rewound_chain_head_refuses_appends_with_a_503_and_writes_nothing(auditor, engine,
-                                                                            count_rows):
+def test_a_rewound_chain_head_refuses_appends_with_a_503_and_writes_nothing(
+        auditor, owner_engine, count_rows):
     table = f"t-{uuid.uuid4().hex[:10]}"
     first, _ = _settle(auditor, table), _settle(auditor, table)
-    _move_head(engine, first["operator_id"], table, seq=1,
+    _move_head(owner_engine, first["operator_id"], table, seq=1,
                head_hash=first["chain"]["content_hash"])
     before = count_rows()
     answer = auditor.post("/v1/rounds", json=round_request(EX_000, table),

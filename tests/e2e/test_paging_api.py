@@ -54,12 +54,12 @@ def _walk(api: Any, path: str, key: str, cursor: str | None, **query: str
 
 
 @pytest.fixture
-def held(sessions):
+def held(owner_sessions):
     """An append held open: its chain's lock taken and its round inserted, not committed."""
 
     class Held:
         def __init__(self) -> None:
-            self.uow = UnitOfWork(sessions)
+            self.uow = UnitOfWork(owner_sessions)
 
         def open(self, table_id: str, player: str) -> uuid.UUID:
             uow = self.uow.__enter__()
@@ -156,9 +156,9 @@ def test_a_cursor_walks_on_under_the_filters_it_was_issued_with(api):
 
 
 def test_a_stored_ruleset_without_its_precision_still_lists_with_the_amounts_as_stored(
-        api, sessions):
+        api, owner_sessions):
     table = f"noprec-{uuid.uuid4().hex[:10]}"
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         round_id = uow.rounds.add(make_round(table)).id  # its ruleset names no precision
     answer = api.get(f"/v1/rounds?table_id={table}")
     assert answer.status_code == 200, answer.get_json()

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger_rows import fresh_id
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,21 +26,26 @@ from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Round
 from app.domain.cards import DECK
 from app.services import audit, rounds
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork
 from tests.worked_examples import EX_000, EX_004, round_request
 
+# Receipts are signed at append; these tests verify chains, not signatures.
+SIGNER = Signer(Ed25519PrivateKey.generate())
 
 def _settle(sessions: sessionmaker[Session], operator: str, table: str,
             case: dict[str, Any] = EX_004) -> dict[str, Any]:
     raw = round_request(case, table)
     return rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                         idempotency_key=uuid.uuid4().hex, sessions=sessions).body
+                         idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            signer=SIGNER).body
 
 
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> dict[str, Any]:
     raw = {"reason": "wrong table"}
     return rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                          idempotency_key=uuid.uuid4().hex, sessions=sessions).body
+                          idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            signer=SIGNER).body
 
 
 def _verify(sessions: sessionmaker[Session], operator: str, **kwargs: Any) -> audit.Verification:
@@ -152,27 +158,35 @@ def test_the_content_hash_reads_back_the_same_in_any_session_time_zone(sessions,
         session.execute(text("SET TIME ZONE 'Asia/Taipei'"))
         round_ = session.get_one(Round, (operator, uuid.UUID(body["round_id"])))
         assert round_.created_at.utcoffset() == timedelta(hours=8)
-        assert rounds.content_hash(round_) == round_.content_hash == body["chain"]["content_hash"]
+        assert (rounds.content_hash(round_, round_.players, round_.lines)
+                == round_.content_hash == body["chain"]["content_hash"])
 
 
 def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(sessions,
                                                                                engine):
     from dataclasses import FrozenInstanceError, fields
 
-    from app.db.appends import ROUND_COLUMNS
+    from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
 
-    assert sorted(f.name for f in fields(rounds.NewRound)
-                  if not f.name.startswith("_")) == sorted(ROUND_COLUMNS)
+    assert sorted(f.name for f in fields(rounds.NewRound) if not f.name.startswith("_")
+                  and f.name not in ("players", "lines")) == sorted(ROUND_COLUMNS)
     operator, table = fresh_id("op"), fresh_id("t")
     body = _settle(sessions, operator, table)
     with Session(engine) as session:
         stored = session.get_one(Round, (operator, uuid.UUID(body["round_id"])))
-        made = rounds.NewRound(**{name: getattr(stored, name) for name in ROUND_COLUMNS
-                                  if name != "content_hash"})
+        made = rounds.NewRound(
+            **{name: getattr(stored, name) for name in ROUND_COLUMNS if name not in (
+                "content_hash", "content_version", "receipt_key_id", "receipt_signature")},
+            players=[{name: getattr(p, name) for name in PLAYER_COLUMNS} for p in stored.players],
+            lines=[{name: getattr(line, name) for name in LINE_COLUMNS} for line in stored.lines],
+            signer=SIGNER)
+        stored_players, stored_lines = list(stored.players), list(stored.lines)
     assert made.content_hash == stored.content_hash == body["chain"]["content_hash"]
     # Hashed over the request's and result's text written once, or over the values again
     # (as verify does): the same bytes.
-    assert rounds.content_hash(made) == made.content_hash
+    assert rounds.content_hash(made, stored_players, stored_lines) == made.content_hash
+    assert (made.receipt_key_id, made.receipt_signature) == (
+        stored.receipt_key_id, stored.receipt_signature)
     assert set(made.row()) == set(ROUND_COLUMNS)
     with pytest.raises(FrozenInstanceError):  # sealed: no column changes after its hash
         made.result = {}  # type: ignore[misc]
@@ -211,7 +225,8 @@ def test_verify_names_the_round_whose_ledger_amount_was_changed(sessions, owner_
     _tamper(owner_engine, "ledger_lines", "UPDATE ledger_lines SET amount = amount + 1 "
             "WHERE round_id = :r AND line_no = 1", r=target)
     verification = _verify(sessions, operator)
-    assert _named(verification) == {target: {"lines"}}
+    # The lines are in the round's content (version 2): its hash fails too.
+    assert _named(verification) == {target: {"lines", "content_hash"}}
     details = [d.detail for d in verification.differences]
     assert any("line 1: amount" in d for d in details), details
     assert any("sum to 1" in d for d in details), details
@@ -255,7 +270,7 @@ def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, ow
     target = played[1]["round_id"]
     _tamper(owner_engine, "round_players", "UPDATE round_players SET balance_after = 0 "
             "WHERE round_id = :r AND seat = 0", r=target)
-    assert _named(_verify(sessions, operator)) == {target: {"players"}}
+    assert _named(_verify(sessions, operator)) == {target: {"players", "content_hash"}}
 
 
 def test_verify_names_the_round_whose_seat_was_moved_to_another_table(sessions, owner_engine):
@@ -320,7 +335,8 @@ def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, ow
     reversal = _reverse(sessions, operator, original["round_id"])
     _tamper(owner_engine, "ledger_lines", "UPDATE ledger_lines SET balance_after = 1 "
             "WHERE round_id = :r AND line_no = 2", r=reversal["round_id"])
-    assert _named(_verify(sessions, operator)) == {reversal["round_id"]: {"lines"}}
+    assert _named(_verify(sessions, operator)) == {
+        reversal["round_id"]: {"lines", "content_hash"}}
 
 
 def test_verify_refuses_an_empty_period(sessions):

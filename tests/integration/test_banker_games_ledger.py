@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger_rows import fresh_id
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -14,13 +15,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api.schemas import RoundRequestSchema
 from app.services import audit, rounds
 from app.services.reconcile import reconcile
+from app.services.signing import Signer
 from tests.banker_examples import ERBAGANG_EXAMPLE, QIANG21_EXAMPLE, banker_request
 from tests.worked_examples import EX_004, round_request
 
+# Receipts are signed at append; these tests verify chains, not signatures.
+SIGNER = Signer(Ed25519PrivateKey.generate())
 
 def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any]) -> dict[str, Any]:
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                            idempotency_key=uuid.uuid4().hex, sessions=sessions)
+                            idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            signer=SIGNER)
     assert settled.status == 201
     return settled.body
 
@@ -109,7 +114,7 @@ def test_money_by_game_from_one_game_tables_equals_every_round_joined_with_its_l
         p["player_id"]: f"{p['player_id']}-2" for p in EX_004["players"]}))
     reversal = rounds.reverse(uuid.UUID(voided["round_id"]), "dealt twice", {"reason": "x"},
                               operator_id=operator, idempotency_key=uuid.uuid4().hex,
-                              sessions=sessions)
+                              sessions=sessions, signer=SIGNER)
     assert reversal.status == 201
     _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, mixed))
     _settle(sessions, operator, round_request(EX_004, mixed))

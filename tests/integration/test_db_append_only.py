@@ -32,8 +32,8 @@ CHANGES = {
 
 
 @pytest.fixture(scope="module")
-def stored_round_id(sessions):
-    with UnitOfWork(sessions) as uow:
+def stored_round_id(owner_sessions):
+    with UnitOfWork(owner_sessions) as uow:
         round_ = uow.rounds.add(make_round(fresh_id("trigger")))
     return round_.id
 
@@ -67,9 +67,9 @@ def test_truncate_is_refused_even_to_the_owner(owner_engine, count_rows, stored_
     assert count_rows() == before
 
 
-def test_appending_rounds_is_still_allowed(sessions, count_rows):
+def test_appending_rounds_is_still_allowed(owner_sessions, count_rows):
     before = count_rows()
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("append")))
     after = count_rows()
     assert after["rounds"] == before["rounds"] + 1

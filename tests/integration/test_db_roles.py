@@ -12,20 +12,26 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger_rows import fresh_id, make_round
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from app import create_app
+from app.api.schemas import RoundRequestSchema
 from app.config import runtime_role_from_env
 from app.db import get_database
 from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
+from app.services import rounds
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork
+from tests.worked_examples import EX_004, round_request
 
 REPO = Path(__file__).resolve().parents[2]
 INSUFFICIENT_PRIVILEGE = "42501"  # "permission denied" and "must be owner" alike
@@ -57,8 +63,8 @@ BYPASSES = {
 
 
 @pytest.fixture(scope="module")
-def stored_round_id(sessions):
-    with UnitOfWork(sessions) as uow:
+def stored_round_id(owner_sessions):
+    with UnitOfWork(owner_sessions) as uow:
         round_ = uow.rounds.add(make_round(fresh_id("roles")))
     return round_.id
 
@@ -81,13 +87,15 @@ def test_the_runtime_role_cannot_get_around_the_append_only_ledger(
     assert count_rows() == rows
 
 
-def test_the_runtime_role_still_appends_and_reads(sessions, count_rows):
+def test_the_runtime_role_still_appends_through_the_functions_and_reads(sessions, count_rows):
     before = count_rows()
+    raw = round_request(EX_004, fresh_id("append"))
+    settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id="default",
+                            idempotency_key=fresh_id("key"), sessions=sessions,
+                            signer=Signer(Ed25519PrivateKey.generate()))
     with UnitOfWork(sessions) as uow:
-        round_ = uow.rounds.add(make_round(fresh_id("append")))
-    with UnitOfWork(sessions) as uow:
-        assert uow.rounds.get(round_.id, "default") is not None
-    assert count_rows()["ledger_lines"] == before["ledger_lines"] + 3
+        assert uow.rounds.get(uuid.UUID(settled.body["round_id"]), "default") is not None
+    assert count_rows()["ledger_lines"] == before["ledger_lines"] + len(settled.body["lines"])
 
 
 def test_the_runtime_role_is_neither_superuser_nor_owner(engine, owner_engine):

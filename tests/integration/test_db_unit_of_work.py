@@ -21,10 +21,10 @@ class Boom(RuntimeError):
     pass
 
 
-def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_rows):
+def test_a_committed_round_is_stored_with_its_players_and_lines(owner_sessions, count_rows):
     before = count_rows()
     table = fresh_id("commit")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         round_id = uow.rounds.add(make_round(table)).id
     after = count_rows()
     assert {t: after[t] - before[t] for t in after} == {
@@ -35,7 +35,7 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
         "match_rounds": 0,
         "match_leaves": 0,
     }
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         stored = uow.rounds.get(round_id, "default")
         assert stored is not None
         assert [p.player_id for p in stored.players] == ["A", "B"]
@@ -45,33 +45,33 @@ def test_a_committed_round_is_stored_with_its_players_and_lines(sessions, count_
         assert uow.rounds.get(round_id, "another-operator") is None
 
 
-def test_an_error_inside_the_block_leaves_nothing(sessions, count_rows):
+def test_an_error_inside_the_block_leaves_nothing(owner_sessions, count_rows):
     before = count_rows()
-    with pytest.raises(Boom), UnitOfWork(sessions) as uow:
+    with pytest.raises(Boom), UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("rollback")))  # flushed: the rows were sent
         raise Boom("the service failed after writing")
     assert count_rows() == before
 
 
-def test_a_row_the_database_refuses_rolls_back_the_whole_round(sessions, count_rows):
+def test_a_row_the_database_refuses_rolls_back_the_whole_round(owner_sessions, count_rows):
     before = count_rows()
-    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+    with pytest.raises(IntegrityError), UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("refused"), line_kind="bonus"))  # not a line kind
     assert count_rows() == before
 
 
-def test_a_second_round_with_one_idempotency_key_is_refused(sessions, count_rows):
+def test_a_second_round_with_one_idempotency_key_is_refused(owner_sessions, count_rows):
     key = fresh_id("idem")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("idem-a"), idempotency_key=key))
     before = count_rows()
-    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+    with pytest.raises(IntegrityError), UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("idem-b"), idempotency_key=key))
     assert count_rows() == before
 
 
-def test_a_round_is_reversed_at_most_once(sessions, count_rows):
-    with UnitOfWork(sessions) as uow:
+def test_a_round_is_reversed_at_most_once(owner_sessions, count_rows):
+    with UnitOfWork(owner_sessions) as uow:
         target = uow.rounds.add(make_round(fresh_id("rev"))).id
 
     def reversal():
@@ -80,46 +80,46 @@ def test_a_round_is_reversed_at_most_once(sessions, count_rows):
         reversing.reverses_round_id = target
         return reversing
 
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(reversal())
     before = count_rows()
-    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+    with pytest.raises(IntegrityError), UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(reversal())
     assert count_rows() == before
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         found = uow.rounds.reversal_of("default", target)
         assert found is not None and found.kind == "reversal"
 
 
-def test_the_chain_head_is_the_last_round_of_operator_and_table(sessions):
+def test_the_chain_head_is_the_last_round_of_operator_and_table(owner_sessions):
     table, key = fresh_id("chain"), fresh_id("key")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and (start.seq, start.prev_hash) == (1, None)
         first = uow.rounds.add(make_round(table))
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and (start.seq, start.prev_hash) == (2, first.content_hash)
         uow.rounds.add(make_round(table, chain_seq=2, prev_hash=first.content_hash))
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         assert uow.appends.start("default", table, key).seq == 3
         assert uow.appends.start("other-operator", table, key).seq == 1
 
 
-def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
+def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(owner_sessions):
     table = fresh_id("lock")
     order: list[str] = []
     first_has_lock = threading.Event()
 
     def second_writer():
         first_has_lock.wait(5)
-        with UnitOfWork(sessions) as uow:
+        with UnitOfWork(owner_sessions) as uow:
             uow.appends.start("default", table, fresh_id("key"))
             order.append("second locked")
 
     thread = threading.Thread(target=second_writer)
     thread.start()
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         uow.appends.start("default", table, fresh_id("key"))
         first_has_lock.set()
         thread.join(0.3)  # the second writer is now waiting on the lock
@@ -128,10 +128,10 @@ def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(sessions):
     assert order == ["first commits", "second locked"]
 
 
-def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
+def test_rounds_list_newest_first_by_stable_cursor_pages(owner_sessions):
     table = fresh_id("page")
     other = fresh_id("page-other")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         # One transaction: all five share created_at and txid, so the id must break the tie.
         ids = [
             uow.rounds.add(
@@ -140,7 +140,7 @@ def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
             for n in range(5)
         ]
         uow.rounds.add(make_round(other, players=("C", "D")))
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         seen, cursor, pages = [], None, 0
         while True:
             page = uow.rounds.list("default", table_id=table, limit=2, after=cursor)
@@ -156,11 +156,11 @@ def test_rounds_list_newest_first_by_stable_cursor_pages(sessions):
         assert uow.rounds.list("default", table_id=other, player_id="A").items == []
 
 
-def test_rounds_list_by_time_range(sessions):
+def test_rounds_list_by_time_range(owner_sessions):
     table = fresh_id("time")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         stored = uow.rounds.add(make_round(table))
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         at = stored.created_at
         assert len(uow.rounds.list("default", table_id=table, created_from=at).items) == 1
         assert uow.rounds.list("default", table_id=table, created_to=at).items == []
@@ -175,12 +175,12 @@ def test_a_position_this_list_never_wrote_is_refused(position):
         Cursor.at(position)
 
 
-def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):
+def test_a_key_is_held_by_one_transaction_until_it_ends(owner_sessions):
     key = fresh_id("key")
-    holder = UnitOfWork(sessions).__enter__()
+    holder = UnitOfWork(owner_sessions).__enter__()
     try:
         assert holder.appends.try_lock_key("default", key)
-        with UnitOfWork(sessions) as other:
+        with UnitOfWork(owner_sessions) as other:
             assert not other.appends.try_lock_key("default", key)
             # The settle's take (ledger_take, in SQL) locks the very same key as the
             # reversal's and the match's try_lock_key (in Python).
@@ -191,48 +191,48 @@ def test_a_key_is_held_by_one_transaction_until_it_ends(sessions):
         assert holder.appends.start("default", fresh_id("table"), key) is not None  # re-entrant
     finally:
         holder.__exit__(None, None, None)
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         assert uow.appends.try_lock_key("default", key)
 
 
-def test_start_refuses_a_held_key_without_waiting_for_the_chain(sessions):
+def test_start_refuses_a_held_key_without_waiting_for_the_chain(owner_sessions):
     key, table = fresh_id("key"), fresh_id("table")
-    holder = UnitOfWork(sessions).__enter__()
+    holder = UnitOfWork(owner_sessions).__enter__()
     try:
         assert holder.appends.start("default", table, key) is not None  # holds key and chain
-        with UnitOfWork(sessions) as other:
+        with UnitOfWork(owner_sessions) as other:
             # ledger_take returns before it takes the chain, which would block here.
             assert other.appends.start("default", table, key) is None
     finally:
         holder.__exit__(None, None, None)
 
 
-def test_a_key_reads_back_from_the_round_it_made_and_makes_only_one(sessions):
+def test_a_key_reads_back_from_the_round_it_made_and_makes_only_one(owner_sessions):
     key, table = fresh_id("key"), fresh_id("table")
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and start.earlier is None and start.seq == 1
         round_id = uow.rounds.add(make_round(table, idempotency_key=key)).id
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and start.seq == 2
         assert start.earlier == KeyUse("b" * 64, round_id)
-    with UnitOfWork(sessions) as uow:
+    with UnitOfWork(owner_sessions) as uow:
         elsewhere = uow.appends.start("another-operator", table, key)
         assert elsewhere is not None and elsewhere.earlier is None
-    with pytest.raises(IntegrityError), UnitOfWork(sessions) as uow:
+    with pytest.raises(IntegrityError), UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(fresh_id("table"), idempotency_key=key))
 
 
-def test_a_real_serialization_failure_is_retryable(sessions):
+def test_a_real_serialization_failure_is_retryable(owner_sessions):
     operator = fresh_id("op")
     count = text("SELECT count(*) FROM api_keys WHERE operator_id = :op")
     insert = text(
         "INSERT INTO api_keys (id, operator_id, scopes, secret_hash) "
         "VALUES (:key || :op, :op, ARRAY['admin'], repeat('a', 64))"
     )
-    first = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
-    second = UnitOfWork(sessions, isolation_level="SERIALIZABLE").__enter__()
+    first = UnitOfWork(owner_sessions, isolation_level="SERIALIZABLE").__enter__()
+    second = UnitOfWork(owner_sessions, isolation_level="SERIALIZABLE").__enter__()
     try:
         for uow in (first, second):
             uow.session.execute(count, {"op": operator})

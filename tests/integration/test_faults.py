@@ -32,6 +32,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flask import Flask
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import sessionmaker
@@ -47,6 +48,7 @@ from app.db.roles import ensure_login
 from app.db.schema import upgrade
 from app.services.keys import create_key
 from app.services.rounds import settle
+from app.services.signing import Signer
 from app.services.uow import run_with_retry
 from tests.integration.private_pg import (
     PrivatePostgres,
@@ -682,7 +684,8 @@ def test_connections_dropped_under_load_are_replaced_and_the_settle_retried(
         assert db.server.terminate(DATABASE, SERVICE_PREFIX) >= 2
         raw, key = _round(table), uuid.uuid4().hex
         settled = settle(RoundRequestSchema().load(raw), raw, operator_id=OPERATOR,
-                         idempotency_key=key, sessions=get_database(app).sessions)
+                         idempotency_key=key, sessions=get_database(app).sessions,
+                         signer=Signer(Ed25519PrivateKey.generate()))
         assert settled.status == 201
         assert _rounds_for_key(db, key) == [settled.body["round_id"]]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flask import Flask
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,12 +29,16 @@ from app.db.engine import make_sessionmaker
 from app.services import reconcile as reconcile_module
 from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
+from app.services.signing import Signer
 from app.services.uow import UnitOfWork
 from tests.integration.ledger_rows import fresh_id, make_round
 from tests.worked_examples import EX_004, round_request
 
 CAPPED = EX_004  # players A, D, B, C; fees 6.00, rounding -0.01
 
+
+# Receipts are signed at append; these tests verify chains, not signatures.
+SIGNER = Signer(Ed25519PrivateKey.generate())
 
 def _request(table_id: str, names: dict[str, str] | None = None,
              balances: dict[str, str] | None = None, deal: bool = False) -> dict[str, Any]:
@@ -49,7 +54,8 @@ def _request(table_id: str, names: dict[str, str] | None = None,
 
 def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any]) -> dict[str, Any]:
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                            idempotency_key=uuid.uuid4().hex, sessions=sessions)
+                            idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            signer=SIGNER)
     assert settled.status == 201
     return settled.body
 
@@ -57,7 +63,8 @@ def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any])
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> None:
     raw = {"reason": "dealt from a short deck"}
     reversed_ = rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                               idempotency_key=uuid.uuid4().hex, sessions=sessions)
+                               idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            signer=SIGNER)
     assert reversed_.status == 201
 
 
@@ -230,7 +237,9 @@ def test_a_break_at_a_table_without_reversals_is_found(sessions: sessionmaker[Se
 
 def _append_raw(sessions: sessionmaker[Session], table: str, operator: str, seq: int,
                 prev_hash: str | None, *, skew: Decimal = Decimal(0)) -> str:
-    """Append a two-player round through the repository; ``skew`` unbalances its lines."""
+    """Append a two-player round through the repository, as the owner (the runtime role
+    appends through ledger_append only, which refuses what this may forge); ``skew``
+    unbalances its lines."""
     round_ = make_round(table, operator_id=operator, chain_seq=seq, prev_hash=prev_hash,
                         players=(fresh_id("p"), fresh_id("p")))
     round_.lines[0].amount += skew
@@ -247,17 +256,18 @@ def _hash_of(engine: Engine, round_id: str) -> str:
     return value
 
 
-def test_unbalanced_rounds_and_broken_links_are_named(sessions: sessionmaker[Session],
-                                                     engine: Engine) -> None:
+def test_unbalanced_rounds_and_broken_links_are_named(
+        sessions: sessionmaker[Session], owner_sessions: sessionmaker[Session],
+        engine: Engine) -> None:
     operator, forged, gap = fresh_id("op"), fresh_id("t"), fresh_id("t")
     start = datetime.now(UTC) - timedelta(seconds=1)
-    first = _append_raw(sessions, forged, operator, 1, None)
-    unbalanced = _append_raw(sessions, forged, operator, 2, _hash_of(engine, first),
+    first = _append_raw(owner_sessions, forged, operator, 1, None)
+    unbalanced = _append_raw(owner_sessions, forged, operator, 2, _hash_of(engine, first),
                              skew=Decimal("0.01"))
-    bad_link = _append_raw(sessions, forged, operator, 3, "0" * 64)
-    _append_raw(sessions, forged, operator, 4, _hash_of(engine, bad_link))
-    one = _append_raw(sessions, gap, operator, 1, None)
-    after_gap = _append_raw(sessions, gap, operator, 3, _hash_of(engine, one))
+    bad_link = _append_raw(owner_sessions, forged, operator, 3, "0" * 64)
+    _append_raw(owner_sessions, forged, operator, 4, _hash_of(engine, bad_link))
+    one = _append_raw(owner_sessions, gap, operator, 1, None)
+    after_gap = _append_raw(owner_sessions, gap, operator, 3, _hash_of(engine, one))
     report = reconcile(sessions, created_from=start, created_to=datetime.now(UTC),
                        operator_id=operator)
 
@@ -329,13 +339,14 @@ def test_a_report_is_the_same_on_one_connection_as_on_two(
 
 
 def test_the_second_connection_reads_the_first_ones_snapshot(
-        sessions: sessionmaker[Session], engine: Engine) -> None:
+        sessions: sessionmaker[Session], owner_sessions: sessionmaker[Session],
+        engine: Engine) -> None:
     operator, table = fresh_id("op"), fresh_id("t")
     count = text("SELECT count(*) FROM rounds WHERE operator_id = :op")
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
         before = uow.session.scalar(count, {"op": operator})
         # Committed after the snapshot was taken: neither connection may see it.
-        _append_raw(sessions, table, operator, 1, None)
+        _append_raw(owner_sessions, table, operator, 1, None)
         reader = reconcile_module._second_reader(uow.session, None)
         assert reader is not None
         with reader as connection:
@@ -360,13 +371,13 @@ def test_a_report_cut_in_parts_is_the_report_in_one(
 
 
 def test_unbalanced_rounds_from_parts_come_in_round_order(
-        sessions: sessionmaker[Session], engine: Engine,
+        sessions: sessionmaker[Session], owner_sessions: sessionmaker[Session], engine: Engine,
         monkeypatch: pytest.MonkeyPatch) -> None:
     operator, table = fresh_id("op"), fresh_id("t")
     start = datetime.now(UTC) - timedelta(seconds=1)
     made, prev = [], None
     for seq in range(1, 6):
-        made.append(_append_raw(sessions, table, operator, seq, prev,
+        made.append(_append_raw(owner_sessions, table, operator, seq, prev,
                                 skew=Decimal("0.01") * (seq % 2)))
         prev = _hash_of(engine, made[-1])
     end = datetime.now(UTC)
