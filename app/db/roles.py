@@ -1,7 +1,8 @@
 """Two database roles: the owner migrates, the service runs as a role that can only append.
 
-The migrations (0007) create the NOLOGIN role ``thirteen_runtime`` (DB_RUNTIME_ROLE) and
-grant it SELECT and INSERT on the ledger and what keys and checkpoints need. An operator
+The migrations create the NOLOGIN role ``thirteen_runtime`` (DB_RUNTIME_ROLE) and grant it
+SELECT on the ledger and keys, EXECUTE on the append functions (which run as the NOLOGIN
+role ``<runtime>_writer``) and what matches and checkpoints need. An operator
 grants that role to the service's login role; the service then cannot ALTER, DROP or
 TRUNCATE a table, disable or drop a trigger, or replace the trigger's function, because
 only a table's owner (or a superuser) may.
@@ -40,15 +41,25 @@ SELECT r.rolname, r.rolsuper, r.rolcreaterole,
               AND pg_has_role(current_user, c.relowner, 'MEMBER')
           ORDER BY c.relname) AS owned,
     has_database_privilege(current_database(), 'TEMPORARY') AS temporary,
-    has_schema_privilege('public', 'CREATE') AS creates
+    has_schema_privilege('public', 'CREATE') AS creates,
+    ARRAY(SELECT t::text FROM unnest(CAST(:money AS text[])) AS t
+          WHERE to_regclass(t) IS NOT NULL
+              AND has_table_privilege(t, 'INSERT, UPDATE, DELETE')
+          ORDER BY t) AS writes,
+    EXISTS (SELECT FROM pg_proc p WHERE p.proname = 'ledger_append'
+                AND p.prosecdef AND pg_has_role(current_user, p.proowner, 'MEMBER')) AS writer
 FROM pg_roles r WHERE r.rolname = current_user
 """)
+# Written only by the append functions (rows) and the command line (keys), never directly.
+SEALED_TABLES = ("rounds", "round_players", "ledger_lines", "chains", "api_keys",
+                 "api_key_revocations")
 
 
 def runtime_powers(engine: Engine) -> tuple[str, list[str]]:
     """Return the role ``engine`` connects as and what it may do beyond appending."""
     with engine.connect() as connection:
-        row = connection.execute(_POWERS, {"tables": list(OWNED_TABLES)}).one()
+        row = connection.execute(_POWERS, {"tables": list(OWNED_TABLES),
+                                           "money": list(SEALED_TABLES)}).one()
     powers = []
     if row.rolsuper:
         powers.append("is a superuser")
@@ -64,6 +75,12 @@ def runtime_powers(engine: Engine) -> tuple[str, list[str]]:
         powers.append("may create objects in schema public, such as an overload of the "
                       "append functions that makes every call of them ambiguous (revoke "
                       "CREATE on schema public from PUBLIC, as PostgreSQL 15 does by default)")
+    if row.writes:
+        powers.append(f"may write {', '.join(row.writes)} directly, outside the append "
+                      "functions and the command line (migration 0019 revokes that)")
+    if row.writer:
+        powers.append("is a member of the writer role that owns the append functions, so "
+                      "it could write any row they write")
     return row.rolname, powers
 
 

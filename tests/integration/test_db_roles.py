@@ -144,6 +144,10 @@ def test_a_member_of_the_owner_is_refused_too(settings, database_url, owner_engi
 EXTRA_RIGHTS = {
     "temporary": ('TEMPORARY ON DATABASE "{database}"', "may create temporary tables"),
     "create-in-public": ("CREATE ON SCHEMA public", "may create objects in schema public"),
+    # Money rows and keys are written by the append functions and the owner alone.
+    "insert-lines": ("INSERT ON ledger_lines", "may write ledger_lines directly"),
+    "update-keys": ("UPDATE ON api_keys", "may write api_keys directly"),
+    "writer": (f"{runtime_role_from_env()}_writer", "is a member of the writer role"),
 }
 
 

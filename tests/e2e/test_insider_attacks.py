@@ -1,0 +1,212 @@
+"""The money rows are inside the evidence: what an insider tries, and what stops or names it.
+
+Two insiders. One holds the service's own database login (``engine``, a member of the
+runtime role): every write of a money row or a key outside the append functions is
+refused, and the append functions refuse a round that is not whole, balanced and chained.
+The other holds the owner's rights (``owner_engine``) and edits seats and lines with the
+triggers off: every verify (the period's, a kept checkpoint's, a kept receipt's, the
+command line's) names the round, the table, the seq and the row with its figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from tests.e2e.test_audit_api import (
+    _as_attacker,
+    _checkpoint,
+    _kinds,
+    _period,
+    _receipt,
+    _settle,
+    _verify,
+)
+from tests.worked_examples import EX_000
+
+REPO = Path(__file__).resolve().parents[2]
+INSUFFICIENT_PRIVILEGE = "42501"
+CHECK_VIOLATION = "23514"
+
+
+@pytest.fixture
+def auditor(api: Any, make_key: Callable[..., str]) -> Any:
+    """A contract client acting for a fresh operator, holding every scope."""
+    return api.with_key(make_key("admin", operator_id=f"op-{uuid.uuid4().hex[:10]}"))
+
+
+def _table() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def _line_of(body: dict[str, Any], account: str) -> dict[str, Any]:
+    return next(line for line in body["lines"] if line["account"] == account)
+
+
+# --- as the service's own database login ---------------------------------------------------
+
+# Balanced lines added to a committed round: A +7,777, C -7,777.
+ADD_LINES = ("INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, operator_id, "
+             "table_id, created_at) VALUES (:round_id, 50, 'A', 'win', 7777, :operator, "
+             ":table, now()), (:round_id, 51, 'C', 'loss', -7777, :operator, :table, now())")
+ADD_SEAT = ("INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat, "
+            "player_id, balance_before, points, amount, fee, balance_after, foul) VALUES "
+            "(:operator, :round_id, :table, 1, 9, 'Z', 0, 0, 7777, 0, 7777, false)")
+ADD_ROUND = ("INSERT INTO rounds SELECT * FROM rounds WHERE id = :round_id")
+MOVE_HEAD = "UPDATE chains SET seq = 0, head_hash = NULL WHERE operator_id = :operator"
+MINT_KEY = ("INSERT INTO api_keys (id, operator_id, scopes, secret_hash) VALUES "
+            "('aaaaaaaaaaaa', :operator, ARRAY['admin'], repeat('0', 64))")
+UNREVOKE = "DELETE FROM api_key_revocations WHERE key_id = :key_id"
+REWRITE_REVOCATION = "UPDATE api_key_revocations SET key_id = 'x' WHERE key_id = :key_id"
+EXTEND_KEY = "UPDATE api_keys SET expires_at = NULL WHERE id = :key_id"
+REVOKE_AS_SERVICE = "INSERT INTO api_key_revocations (key_id) VALUES ('bbbbbbbbbbbb')"
+
+INSIDER_WRITES = {"add-lines": ADD_LINES, "add-seat": ADD_SEAT, "add-round": ADD_ROUND,
+                  "move-chain-head": MOVE_HEAD, "mint-key": MINT_KEY, "unrevoke": UNREVOKE,
+                  "rewrite-revocation": REWRITE_REVOCATION, "extend-key": EXTEND_KEY,
+                  "revoke": REVOKE_AS_SERVICE}
+
+
+@pytest.mark.parametrize("statement", list(INSIDER_WRITES.values()), ids=list(INSIDER_WRITES))
+def test_the_service_login_cannot_write_money_rows_or_keys_outside_the_append(
+        auditor, api, engine, make_key, owner_sessions, count_rows, statement):
+    from app.services.keys import parse_token, revoke_key
+
+    body = _settle(auditor, _table())
+    token = make_key("rounds:read", operator_id=body["operator_id"])
+    key_id = parse_token(token)[0]
+    revoke_key(owner_sessions, key_id)
+    before = count_rows()
+    with engine.begin() as connection, pytest.raises(DBAPIError) as caught:
+        connection.execute(text(statement), {"round_id": body["round_id"], "key_id": key_id,
+                                             "operator": body["operator_id"],
+                                             "table": body["table_id"]})
+    assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
+    assert count_rows() == before
+    # The revoked key stays revoked, whatever the service's login tried.
+    answer = api.with_key(token).get(f"/v1/rounds/{body['round_id']}")
+    assert answer.status_code == 401
+
+
+def _append_call(engine: Engine, body: dict[str, Any], *, skew: int = 0,
+                 seq: int | None = None) -> DBAPIError:
+    """Call ledger_take then ledger_append as the service's login, with a copy of a stored
+    round under a new id: its lines skewed by ``skew``, or at chain position ``seq``."""
+    round_id = uuid.uuid4()
+    with engine.begin() as connection, pytest.raises(DBAPIError) as caught:
+        taken = connection.execute(text(
+            "SELECT * FROM ledger_take(:lock, :operator, :table, :key)"),
+            {"lock": f"insider-{round_id}", "operator": body["operator_id"],
+             "table": body["table_id"], "key": f"insider-{round_id}"}).mappings().one()
+        row = connection.execute(text(
+            "SELECT to_jsonb(r) - 'txid' FROM rounds r WHERE id = :id"),
+            {"id": body["round_id"]}).scalar_one()
+        row.update(id=str(round_id), idempotency_key=f"insider-{round_id}",
+                   chain_seq=taken["seq"] + 1 if seq is None else seq,
+                   prev_hash=taken["head_hash"],
+                   created_at=taken["locked_at"].isoformat())
+        lines = [{"line_no": n, "account": line["account"], "kind": line["kind"],
+                  "amount": str(int(line["amount"]) + (skew if n == 1 else 0)),
+                  "balance_before": None, "balance_after": None}
+                 for n, line in enumerate(body["lines"], start=1)]
+        connection.execute(text("SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, "
+                                "CAST(:l AS jsonb))"),
+                           {"r": json.dumps(row), "l": json.dumps(lines)})
+    return caught.value
+
+
+def test_an_unbalanced_round_through_the_append_function_is_refused(auditor, engine,
+                                                                    count_rows):
+    body = _settle(auditor, _table())
+    before = count_rows()
+    refused = _append_call(engine, body, skew=7777)
+    assert refused.orig.sqlstate == CHECK_VIOLATION
+    assert refused.orig.diag.constraint_name == "ledger_append_balanced"
+    assert "sum to 7777, not zero" in str(refused.orig)
+    assert count_rows() == before
+
+
+@pytest.mark.parametrize("seq", [1, 5], ids=["over-the-first", "past-the-head"])
+def test_a_round_off_its_chains_head_through_the_append_function_is_refused(
+        auditor, engine, count_rows, seq):
+    body = _settle(auditor, _table())
+    before = count_rows()
+    refused = _append_call(engine, body, seq=seq)
+    assert refused.orig.sqlstate == CHECK_VIOLATION
+    assert refused.orig.diag.constraint_name == "ledger_append_chained"
+    assert count_rows() == before
+
+
+# --- as the owner: every verify names the edited money rows ---------------------------------
+
+
+def _move_money(owner_engine: Engine, body: dict[str, Any], amount: int) -> None:
+    """Move ``amount`` from the first player to the last in a round's lines and seats, as
+    the owner with the triggers off: balanced, so zero-sum checks see nothing."""
+    first, last = body["players"][0]["player_id"], body["players"][-1]["player_id"]
+    _as_attacker(
+        owner_engine,
+        "UPDATE ledger_lines SET amount = amount + :m WHERE round_id = :r AND line_no = :a",
+        "UPDATE ledger_lines SET amount = amount - :m WHERE round_id = :r AND line_no = :b",
+        "UPDATE round_players SET amount = amount + :m, balance_after = balance_after + :m "
+        "WHERE round_id = :r AND player_id = :p",
+        "UPDATE round_players SET amount = amount - :m, balance_after = balance_after - :m "
+        "WHERE round_id = :r AND player_id = :q",
+        m=amount, r=body["round_id"], a=_line_of(body, first)["line_no"],
+        b=_line_of(body, last)["line_no"], p=first, q=last)
+
+
+def test_moved_money_in_seats_and_lines_is_named_by_every_verify(auditor, owner_engine,
+                                                                 settings, tmp_path):
+    table = _table()
+    body = _settle(auditor, table, EX_000)
+    checkpoint = _checkpoint(auditor)
+    _move_money(owner_engine, body, 3000)
+    # The period's verify, a kept checkpoint's, a kept receipt's.
+    period = {d["what"] for d in _period(auditor, table)["differences"]}
+    assert {"content_hash", "lines", "players"} <= period
+    for kept in ({"checkpoint": checkpoint}, {"receipts": [_receipt(body)]}):
+        findings = _verify(auditor, **kept)
+        assert {("content_hash", table, 1), ("lines_changed", table, 1)} <= _kinds(findings)
+        details = [f["detail"] for f in findings if f["what"] == "lines_changed"]
+        assert any(d.startswith("ledger_lines: line ") and " stored as " in d
+                   for d in details), details
+        assert any(d.startswith("round_players: seat ") for d in details), details
+    # The auditor's command line.
+    kept_file = tmp_path / "checkpoint.json"
+    kept_file.write_text(json.dumps(checkpoint))
+    env = {**os.environ, "DATABASE_URL": settings.database_url,
+           "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file)}
+    found = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "audit", "verify",
+                            "--checkpoint", str(kept_file)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 3, found.stderr
+    assert f"lines_changed\ttable {table}\tseq 1\t" in found.stdout
+
+
+def test_a_line_added_to_a_stored_round_by_the_owner_is_named(auditor, owner_engine):
+    table = _table()
+    body = _settle(auditor, table, EX_000)
+    checkpoint = _checkpoint(auditor)
+    _as_attacker(owner_engine, ADD_LINES, round_id=body["round_id"],
+                 operator=body["operator_id"], table=table)
+    findings = _verify(auditor, checkpoint=checkpoint)
+    details = [f["detail"] for f in findings if f["what"] == "lines_changed"]
+    assert "ledger_lines: line 50 is not in the result" in details, findings
+
+
+def test_a_stored_round_is_read_back_with_the_receipt_made_at_append(auditor):
+    body = _settle(auditor, _table())
+    again = auditor.get(f"/v1/rounds/{body['round_id']}").get_json()
+    assert again["chain"] == body["chain"]
+    assert body["chain"]["signature"] and body["chain"]["key_id"]
