@@ -235,14 +235,23 @@ def test_an_app_that_keeps_non_ascii_answers_it_as_jsonify(app: Flask) -> None:
 
 
 def _new_round(ruleset: dict[str, Any], request: dict[str, Any]) -> Any:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from app.services.rounds import NewRound
+    from app.services.signing import Signer
 
     return NewRound(
         id=uuid.UUID(int=7), operator_id="op", table_id="t", kind="settlement",
         created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), chain_seq=3, prev_hash="ab" * 32,
         ruleset_name="classic4", ruleset=ruleset, ruleset_hash="cd" * 32, stake=Decimal("200"),
         request=request, result={"players": [{"amount": "-85.71", "name": "龍"}], "n": 2},
-        idempotency_key="k", body_hash="ef" * 32, reverses_round_id=None)
+        idempotency_key="k", body_hash="ef" * 32, reverses_round_id=None,
+        players=[{"seat": 0, "player_id": "龍", "balance_before": Decimal("100"), "points": -3,
+                  "amount": Decimal("-85.71"), "fee": Decimal("0"),
+                  "balance_after": Decimal("14.29"), "foul": False, "special": None}],
+        lines=[{"line_no": 1, "account": "龍", "kind": "loss", "amount": Decimal("-85.71"),
+                "balance_before": None, "balance_after": None}],
+        signer=Signer(Ed25519PrivateKey.generate()))
 
 
 @pytest.mark.parametrize("ruleset, request_", [
@@ -257,8 +266,10 @@ def test_a_new_rounds_hash_and_row_hold_its_fragments_as_their_values(ruleset, r
     made = _new_round(ruleset, request_)
     # Hashed over the fragments, over the plain values (as verify does), and by the
     # standard library alone: the same text, whichever writer wrote which part.
-    reference = hashlib.sha256(stdlib_canonical_json(round_content(made))).hexdigest()
-    assert made.content_hash == content_hash(made) == reference
+    content = round_content(made, made.players, made.lines)
+    reference = hashlib.sha256(stdlib_canonical_json(content)).hexdigest()
+    assert made.content_hash == content_hash(made, made.players, made.lines) == reference
+    assert content["players"][0]["amount"] == "-85.71" and content["content_version"] == 2
     # The row's JSON reads back as the plain values, fragments included.
     row = json.loads(_json_of(made.row()))
     assert set(row) == set(ROUND_COLUMNS)
