@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -157,23 +157,28 @@ def build_pool(size: int, rng: random.Random) -> list[PoolRound]:
     return pool
 
 
-def _content_hasher() -> Callable[[Round], str]:
-    """Return the service's own content hash of a round, so the chains verify."""
-    hasher = getattr(rounds_service, "content_hash", None)
-    if hasher is not None:
-        return cast(Callable[[Round], str], hasher)
+def _content_hasher() -> Callable[..., str]:
+    """Return the service's own content hash of a round and its rows, so the chains verify."""
+    return rounds_service.content_hash
 
-    def as_appended(round_: Round) -> str:
-        # The content ``app.services.rounds._append`` hashes, for a service without
-        # ``content_hash``.
-        return rounds_service.sha256({
-            "round_id": str(round_.id), "operator_id": round_.operator_id,
-            "table_id": round_.table_id, "kind": round_.kind,
-            "created_at": round_.created_at.isoformat(), "chain_seq": round_.chain_seq,
-            "prev_hash": round_.prev_hash, "ruleset_hash": round_.ruleset_hash,
-            "request": round_.request, "result": round_.result, "reverses_round_id": None})
 
-    return as_appended
+def _money(text_: str) -> Decimal | None:
+    return None if text_ == "\\N" else Decimal(text_)
+
+
+def _seat_content(seat: dict[str, Any]) -> dict[str, Any]:
+    """A seat as ledger_append stores it (COPY text read back into values)."""
+    return {"seat": seat["seat"], "player_id": seat["player_id"],
+            "balance_before": Decimal(seat["balance_before"]), "points": seat["points"],
+            "amount": Decimal(seat["amount"]), "fee": Decimal(seat["fee"]),
+            "balance_after": Decimal(seat["balance_after"]), "foul": False,
+            "special": None if seat["special"] == "\\N" else seat["special"]}
+
+
+def _line_content(row: tuple[int, str, str, str, str, str]) -> dict[str, Any]:
+    no, account, kind, amount, before, after = row
+    return {"line_no": no, "account": account, "kind": kind, "amount": Decimal(amount),
+            "balance_before": _money(before), "balance_after": _money(after)}
 
 
 def _copy_text(value: str) -> str:
@@ -233,25 +238,17 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
         seq, prev_hash = heads[table]
         seq += 1
         key = uuid.uuid4().hex
-        content_hash = hash_content(Round(
-            id=uuid.UUID(round_id), operator_id=OPERATOR, table_id=table, kind="settlement",
-            ruleset_name=template.ruleset_name, ruleset=template.ruleset,
-            ruleset_hash=template.ruleset_hash, stake=Decimal(STAKE),
-            request=json.loads(request), result=json.loads(result), idempotency_key=key,
-            body_hash=_sha(key), created_at=created, prev_hash=prev_hash, chain_seq=seq,
-            reverses_round_id=None))
-        heads[table] = (seq, content_hash)
-        round_line = "\t".join((
-            round_id, OPERATOR, table, "settlement", template.ruleset_name,
-            _copy_text(template.ruleset_json), template.ruleset_hash, STAKE,
-            _copy_text(request), _copy_text(result), key, _sha(key), created_iso,
-            content_hash, prev_hash or "\\N", str(seq), "\\N")) + "\n"
         seat_lines = []
+        seats = []
         line_rows = []
         line_no = 0
         for s, pid in enumerate(players):
             rounded, fee = template.rounded[s], template.fees[s]
             before = befores[s]
+            seats.append({"seat": s, "player_id": pid, "balance_before": values[f"b{s}"],
+                          "points": template.points[s], "amount": money_text(rounded - fee, p),
+                          "fee": money_text(fee, p), "balance_after": values[f"a{s}"],
+                          "special": template.specials[s]})
             seat_lines.append("\t".join((
                 OPERATOR, round_id, str(s), pid, values[f"b{s}"], str(template.points[s]),
                 money_text(rounded - fee, p), money_text(fee, p), values[f"a{s}"], "f",
@@ -267,6 +264,20 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
             line_no += 1
             line_rows.append((line_no, "house", "fee", money_text(template.house_fee, p),
                               "\\N", "\\N"))
+        content_hash = hash_content(Round(
+            id=uuid.UUID(round_id), operator_id=OPERATOR, table_id=table, kind="settlement",
+            ruleset_name=template.ruleset_name, ruleset=template.ruleset,
+            ruleset_hash=template.ruleset_hash, stake=Decimal(STAKE),
+            request=json.loads(request), result=json.loads(result), idempotency_key=key,
+            body_hash=_sha(key), created_at=created, prev_hash=prev_hash, chain_seq=seq,
+            reverses_round_id=None, content_version=CONTENT_VERSION),
+            [_seat_content(seat) for seat in seats], [_line_content(row) for row in line_rows])
+        heads[table] = (seq, content_hash)
+        round_line = "\t".join((
+            round_id, OPERATOR, table, "settlement", template.ruleset_name,
+            _copy_text(template.ruleset_json), template.ruleset_hash, STAKE,
+            _copy_text(request), _copy_text(result), key, _sha(key), created_iso,
+            content_hash, prev_hash or "\\N", str(seq), "\\N", str(CONTENT_VERSION))) + "\n"
         ledger = "".join(
             "\t".join((round_id, str(no), account, kind, amount, bb, ba, OPERATOR, table,
                        created_iso)) + "\n"
@@ -276,7 +287,9 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
 
 ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash, stake, "
                  "request, result, idempotency_key, body_hash, created_at, content_hash, "
-                 "prev_hash, chain_seq, reverses_round_id")
+                 "prev_hash, chain_seq, reverses_round_id, content_version")
+# Rounds are loaded as the service now appends them: the hash covers their seats and lines.
+CONTENT_VERSION = 2
 PLAYER_COLUMNS = ("operator_id, round_id, seat, player_id, balance_before, points, amount, fee, "
                   "balance_after, foul, special, table_id, chain_seq")
 LINE_COLUMNS = ("round_id, line_no, account, kind, amount, balance_before, balance_after, "
