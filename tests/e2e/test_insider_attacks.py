@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 
+from app.db.models import Round
+from app.services.rounds import content_hash
 from tests.e2e.test_audit_api import (
     _as_attacker,
     _checkpoint,
@@ -210,3 +213,31 @@ def test_a_stored_round_is_read_back_with_the_receipt_made_at_append(auditor):
     again = auditor.get(f"/v1/rounds/{body['round_id']}").get_json()
     assert again["chain"] == body["chain"]
     assert body["chain"]["signature"] and body["chain"]["key_id"]
+
+
+def _as_version_1(owner_engine: Engine, round_id: str) -> None:
+    """Store a round as the service did before content version 2: its hash over its row."""
+    with owner_engine.begin() as connection:
+        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        session = Session(bind=connection)
+        round_ = session.scalars(select(Round).where(Round.id == uuid.UUID(round_id))).one()
+        round_.content_version = 1
+        round_.receipt_key_id = round_.receipt_signature = None
+        round_.content_hash = content_hash(round_)
+        session.flush()
+
+
+def test_a_version_1_round_keeps_verifying_and_its_rows_are_still_checked(auditor,
+                                                                          owner_engine):
+    table = _table()
+    body = _settle(auditor, table, EX_000)
+    _as_version_1(owner_engine, body["round_id"])
+    read = auditor.get(f"/v1/rounds/{body['round_id']}").get_json()
+    assert read["chain"]["signature"] is None and read["chain"]["key_id"] is None
+    checkpoint = _checkpoint(auditor)
+    assert _period(auditor, table)["ok"] is True
+    assert _verify(auditor, checkpoint=checkpoint) == []
+    _move_money(owner_engine, body, 10)
+    # Its hash does not cover the rows, but the rows are still what it answered with.
+    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("lines_changed", table, 1)}
+    assert {d["what"] for d in _period(auditor, table)["differences"]} == {"lines", "players"}
