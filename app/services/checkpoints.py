@@ -357,9 +357,13 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
             if recomputed != round_.content_hash:
                 found.append(Finding(CONTENT_HASH, table_id, seq, f"content hashes to "
                                      f"{recomputed}, stored {round_.content_hash}"))
-            found.extend(Finding(LINES_CHANGED, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
-                         for what, detail in money_row_changes(round_, round_.result, players,
-                                                               entries))
+            if recomputed != round_.content_hash or round_.content_version < 2:
+                # Rows a matching version-2 hash covers are the ones appended: only a
+                # mismatch, or a hash that does not cover them, needs them named.
+                found.extend(Finding(LINES_CHANGED, table_id, seq,
+                                     f"{_TABLE_OF[what]}: {detail}")
+                             for what, detail in money_row_changes(round_, round_.result,
+                                                                   players, entries))
             if prev_time is not None and round_.created_at < prev_time:
                 found.append(Finding(CREATED_AT, table_id, seq, f"created_at "
                                      f"{utc_text(round_.created_at)} is before seq "

@@ -256,13 +256,16 @@ def round_content(round_: RoundColumns, players: Iterable[Row] = (),
 def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """A seat's or a line's columns as the content holds them: money as its decimal text
     (zero without a sign, as PostgreSQL's numeric stores it)."""
-    values = {}
+    values = row if isinstance(row, Mapping) else getattr(row, "_mapping", None)
+    if values is None:
+        values = {name: getattr(row, name) for name in names}
+    content = {}
     for name in names:
-        value = row[name] if isinstance(row, Mapping) else getattr(row, name)
-        if isinstance(value, Decimal):
+        value = values[name]
+        if value.__class__ is Decimal:
             value = format(value.copy_abs() if value.is_zero() else value, "f")
-        values[name] = value
-    return values
+        content[name] = value
+    return content
 
 
 def content_hash(round_: RoundColumns, players: Iterable[Row] = (), lines: Iterable[Row] = (),
