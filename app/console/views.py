@@ -39,7 +39,7 @@ from app.db.repositories import InvalidCursor
 from app.services import audit, checkpoints, ledger, rounds
 from app.services.keys import Caller, InvalidToken, Scope, authenticate, caller_of_key
 from app.services.reconcile import reconcile
-from app.text import is_identifier
+from app.text import is_identifier, text_fault
 
 bp = Blueprint("console", __name__, url_prefix=CONSOLE_PATH, template_folder="templates",
                static_folder="static", static_url_path="/static")
@@ -169,16 +169,36 @@ def _safe_next(target: str | None) -> str:
     return url_for("console.tables")
 
 
+# A console path is short; the page that asked for sign-in sends its own.
+MAX_NEXT = 2048
+
+
+def _bad_next(target: str) -> Response | None:
+    """Refuse a ``next`` that no console page could have sent: too long, or holding a
+    control character (a CR or LF would split the redirect's header, a NUL cut it)."""
+    if len(target) <= MAX_NEXT and text_fault(target) is None:
+        return None
+    return _page("console/error.html", 400, title="Bad sign-in link",
+                 message=f"The page to return to (next) must be at most {MAX_NEXT} "
+                         "characters with no control characters; open the console again.")
+
+
 @bp.get("/sign-in")
 def sign_in() -> Response:
-    return _page("console/sign_in.html", next=request.args.get("next", ""),
-                 notice=session.pop("notice", None))
+    target = request.args.get("next", "")
+    bad = _bad_next(target)
+    if bad is not None:
+        return bad
+    return _page("console/sign_in.html", next=target, notice=session.pop("notice", None))
 
 
 @bp.post("/sign-in")
 def sign_in_post() -> BaseResponse:
     key = request.form.get("key", "").strip()
     target = request.form.get("next", "")
+    bad = _bad_next(target)
+    if bad is not None:
+        return bad
     if not key or len(key) > MAX_KEY_TEXT:
         return _page("console/sign_in.html", 401, next=target, error="Enter an API key.")
     get_database()

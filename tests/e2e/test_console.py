@@ -296,6 +296,19 @@ def test_sign_in_sends_you_only_to_console_pages(app, admin_key, target):
     assert signed.headers["Location"] == "/console/tables"
 
 
+@pytest.mark.parametrize("target", ["/console/\r\nSet-Cookie: a=b", "/console/\x00",
+                                    "/console/\n", "/console/" + "a" * 3000])
+def test_a_sign_in_link_with_a_control_character_or_too_long_is_refused(app, admin_key,
+                                                                         target):
+    client = browser(app)
+    # In a URL, the service's own check of every query string answers first (422).
+    shown = client.get("/console/sign-in", query_string={"next": target})
+    assert shown.status_code in (400, 422) and "next" in text(shown)
+    signed = sign_in(client, admin_key, next_=target)
+    assert signed.status_code == 400 and "Location" not in signed.headers
+    assert "Set-Cookie: a=b" not in str(signed.headers)
+
+
 AUDIT = "/console/audit"
 
 
