@@ -12,6 +12,7 @@ from app.config import Settings
 
 if TYPE_CHECKING:
     from app.db.engine import Database
+    from app.services.signing import Keyring
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     """
     # Imported here so that importing ``app`` (the domain, the CLI) stays cheap.
     from app.api import register_blueprints
-    from app.api.audit import SIGNER as AUDIT_SIGNER
+    from app.api.audit import KEYRING
     from app.api.auth import init_auth
     from app.api.cors import init_cors
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
@@ -38,7 +39,6 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.console import init_console
     from app.db import EXTENSION as DATABASE
     from app.db.schema import head_revisions
-    from app.services.signing import load_signer
 
     settings = settings if settings is not None else Settings.from_env()
     configure_logging(settings.log_level)
@@ -58,10 +58,10 @@ def create_app(settings: Settings | None = None) -> Flask:
         # The flask command: connect (or start the embedded server), and load or make the
         # signing key, only when a command needs them, so --help needs neither.
         app.extensions[DATABASE] = lambda: _connect(app, settings, serve_when_down=False)
-        app.extensions[AUDIT_SIGNER] = lambda: load_signer(settings.audit_signing_key_file)
+        app.extensions[KEYRING] = lambda: _keyring(settings)
     else:
         app.extensions[DATABASE] = _connect(app, settings, serve_when_down=True)
-        app.extensions[AUDIT_SIGNER] = load_signer(settings.audit_signing_key_file)
+        app.extensions[KEYRING] = _keyring(settings)
 
     register_error_handlers(app)
     init_request_log(app)
@@ -76,6 +76,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     register_commands(app)
     log.debug("app created with %s", settings.redacted())
     return app
+
+
+def _keyring(settings: Settings) -> Keyring:
+    from app.services.signing import load_keyring
+
+    return load_keyring(settings.audit_signing_key_file, settings.audit_public_keys_file,
+                        create=settings.audit_signing_key_create)
 
 
 def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Database:

@@ -63,6 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.db.schema import DATABASE_UNAVAILABLE, upgrade
 
     command = gunicorn_command(extra)
+    from app.services.signing import SigningKeyError, load_keyring
+
+    try:
+        # Before any worker: a lost key stops the start here, with the setting named.
+        load_keyring(settings.audit_signing_key_file, settings.audit_public_keys_file,
+                     create=settings.audit_signing_key_create)
+    except SigningKeyError as error:
+        print(f"start-up refused: {error}", file=sys.stderr)
+        return 2
     try:
         # The embedded default is started, migrated and given its runtime login here.
         urls = database_urls(settings)

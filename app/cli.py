@@ -277,30 +277,40 @@ AUDIT_FINDINGS_EXIT = 3
 @click.option("--limit", type=click.IntRange(1, checkpoint_service.MAX_LIMIT),
               default=checkpoint_service.DEFAULT_LIMIT, show_default=True,
               help="Rounds walked per page.")
+@click.option("--public-keys", "keys_file",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The public keys to check signatures with, as GET /v1/audit/public-keys "
+                   "answered them and you kept them (default: the keys the service "
+                   "publishes, AUDIT_PUBLIC_KEYS_FILE).")
 @needs_database
-def audit_verify(checkpoint_file: Path, limit: int) -> None:
+def audit_verify(checkpoint_file: Path, limit: int, keys_file: Path | None) -> None:
     """Check a kept checkpoint's signature, then walk every chain it names to its head.
 
-    Prints one line per finding; exits 0 when clean and 3 on any finding.
+    Uses public keys only: never reads, and never makes, a private key. Prints one line per
+    finding; exits 0 when clean and 3 on any finding.
     """
-    from app.api.audit import KeptCheckpointSchema, signer
-    from app.services.signing import SigningKeyError
+    from app.api.audit import KeptCheckpointSchema
+    from app.services.signing import SigningKeyError, load_public_keys, public_keys_file
 
     try:
         checkpoint = KeptCheckpointSchema().load(json.loads(checkpoint_file.read_text("utf-8")))
     except (ValueError, ValidationError) as error:
         raise click.BadParameter(f"not a checkpoint: {error}", param_hint="--checkpoint") \
             from None
+    settings = current_app.config["SETTINGS"]
+    path = keys_file or settings.audit_public_keys_file or public_keys_file(
+        settings.audit_signing_key_file)
     try:
-        verifier = signer().verifier
+        keys = load_public_keys(path)
     except SigningKeyError as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(f"{error}; give the keys you kept with --public-keys") \
+            from None
     total = sum(head["seq"] for head in checkpoint["heads"])
     findings, rounds, cursor = 0, 0, None
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
         while True:
             page = checkpoint_service.verify_anchored(
-                get_database().sessions, verifier, checkpoint["operator_id"],
+                get_database().sessions, keys, checkpoint["operator_id"],
                 checkpoint=checkpoint, receipts=[], limit=limit, cursor=cursor)
             for finding in page.findings:
                 click.echo(f"{finding.what}\ttable {finding.table_id or '-'}\tseq "
@@ -315,6 +325,23 @@ def audit_verify(checkpoint_file: Path, limit: int) -> None:
                f"checkpoint {checkpoint['checkpoint_id']}: {findings} finding(s)", err=True)
     if findings:
         raise SystemExit(AUDIT_FINDINGS_EXIT)
+
+
+@audit.command("rotate-key")
+def audit_rotate_key() -> None:
+    """Start a new signing key; the old public key stays published.
+
+    Receipts and checkpoints signed by the old key keep verifying. Reload the service
+    afterwards (SIGHUP to gunicorn's master) so its workers sign with the new key.
+    """
+    from app.services.signing import SigningKeyError, rotate_key
+
+    settings = current_app.config["SETTINGS"]
+    try:
+        old, new = rotate_key(settings.audit_signing_key_file, settings.audit_public_keys_file)
+    except SigningKeyError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"the audit signing key is now {new}; {old} stays published, valid until now")
 
 
 # --- reindex ---------------------------------------------------------------------------

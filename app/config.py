@@ -35,6 +35,11 @@ class Settings:
     # Development only: let the service run as a superuser or the tables' owner.
     allow_owner_runtime: bool = False
     audit_signing_key_file: Path = Path("var/audit-signing-key.pem")
+    # Where the keyring's public keys are published; None: beside the private key.
+    audit_public_keys_file: Path | None = None
+    # Make the signing key when its file is missing: by default only for the embedded
+    # database, never for a deployment, where a lost key must stop the start.
+    audit_signing_key_create: bool = False
     pgserver_data_dir: Path = Path("var/pgdata")
     max_body_bytes: int = 256 * 1024
     db_statement_timeout_ms: int = 5_000
@@ -74,6 +79,9 @@ class Settings:
             allow_owner_runtime=_bool(env, "ALLOW_OWNER_RUNTIME", False),
             audit_signing_key_file=Path(env.get("AUDIT_SIGNING_KEY_FILE", "").strip()
                                         or "var/audit-signing-key.pem"),
+            audit_public_keys_file=Path(env["AUDIT_PUBLIC_KEYS_FILE"].strip())
+            if env.get("AUDIT_PUBLIC_KEYS_FILE", "").strip() else None,
+            audit_signing_key_create=_bool(env, "AUDIT_SIGNING_KEY_CREATE", not url),
             pgserver_data_dir=Path(env.get("PGSERVER_DATA_DIR", "") or "var/pgdata"),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 256 * 1024, minimum=1),
             db_statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 5_000, minimum=0),

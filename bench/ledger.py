@@ -71,7 +71,7 @@ from app.services import rounds as rounds_service
 from app.services.play import parse_round, play, round_body
 from app.services.reconcile import reconcile
 from app.services.rounds import canonical_json, stored_input
-from app.services.signing import Signer
+from app.services.signing import PublicKeys, PublishedKey, Signer
 from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -609,6 +609,7 @@ def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
 def _checkpoint_and_verify(sessions: Any) -> None:
     """Time a checkpoint of every chain head, then a verify of every chain against it."""
     signer = Signer(Ed25519PrivateKey.generate())  # a key of this run only
+    keys = PublicKeys((PublishedKey(signer.verifier, datetime.now(UTC), None),))
     t = time.perf_counter()
     checkpoint = checkpoints.create_checkpoint(sessions, signer, OPERATOR)
     print(f"checkpoint of every chain head: {(time.perf_counter() - t) * 1000:.1f} ms, "
@@ -616,7 +617,7 @@ def _checkpoint_and_verify(sessions: Any) -> None:
     t = time.perf_counter()
     rounds, findings, pages, cursor = 0, 0, 0, None
     while True:
-        page = checkpoints.verify_anchored(sessions, signer.verifier, OPERATOR,
+        page = checkpoints.verify_anchored(sessions, keys, OPERATOR,
                                            checkpoint=checkpoint, receipts=[],
                                            limit=checkpoints.MAX_LIMIT, cursor=cursor)
         rounds, findings, pages = rounds + page.rounds, findings + len(page.findings), pages + 1

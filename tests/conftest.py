@@ -144,7 +144,8 @@ def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Set
     """
     return Settings.from_env({"DATABASE_URL": runtime_url,
                               "MIGRATIONS_DATABASE_URL": database_url,
-                              "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)})
+                              "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
+                              "AUDIT_SIGNING_KEY_CREATE": "true"})
 
 
 @pytest.fixture(scope="session")

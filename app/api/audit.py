@@ -24,11 +24,11 @@ from app.db import get_database
 from app.db.repositories import InvalidCursor
 from app.extensions import extension
 from app.services import audit, checkpoints
-from app.services.signing import Signer
+from app.services.signing import Keyring, Signer
 
 bp = Blueprint("audit", __name__, url_prefix="/v1/audit")
 
-SIGNER = "audit_signer"
+KEYRING = "audit_keyring"
 
 # Verify re-scores every round of the period inside one request, so the period is bounded.
 MAX_PERIOD = timedelta(days=366)
@@ -46,10 +46,15 @@ _TABLE = IDENTIFIER_FIELD
 NOTE_PATH = "checkpoint.note"
 
 
+def keyring() -> Keyring:
+    """Return the app's audit keyring: loaded once, at start, or for the flask command the
+    first time one of its commands asks (create_app)."""
+    return extension(KEYRING, Keyring)
+
+
 def signer() -> Signer:
-    """Return the app's audit signing key: loaded once, at start, or for the flask command
-    the first time one of its commands asks (create_app)."""
-    return extension(SIGNER, Signer)
+    """Return the key the service signs with now."""
+    return keyring().current
 
 
 class VerifyQuerySchema(RequiredPeriodQuerySchema):
@@ -80,6 +85,13 @@ def verify() -> Response:
 @bp.get("/public-key")
 def public_key() -> Response:
     return jsonify(signer().verifier.to_json())
+
+
+@bp.get("/public-keys")
+def public_keys() -> Response:
+    """Every public key the service signed with, and when each was current: save it, and
+    verify with it alone."""
+    return jsonify(keyring().public.to_json())
 
 
 class PageSchema(Schema):
@@ -172,7 +184,7 @@ def verify_kept() -> Response:
     data = VerifyRequestSchema().load(json_body(newlines_at=frozenset({NOTE_PATH})))
     try:
         report = checkpoints.verify_anchored(
-            get_database().sessions, signer().verifier, operator_id(),
+            get_database().sessions, keyring().public, operator_id(),
             checkpoint=data.get("checkpoint"), receipts=data.get("receipts", []),
             limit=data["limit"], cursor=data.get("cursor"))
     except InvalidCursor as error:

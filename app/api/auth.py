@@ -92,6 +92,7 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/v1/audit/checkpoints/{checkpoint_id}"): needs(Scope.RECONCILE_READ),
     # The key that checks receipts and checkpoints: anyone may hold it, like the rulesets.
     ("GET", "/v1/audit/public-key"): PUBLIC,
+    ("GET", "/v1/audit/public-keys"): PUBLIC,
     # Pages for people, not in openapi.yaml (app.api.PAGE_BLUEPRINTS): the contract
     # rendered by Swagger UI, and the read-only console behind its own cookie session.
     ("GET", "/docs"): PUBLIC,

@@ -27,7 +27,7 @@ from flask import (
 from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.api.audit import CheckpointSchema, VerifyQuerySchema, signer
+from app.api.audit import CheckpointSchema, VerifyQuerySchema, keyring, signer
 from app.api.auth import access_of, route_template
 from app.api.errors import string_faults
 from app.api.extensions import SCHEMA_GATE
@@ -535,7 +535,7 @@ def verify_checkpoint() -> Response:
         return _audit_page(422, verify_error=str(error))
     try:
         report = checkpoints.verify_anchored(
-            get_database().sessions, signer().verifier, _caller().operator_id,
+            get_database().sessions, keyring().public, _caller().operator_id,
             checkpoint=checkpoint, receipts=[], limit=int(limit_text), cursor=cursor)
     except InvalidCursor:
         return _invalid_cursor()

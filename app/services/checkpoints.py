@@ -40,7 +40,7 @@ from app.db.repositories import ChainHead, InvalidCursor
 from app.services import audit, cursors
 from app.services.audit import ChainEnd, money_row_changes
 from app.services.rounds import content_hash, utc_text
-from app.services.signing import Signer, Verifier, receipt_statement, verify_note
+from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
 from app.services.uow import UnitOfWork
 
 ORIGIN = "thirteen-settlement"
@@ -220,11 +220,12 @@ class AnchoredVerification:
 VERIFY = "audit.verify"
 
 
-def verify_anchored(sessions: sessionmaker[Session], verifier: Verifier, operator_id: str, *,
+def verify_anchored(sessions: sessionmaker[Session], keys: PublicKeys, operator_id: str, *,
                     checkpoint: Mapping[str, Any] | None,
                     receipts: Sequence[Mapping[str, Any]], limit: int = DEFAULT_LIMIT,
                     cursor: str | None = None) -> AnchoredVerification:
-    """Check the signatures of a kept checkpoint and receipts, then the chains they name.
+    """Check the signatures of a kept checkpoint and receipts with ``keys`` (every public
+    key the service signed with), then the chains they name.
 
     Does at most ``limit`` rounds of work; ``next_cursor`` continues where it stopped
     (bound to the same checkpoint and receipts). Signature findings come on the first page.
@@ -236,9 +237,9 @@ def verify_anchored(sessions: sessionmaker[Session], verifier: Verifier, operato
     anchors: dict[str, dict[int, Anchor]] = {}
     findings: list[Finding] = []
     if checkpoint is not None:
-        findings.extend(_anchor_checkpoint(verifier, operator_id, checkpoint, anchors))
+        findings.extend(_anchor_checkpoint(keys, operator_id, checkpoint, anchors))
     for n, receipt in enumerate(receipts):
-        findings.extend(_anchor_receipt(verifier, operator_id, receipt, n, anchors))
+        findings.extend(_anchor_receipt(keys, operator_id, receipt, n, anchors))
     start_table: str | None = None
     after_seq = 0
     if cursor is None:
@@ -269,13 +270,13 @@ def _verify_position(position: list[Any]) -> tuple[str, int]:
     return position[0], position[1]
 
 
-def _anchor_checkpoint(verifier: Verifier, operator_id: str, checkpoint: Mapping[str, Any],
+def _anchor_checkpoint(keys: PublicKeys, operator_id: str, checkpoint: Mapping[str, Any],
                        anchors: dict[str, dict[int, Anchor]]) -> list[Finding]:
     name = f"checkpoint {checkpoint.get('checkpoint_id')}"
-    signed = verify_note(verifier, str(checkpoint.get("note", "")))
+    signed = verify_note(keys, str(checkpoint.get("note", "")))
     if signed is None:
-        return [Finding(BAD_SIGNATURE, None, None, f"{name}: its note is not signed by the "
-                        f"service's key {verifier.key_id}")]
+        return [Finding(BAD_SIGNATURE, None, None, f"{name}: its note is not signed by any "
+                        f"of the service's keys ({keys.names()})")]
     lines = signed.splitlines()
     if len(lines) < 3 or lines[0] != f"{ORIGIN}/{operator_id}":
         return [Finding(BAD_CHECKPOINT, None, None, f"{name}: the note is not a checkpoint of "
@@ -296,14 +297,20 @@ def _anchor_checkpoint(verifier: Verifier, operator_id: str, checkpoint: Mapping
     return []
 
 
-def _anchor_receipt(verifier: Verifier, operator_id: str, receipt: Mapping[str, Any], n: int,
+def _anchor_receipt(keys: PublicKeys, operator_id: str, receipt: Mapping[str, Any], n: int,
                     anchors: dict[str, dict[int, Anchor]]) -> list[Finding]:
     table_id, seq = receipt["table_id"], receipt["seq"]
     statement = receipt_statement(operator_id, table_id, seq, receipt.get("prev_hash"),
                                   receipt["content_hash"])
-    if not verifier.verify(statement, receipt["signature"]):
-        return [Finding(BAD_SIGNATURE, table_id, seq, f"receipts[{n}]: not signed by the "
-                        f"service's key {verifier.key_id} for operator {operator_id}")]
+    # The key the receipt names, or (a receipt kept without it) any of the keyring's.
+    named = receipt.get("key_id")
+    candidates = ([keys.find(named)] if named is not None
+                  else [k.verifier for k in keys.keys])
+    if not any(v is not None and v.verify(statement, receipt["signature"])
+               for v in candidates):
+        return [Finding(BAD_SIGNATURE, table_id, seq, f"receipts[{n}]: not signed for "
+                        f"operator {operator_id} by any of the service's keys "
+                        f"({keys.names()})")]
     anchors.setdefault(table_id, {})[seq] = Anchor(receipt["content_hash"],
                                                    receipt.get("prev_hash"),
                                                    f"receipts[{n}]")

@@ -8,9 +8,13 @@ make is the anchor that survives. The service signs two things with one key:
 - a **checkpoint** of an operator's chain heads, as a C2SP signed note
   (https://c2sp.org/signed-note, https://c2sp.org/tlog-checkpoint).
 
-The key lives in a PEM file (AUDIT_SIGNING_KEY_FILE), created with mode 0600 when missing.
-Its ``key_id`` is the note key hash: the first 4 bytes of SHA-256(key name, a newline,
-the Ed25519 signature type 0x01 and the 32-byte public key), in hex. Only the
+The private key lives in a PEM file (AUDIT_SIGNING_KEY_FILE, mode 0600). Keys are a
+keyring: every public key the service ever signed with is published, with the time it
+became current and the time it was replaced, in a JSON file beside it
+(AUDIT_PUBLIC_KEYS_FILE), so receipts and checkpoints made under an old key keep
+verifying after a rotation, and an auditor verifies with public keys alone. A key's
+``key_id`` is the note key hash: the first 4 bytes of SHA-256(key name, a newline, the
+Ed25519 signature type 0x01 and the 32-byte public key), in hex. Only the
 ``cryptography`` package does cryptography here.
 """
 
@@ -19,9 +23,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import logging
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +59,6 @@ def receipt_statement(operator_id: str, table_id: str, seq: int, prev_hash: str 
     """
     return (f"{RECEIPT_VERSION}\noperator {operator_id}\ntable {table_id}\nseq {seq}\n"
             f"prev {prev_hash or '-'}\ncontent {content_hash}\n").encode()
-
-
-def sign_receipt(round_body: dict[str, Any], signer: Signer) -> dict[str, Any]:
-    """Add the receipt's ``signature`` and ``key_id`` to a stored round's ``chain``."""
-    chain = round_body.get("chain")
-    if chain is None:
-        return round_body
-    statement = receipt_statement(round_body["operator_id"], round_body["table_id"],
-                                  chain["seq"], chain["prev_hash"], chain["content_hash"])
-    chain["signature"] = signer.sign(statement)
-    chain["key_id"] = signer.key_id
-    return round_body
 
 
 def note_key_hash(public_key: bytes, name: str = KEY_NAME) -> bytes:
@@ -127,8 +121,8 @@ class Signer:
         return f"{text}\n\u2014 {KEY_NAME} {base64.b64encode(signature).decode()}\n"
 
 
-def verify_note(verifier: Verifier, note: str) -> str | None:
-    """Return a signed note's text if ``verifier``'s key signed it, else None."""
+def verify_note(keys: PublicKeys, note: str) -> str | None:
+    """Return a signed note's text if one of ``keys`` signed it, else None."""
     text, sep, signatures = note.partition("\n\n")
     if not sep:
         return None
@@ -142,14 +136,153 @@ def verify_note(verifier: Verifier, note: str) -> str | None:
             raw = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
             continue
-        if raw[:4] != note_key_hash(verifier.public_key):
-            continue
-        if verifier.verify_raw(text.encode(), raw[4:]):
+        verifier = keys.find(raw[:4].hex())
+        if verifier is not None and verifier.verify_raw(text.encode(), raw[4:]):
             return text
     return None
 
 
-def load_signer(path: Path, *, create: bool = True) -> Signer:
+@dataclass(frozen=True, slots=True)
+class PublishedKey:
+    """A public key of the keyring and when it was the one the service signed with."""
+
+    verifier: Verifier
+    valid_from: datetime
+    valid_to: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.verifier.to_json(), "valid_from": _utc(self.valid_from),
+                "valid_to": None if self.valid_to is None else _utc(self.valid_to)}
+
+
+@dataclass(frozen=True, slots=True)
+class PublicKeys:
+    """Every public key the service signed with, found by key id: what verifies."""
+
+    keys: tuple[PublishedKey, ...]
+
+    def find(self, key_id: str) -> Verifier | None:
+        return next((k.verifier for k in self.keys if k.verifier.key_id == key_id), None)
+
+    def names(self) -> str:
+        return ", ".join(k.verifier.key_id for k in self.keys) or "none"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"keys": [k.to_json() for k in self.keys]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> PublicKeys:
+        """Read keys as ``GET /v1/audit/public-keys`` answers them; raise SigningKeyError."""
+        try:
+            keys = []
+            for item in data["keys"]:
+                if item["algorithm"] != ALGORITHM or item["key_name"] != KEY_NAME:
+                    raise ValueError(f"key {item.get('key_id')!r} is not an {ALGORITHM} "
+                                     f"key named {KEY_NAME}")
+                verifier = Verifier(base64.b64decode(item["public_key"], validate=True))
+                if len(verifier.public_key) != 32 or verifier.key_id != item["key_id"]:
+                    raise ValueError(f"key {item['key_id']!r} does not match its public key")
+                valid_to = item.get("valid_to")
+                keys.append(PublishedKey(verifier, _moment(item["valid_from"]),
+                                         None if valid_to is None else _moment(valid_to)))
+        except (KeyError, TypeError, ValueError, binascii.Error) as error:
+            raise SigningKeyError(f"not a list of public keys: {error}") from None
+        return cls(tuple(keys))
+
+
+@dataclass(frozen=True, slots=True)
+class Keyring:
+    """The key the service signs with now, and every public key it ever signed with."""
+
+    current: Signer
+    public: PublicKeys
+
+
+def public_keys_file(key_file: Path) -> Path:
+    """Where the keyring's public keys are published by default: beside the private key."""
+    return key_file.with_name(f"{key_file.stem}.public-keys.json")
+
+
+def load_public_keys(path: Path) -> PublicKeys:
+    """Read a public keyring file (the service's own, or one an auditor saved)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        raise SigningKeyError(f"cannot read public keys from {path}: {error}") from None
+    return PublicKeys.from_json(data)
+
+
+def load_keyring(key_file: Path, public_file: Path | None = None, *,
+                 create: bool = False) -> Keyring:
+    """Load the private key and the published keyring; publish the key if it is new.
+
+    A missing private key is made only with ``create`` (the embedded default, or
+    AUDIT_SIGNING_KEY_CREATE=true); otherwise SigningKeyError names the setting, since a
+    service that quietly made a new key would sign with a key no auditor knows.
+    """
+    signer = load_signer(key_file, create=create)
+    path = public_file or public_keys_file(key_file)
+    published = load_public_keys(path) if path.exists() else PublicKeys(())
+    if published.find(signer.key_id) is None:
+        now = datetime.now(UTC)
+        published = PublicKeys((*_retired(published, now), PublishedKey(signer.verifier, now,
+                                                                          None)))
+        _write_atomically(path, json.dumps(published.to_json(), indent=2).encode(), 0o644)
+    return Keyring(signer, published)
+
+
+def rotate_key(key_file: Path, public_file: Path | None = None) -> tuple[str, str]:
+    """Start a new signing key: publish it, then replace the private key; return the old
+    and the new key ids. The old public key stays published, with the time it ended."""
+    old = load_keyring(key_file, public_file)
+    new_key = Ed25519PrivateKey.generate()
+    signer = Signer(new_key)
+    now = datetime.now(UTC)
+    published = PublicKeys((*_retired(old.public, now), PublishedKey(signer.verifier, now, None)))
+    # Published first: no signature is ever made with a key that is not.
+    _write_atomically(public_file or public_keys_file(key_file),
+                      json.dumps(published.to_json(), indent=2).encode(), 0o644)
+    _write_atomically(key_file, _pem(new_key), 0o600)
+    log.warning("rotated the audit signing key: %s replaces %s; reload the service so its "
+                "workers sign with the new key", signer.key_id, old.current.key_id)
+    return old.current.key_id, signer.key_id
+
+
+def _retired(keys: PublicKeys, now: datetime) -> tuple[PublishedKey, ...]:
+    return tuple(k if k.valid_to is not None else PublishedKey(k.verifier, k.valid_from, now)
+                 for k in keys.keys)
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
+
+def _moment(text: Any) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return moment
+
+
+def _pem(key: Ed25519PrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` under a temporary name and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def load_signer(path: Path, *, create: bool = False) -> Signer:
     """Load the PEM private key at ``path``; create one (mode 0600) first if it is missing.
 
     Several processes starting at once (gunicorn workers) agree on one key: the file is
@@ -158,7 +291,11 @@ def load_signer(path: Path, *, create: bool = True) -> Signer:
     """
     if not path.exists():
         if not create:
-            raise SigningKeyError(f"no audit signing key at {path}")
+            raise SigningKeyError(
+                f"no audit signing key at {path}: set AUDIT_SIGNING_KEY_FILE to the key's "
+                "file, or AUDIT_SIGNING_KEY_CREATE=true to make a new one (receipts and "
+                "checkpoints signed by the lost key keep verifying with its published "
+                "public key)")
         try:
             _create(path)
         except OSError as error:
@@ -176,9 +313,7 @@ def load_signer(path: Path, *, create: bool = True) -> Signer:
 
 def _create(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption())
+    pem = _pem(Ed25519PrivateKey.generate())
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

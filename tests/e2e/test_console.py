@@ -369,7 +369,7 @@ def test_the_audit_page_takes_a_checkpoint_downloads_it_and_verifies_it_back(app
     zeros = base64.b64encode(bytes(68)).decode()
     note = kept["note"].rstrip("\n").rsplit(" ", 1)[0] + f" {zeros}\n"
     unsigned = upload(client, json.dumps({**kept, "note": note}).encode())
-    assert "not signed by the service" in text(unsigned)
+    assert "not signed by any of the service&#39;s keys" in text(unsigned)
 
 
 @pytest.mark.parametrize(("content", "named"), [

@@ -57,10 +57,10 @@ _A_CHECKPOINT = {"checkpoint_id": "c-1", "operator_id": "op", "created_at": "202
                  "heads": [{"table_id": "t", "seq": 1, "head_hash": "0" * 64}], "note": "n"}
 
 
-def test_a_command_that_signs_loads_the_key_when_it_runs_and_says_why_it_cannot(
+def test_the_auditors_command_reads_public_keys_only_and_says_why_it_cannot(
         tmp_path: Path) -> None:
-    """The flask command makes or reads the audit signing key only for a command that
-    needs it (``--help`` makes none); one it cannot read is a one-line error, exit 1."""
+    """``audit verify`` never reads or makes a private key: it checks signatures with the
+    published keys or the ones given; keys it cannot read are a one-line error, exit 1."""
     key = tmp_path / "audit-signing-key.pem"
     env = {"DATABASE_URL": _closed_url(), "AUDIT_SIGNING_KEY_FILE": str(key)}
     checkpoint = tmp_path / "checkpoint.json"
@@ -68,13 +68,16 @@ def test_a_command_that_signs_loads_the_key_when_it_runs_and_says_why_it_cannot(
     refused = _flask("audit", "verify", "--checkpoint", str(checkpoint), env=env)
     assert refused.returncode == 2 and "not a checkpoint" in refused.stderr, refused.stderr
     assert not key.exists(), "a command refused before signing made a key"
-    key.write_text("not a key")
     checkpoint.write_text(json.dumps(_A_CHECKPOINT))
-    bad = _flask("audit", "verify", "--checkpoint", str(checkpoint), env=env)
-    assert bad.returncode == 1, bad.stderr
-    plain = [line for line in bad.stderr.splitlines() if not line.startswith("{")]
-    assert len(plain) == 1, bad.stderr
-    assert plain[0].startswith(f"Error: cannot read the audit signing key {key}: "), bad.stderr
+    kept = tmp_path / "kept-keys.json"
+    kept.write_text('{"keys": [{"key_id": "nope"}]}')
+    for given, named in (([], "audit-signing-key.public-keys.json"),
+                         (["--public-keys", str(kept)], "not a list of public keys")):
+        bad = _flask("audit", "verify", "--checkpoint", str(checkpoint), *given, env=env)
+        assert bad.returncode == 1, bad.stderr
+        plain = [line for line in bad.stderr.splitlines() if not line.startswith("{")]
+        assert len(plain) == 1 and named in plain[0], bad.stderr
+    assert not key.exists(), "the auditor's command made a private key"
 
 
 @pytest.mark.parametrize("command", [["keys", "list"], ["reindex"]], ids=" ".join)

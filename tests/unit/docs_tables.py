@@ -16,8 +16,8 @@ def _effect(effect: dict[str, Any]) -> str:
 
 def preset_table() -> str:
     """Every 十三支 preset's distinguishing parameters, one row a preset."""
-    rows = ["| preset | players | decks | scoring | scoop effect | home-run effect | foul | specials "
-            "| dragon | exchange | payout | fee | precision |",
+    rows = ["| preset | players | decks | scoring | scoop effect | home-run effect | foul "
+            "| specials | dragon | exchange | payout | fee | precision |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, rules in PRESETS.items():
         d = ruleset_to_dict(rules)
