@@ -192,6 +192,19 @@ def current_caller() -> Caller:
     return caller
 
 
+def optional_caller() -> Caller | None:
+    """For a public route that shows more to a key: the key the request authenticates, or
+    None (no key, or a bad one: a public route ignores a bad key, as every public route)."""
+    if not request.headers.get("Authorization", "").strip():
+        return None
+    get_database()
+    current_app.extensions[SCHEMA_GATE].ensure()
+    try:
+        return _caller()
+    except ProblemError:
+        return None
+
+
 def _caller() -> Caller:
     header = request.headers.get("Authorization", "")
     if not header.strip():

@@ -2,7 +2,8 @@
 
 Requests by method, route template and status, and their latency; rounds stored by game,
 preset and kind; replays and idempotency conflicts; refusals by problem type; money moved in
-minor units by operator and line kind; the database pool's connections in use and the
+minor units by operator and line kind (shown only to that operator's key with
+reconcile:read); the database pool's connections in use and the
 requests refused because the database was unavailable or the pool ran dry.
 
 Label values come from fixed sets (methods, route templates, statuses, games, kinds,
@@ -216,14 +217,47 @@ def watch_pool(app: Flask, engine: Engine) -> None:
         in_use.dec()
 
 
+class _Shown:
+    """The metrics a caller may see: the money series of its own operator only, and none
+    to a caller without a key with reconcile:read (an operator's volumes are its own)."""
+
+    def __init__(self, source: CollectorRegistry, operator: str | None) -> None:
+        self._source = source
+        self._operator = operator
+
+    def collect(self) -> Iterable[Any]:
+        for family in self._source.collect():
+            if family.name != MONEY_METRIC:
+                yield family
+            elif self._operator is not None:
+                family.samples = [s for s in family.samples
+                                  if s.labels.get("operator") == self._operator]
+                yield family
+
+
+MONEY_METRIC = "ledger_money_minor_units"
+
+
 @bp.get("/metrics")
 def metrics_view() -> Response:
-    """Expose the metrics in the Prometheus text format."""
+    """Expose the metrics in the Prometheus text format; money only to its operator's key."""
+    from app.api.auth import optional_caller
+    from app.services.keys import Scope
+
+    caller = optional_caller()
+    operator = (caller.operator_id if caller is not None
+                and caller.may({Scope.RECONCILE_READ}) else None)
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+        source = CollectorRegistry()
+        MultiProcessCollector(source, path=directory)  # type: ignore[no-untyped-call]
     else:
-        registry = current_app.extensions[EXTENSION].registry
+        source = current_app.extensions[EXTENSION].registry
+    shown = CollectorRegistry(auto_describe=False)
+    shown.register(_Shown(source, operator))  # type: ignore[arg-type]
     # The classic 0.0.4 text format: every Prometheus version scrapes it.
-    return Response(generate_latest(registry), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    response = Response(generate_latest(shown), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    # What is shown depends on the key: no shared cache may keep it for another caller.
+    response.headers["Cache-Control"] = "private, no-store"
+    response.vary.add("Authorization")
+    return response

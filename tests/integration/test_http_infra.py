@@ -126,12 +126,44 @@ def test_readyz_is_503_when_the_schema_is_behind(make_app, make_database):
     assert "schema" in body["detail"]
 
 
-def _metric(client, name, **labels):
-    for family in text_string_to_metric_families(client.get("/metrics").get_data(as_text=True)):
+def _metric(client, name, headers=None, **labels):
+    text = client.get("/metrics", headers=headers or {}).get_data(as_text=True)
+    for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return sample.value
     return 0.0
+
+
+def test_money_series_show_only_to_their_operators_key_with_reconcile_read(make_app,
+                                                                          make_key):
+    import uuid
+
+    from tests.worked_examples import EX_000, round_request
+
+    client = make_app().test_client()
+    client.environ_base.pop("HTTP_AUTHORIZATION", None)
+    mine, theirs = (f"money-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for operator in (mine, theirs):
+        key = make_key("rounds:write", operator_id=operator)
+        answer = client.post("/v1/rounds", json=round_request(EX_000, f"t-{operator}"),
+                             headers={"Authorization": f"Bearer {key}",
+                                      "Idempotency-Key": uuid.uuid4().hex})
+        assert answer.status_code == 201
+
+    def operators(headers):
+        text = client.get("/metrics", headers=headers).get_data(as_text=True)
+        return {s.labels["operator"] for f in text_string_to_metric_families(text)
+                if f.name == "ledger_money_minor_units" for s in f.samples}
+
+    anonymous = client.get("/metrics")
+    assert anonymous.status_code == 200 and "http_requests_total" in anonymous.get_data(True)
+    assert operators({}) == set()
+    reader = make_key("reconcile:read", operator_id=mine)
+    assert operators({"Authorization": f"Bearer {reader}"}) == {mine}
+    writer = make_key("rounds:write", operator_id=mine)
+    assert operators({"Authorization": f"Bearer {writer}"}) == set()
+    assert operators({"Authorization": "Bearer t13_nope"}) == set()
 
 
 def test_metrics_count_requests_by_route_template_and_status(make_app):
@@ -188,8 +220,11 @@ def test_stored_rounds_replays_conflicts_problems_and_money_are_counted(make_app
                            headers={**auth, "Idempotency-Key": uuid.uuid4().hex})
     assert reversal.status_code == 201
 
+    # An operator's money shows to its own key with reconcile:read only.
+    reader = {"Authorization": f"Bearer {make_key('reconcile:read', operator_id=operator)}"}
+
     def metric(name, **labels):
-        return _metric(client, name, **labels)
+        return _metric(client, name, headers=reader, **labels)
 
     assert metric("rounds_settled_total", game="thirteen", preset="bonus3",
                   kind="settlement") == 1
@@ -343,8 +378,11 @@ def test_a_leave_penalty_is_counted_as_a_stored_round_with_its_money(make_app, m
     assert client.post(path, json=leave, headers=headers).status_code == 201
     assert client.post(path, json=leave, headers=headers).status_code == 200
 
+    # An operator's money shows to its own key with reconcile:read only.
+    reader = {"Authorization": f"Bearer {make_key('reconcile:read', operator_id=operator)}"}
+
     def metric(name, **labels):
-        return _metric(client, name, **labels)
+        return _metric(client, name, headers=reader, **labels)
 
     assert metric("rounds_settled_total", game="thirteen", preset="dagiang4",
                   kind="penalty") == 1
