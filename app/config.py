@@ -103,7 +103,9 @@ class Settings:
             secret_key=_secret(env),
             secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
             console_session_s=_int(env, "CONSOLE_SESSION_S", 8 * 3600, minimum=60),
-            console_cookie_secure=_bool(env, "CONSOLE_COOKIE_SECURE", False),
+            # Secure unless the service listens on loopback alone (a development machine).
+            console_cookie_secure=_bool(env, "CONSOLE_COOKIE_SECURE",
+                                        env.get("HOST", "127.0.0.1").strip() not in LOOPBACK),
         )
 
     def redacted(self) -> dict[str, object]:
@@ -118,6 +120,9 @@ class Settings:
 
 
 POOLERS = ("none", "transaction")
+
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:

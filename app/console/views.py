@@ -37,7 +37,15 @@ from app.console import CONSOLE_PATH
 from app.db import get_database
 from app.db.repositories import InvalidCursor
 from app.services import audit, checkpoints, ledger, rounds
-from app.services.keys import Caller, InvalidToken, Scope, authenticate, caller_of_key
+from app.services.keys import (
+    Caller,
+    InvalidToken,
+    Scope,
+    authenticate,
+    caller_of_key,
+    console_session_ended,
+    end_console_session,
+)
 from app.services.reconcile import reconcile
 from app.text import is_identifier, text_fault
 
@@ -80,7 +88,9 @@ def signed_in() -> BaseResponse | None:
 def _session_caller() -> Caller | None:
     key_id = session.get("key_id")
     expires = session.get("expires")
-    if not isinstance(key_id, str) or not isinstance(expires, int) or expires <= time.time():
+    session_id = session.get("sid")
+    if (not isinstance(key_id, str) or not isinstance(expires, int)
+            or not isinstance(session_id, str) or expires <= time.time()):
         if key_id is not None:
             session.clear()
             session["notice"] = "Your session has expired; sign in again."
@@ -88,11 +98,17 @@ def _session_caller() -> Caller | None:
     get_database()
     current_app.extensions[SCHEMA_GATE].ensure()
     try:
-        return caller_of_key(get_database().sessions, key_id)
+        caller = caller_of_key(get_database().sessions, key_id)
     except InvalidToken as refused:
         session.clear()
         session["notice"] = f"Signed out: {refused.detail}."
         return None
+    # A copy of the cookie taken before its session signed out opens nothing.
+    if console_session_ended(get_database().sessions, caller.operator_id, session_id):
+        session.clear()
+        session["notice"] = "This session was signed out; sign in again."
+        return None
+    return caller
 
 
 def _csrf_token() -> str:
@@ -214,12 +230,17 @@ def sign_in_post() -> BaseResponse:
     assert isinstance(lifetime, timedelta)
     session.update(key_id=caller.key_id, operator_id=caller.operator_id,
                    expires=int(time.time() + lifetime.total_seconds()),
-                   csrf=secrets.token_urlsafe(32))
+                   csrf=secrets.token_urlsafe(32), sid=secrets.token_urlsafe(24))
     return redirect(_safe_next(target), 303)
 
 
 @bp.post("/sign-out")
 def sign_out() -> BaseResponse:
+    operator, session_id = session.get("operator_id"), session.get("sid")
+    if isinstance(operator, str) and isinstance(session_id, str):
+        get_database()
+        current_app.extensions[SCHEMA_GATE].ensure()
+        end_console_session(get_database().sessions, operator, session_id)
     session.clear()
     return redirect(url_for("console.sign_in"), 303)
 

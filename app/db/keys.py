@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.db.driver import read_outside_transaction
-from app.db.models import ApiKey, ApiKeyRevocation
+from app.db.models import ApiKey, ApiKeyRevocation, ConsoleSignOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +114,17 @@ class ApiKeyRepository:
         revoked_at = self._session.scalar(
             select(ApiKeyRevocation.revoked_at).where(ApiKeyRevocation.key_id == key_id))
         return StoredKey(key, revoked_at)
+
+
+class ConsoleSignOutRepository:
+    """Console sessions signed out: appended once, read on every console page."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def add(self, operator_id: str, session_id: str) -> None:
+        self._session.execute(insert(ConsoleSignOut).values(
+            operator_id=operator_id, session_id=session_id).on_conflict_do_nothing())
+
+    def signed_out(self, operator_id: str, session_id: str) -> bool:
+        return self._session.get(ConsoleSignOut, (operator_id, session_id)) is not None

@@ -273,6 +273,16 @@ class ApiKeyRevocation(Base):
     revoked_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
+class ConsoleSignOut(Base):
+    """A console session that was signed out: its cookie, even copied, opens nothing."""
+
+    __tablename__ = "console_sign_outs"
+
+    operator_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    signed_out_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
 class Match(Base):
     """A match (將) at a table: its seats, rules and stake; its rounds and leaves are rows.
 
@@ -416,9 +426,10 @@ ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
 # Every table the migrations create for the service: its owner may alter or drop it, so
 # the service must never run as (a member of) that owner (app.db.roles).
 OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "api_key_revocations", "audit_checkpoints",
-                *MATCH_TABLES, "chains")
+                *MATCH_TABLES, "chains", "console_sign_outs")
 # Every key of these tables starts with operator_id and no foreign key crosses operators,
 # so each can be distributed by operator (README, "Scaling out"). ``api_keys`` is looked up
 # by key id before its operator is known: it is the one reference (replicated) table.
-OPERATOR_KEYED = (*LEDGER_TABLES, "audit_checkpoints", *MATCH_TABLES, "chains")
+OPERATOR_KEYED = (*LEDGER_TABLES, "audit_checkpoints", *MATCH_TABLES, "chains",
+                  "console_sign_outs")
 REFERENCE_TABLES = ("api_keys", "api_key_revocations")

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.keys import ApiKeyRepository, StoredKey, check_key
+from app.db.keys import ApiKeyRepository, ConsoleSignOutRepository, StoredKey, check_key
 from app.db.models import ApiKey
 from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
@@ -258,3 +258,17 @@ def caller_of_key(sessions: sessionmaker[Session], key_id: str) -> Caller:
     if found.expires_at is not None and found.expires_at <= found.now:
         raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
     return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes))
+
+
+def end_console_session(sessions: sessionmaker[Session], operator_id: str,
+                        session_id: str) -> None:
+    """Remember that a console session signed out: a copy of its cookie opens nothing."""
+    with sessions.begin() as session:
+        ConsoleSignOutRepository(session).add(operator_id, session_id)
+
+
+def console_session_ended(sessions: sessionmaker[Session], operator_id: str,
+                          session_id: str) -> bool:
+    """Tell whether the console session ``session_id`` of ``operator_id`` signed out."""
+    with sessions.begin() as session:
+        return ConsoleSignOutRepository(session).signed_out(operator_id, session_id)

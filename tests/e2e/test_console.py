@@ -159,6 +159,33 @@ def test_every_post_needs_the_sessions_csrf_token(app, admin_key):
     assert client.get("/console/tables").status_code == 200
 
 
+def test_a_cookie_copied_before_sign_out_opens_nothing_after_it(app, admin_key):
+    client = browser(app)
+    sign_in(client, admin_key)
+    assert client.get("/console/tables").status_code == 200
+    copied = client.get_cookie("console_session", path="/console")
+    assert copied is not None
+    signed_out = client.post("/console/sign-out", data={"csrf": csrf_of(client, "/console/tables")})
+    assert signed_out.status_code == 303
+    thief = browser(app)
+    thief.set_cookie("console_session", copied.value, path="/console")
+    refused = thief.get("/console/tables")
+    assert refused.status_code == 302 and "/console/sign-in" in refused.headers["Location"]
+    # Signing in again opens a new session; the old one stays ended.
+    sign_in(client, admin_key)
+    assert client.get("/console/tables").status_code == 200
+    assert thief.get("/console/tables").status_code == 302
+
+
+def test_the_console_cookie_is_secure_unless_the_service_listens_on_loopback():
+    from app.config import Settings
+
+    assert Settings.from_env({}).console_cookie_secure is False
+    assert Settings.from_env({"HOST": "0.0.0.0"}).console_cookie_secure is True
+    assert Settings.from_env({"HOST": "0.0.0.0",
+                              "CONSOLE_COOKIE_SECURE": "false"}).console_cookie_secure is False
+
+
 def test_an_expired_session_goes_back_to_sign_in(app, admin_key):
     client = browser(app)
     sign_in(client, admin_key)
