@@ -103,7 +103,7 @@ REPRODUCTIONS = [
 
 @pytest.mark.parametrize(("overrides", "raw", "path"), [r[1:] for r in REPRODUCTIONS],
                          ids=[r[0] for r in REPRODUCTIONS])
-def test_issue_12_reproductions_are_a_422_on_score_and_settle(
+def test_out_of_range_numbers_are_a_422_on_score_and_settle(
         api: Any, count_rows: Any, overrides: dict[str, Any], raw: dict[str, str],
         path: str) -> None:
     before = count_rows()
@@ -120,7 +120,7 @@ ELIGIBILITY_CASES = [r for r in REPRODUCTIONS if "min" in r[3] or r[3] == "fee_r
 
 @pytest.mark.parametrize(("overrides", "raw", "path"), [r[1:] for r in ELIGIBILITY_CASES],
                          ids=[r[0] for r in ELIGIBILITY_CASES])
-def test_issue_12_reproductions_are_a_422_on_eligibility(
+def test_out_of_range_numbers_are_a_422_on_eligibility(
         api: Any, overrides: dict[str, Any], raw: dict[str, str], path: str) -> None:
     body = {"ruleset": {"preset": "dagiang4", "overrides": overrides}, "stake": "100",
             "balance": "300"}

@@ -39,7 +39,7 @@ def _points(body: dict[str, Any]) -> dict[str, int]:
     return {p["player_id"]: p["points"] for p in body["players"]}
 
 
-def test_issue_12_top_card_with_ace_low_second_the_wheel_beats_k_high(api: Any) -> None:
+def test_top_card_with_ace_low_second_the_wheel_beats_k_high(api: Any) -> None:
     # P wins the front (AA > KK) and loses the back (full house > flush); the middle, its
     # A-2-3-4-5 against the banker's K-high straight, is P's: +1 bet (it tied, the banker's).
     body = _round({"preset": "banker", "overrides": {"compare": "top_card",
@@ -61,7 +61,7 @@ def _loose(player_id: str, cards: str) -> dict[str, Any]:
     return {"player_id": player_id, "cards": cards.split(), "auto": "keep_back"}
 
 
-def test_issue_12_dagiang4_flush_dragon_valued_as_three_straight_flushes_gets_40(
+def test_a_dagiang4_flush_dragon_valued_as_three_straight_flushes_gets_40(
         api: Any) -> None:
     # The flush dragon also holds three straight flushes; the override values them 40,
     # above the dragon policy's 7, so the 13 cards count as them: 40 from each player.

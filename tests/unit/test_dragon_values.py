@@ -97,7 +97,7 @@ def pair_kind(result: RoundScore, a: str, b: str) -> str:
 
 # --- the issue's example: dagiang4, three_straight_flushes 40 ---------------------------
 
-def test_issue_12_dagiang4_flush_dragon_counts_as_three_straight_flushes_worth_40() -> None:
+def test_a_dagiang4_flush_dragon_counts_as_three_straight_flushes_worth_40() -> None:
     # The flush dragon holds three straight flushes (A-2-3 | 4-8 | 9-K of spades); valued
     # 40 by the override, above the policy's 7, it is played as that: 40 from each, and
     # with no dragon on the table the others compare their rows as usual.
