@@ -254,7 +254,7 @@ def metrics_view() -> Response:
     else:
         source = current_app.extensions[EXTENSION].registry
     shown = CollectorRegistry(auto_describe=False)
-    shown.register(_Shown(source, operator))  # type: ignore[arg-type]
+    shown.register(_Shown(source, operator))
     # The classic 0.0.4 text format: every Prometheus version scrapes it.
     response = Response(generate_latest(shown), content_type=CONTENT_TYPE_PLAIN_0_0_4)
     # What is shown depends on the key: no shared cache may keep it for another caller.

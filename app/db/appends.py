@@ -107,6 +107,13 @@ _TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, 
 # chain's new head.
 _APPEND = "SELECT ledger_append(%(round)s::jsonb, %(players)s::jsonb, %(lines)s::jsonb)"
 
+# Matches and checkpoints are written by functions of the writer role too (migration 0021).
+_MATCH_OPEN = "SELECT match_open(%(match)s::jsonb)"
+_MATCH_ROUND = ("SELECT match_round_add(%(operator_id)s, %(match_id)s, %(number)s, "
+                "%(round_id)s, %(banker)s)")
+_MATCH_LEAVE = "SELECT match_leave_add(%(leave)s::jsonb)"
+_CHECKPOINT = "SELECT checkpoint_add(%(checkpoint)s::jsonb)"
+
 _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
 # In a statement of its own, after the key's lock was taken or refused: under READ
 # COMMITTED its snapshot sees every round committed until then.
@@ -176,6 +183,26 @@ class AppendRepository:
                   "lines": _json_of([{name: line[name] for name in LINE_COLUMNS}
                                      for line in lines])}
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
+
+    def open_match(self, match: Mapping[str, Any]) -> None:
+        """Insert a match (its columns as JSON) through ``match_open``."""
+        self._send(_MATCH_OPEN, {"match": _json_of(match)}, rows=False)
+
+    def add_match_round(self, operator_id: str, match_id: uuid.UUID, number: int,
+                        round_id: uuid.UUID, banker: str | None) -> None:
+        """Count a round into its match; the function refuses a round that is not a
+        settlement at the match's table, or a number that is not the next."""
+        self._send(_MATCH_ROUND, {"operator_id": operator_id, "match_id": match_id,
+                                  "number": number, "round_id": round_id, "banker": banker},
+                   rows=False)
+
+    def add_match_leave(self, leave: Mapping[str, Any]) -> None:
+        """Record a leave; the function refuses a penalty that is not the match's."""
+        self._send(_MATCH_LEAVE, {"leave": _json_of(leave)}, rows=False)
+
+    def add_checkpoint(self, checkpoint: Mapping[str, Any]) -> None:
+        """Store a signed checkpoint through ``checkpoint_add``."""
+        self._send(_CHECKPOINT, {"checkpoint": _json_of(checkpoint)}, rows=False)
 
     def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
         """Send ``sql`` as one message (after BEGIN when it opens the transaction); when

@@ -124,8 +124,8 @@ def create_checkpoint(sessions: sessionmaker[Session], signer: Signer,
         row = AuditCheckpoint(id=checkpoint_id, operator_id=operator_id, created_at=now,
                               tree_size=len(heads), root_hash=root.hex(),
                               heads={"heads": heads}, note=note, key_id=signer.key_id)
-        uow.session.add(row)
-        uow.session.flush()
+        uow.appends.add_checkpoint({c.key: getattr(row, c.key)
+                                    for c in AuditCheckpoint.__table__.columns})
         return checkpoint_json(row)
 
 

@@ -164,16 +164,15 @@ def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
         if uow.appends.committed_use(operator_id, key) is not None:
             raise IdempotencyConflict("mismatch")
         rules_json = ruleset_json(spec.rules)
-        match = Match(
-            id=uuid.uuid4(), operator_id=operator_id, table_id=spec.table_id,
-            ruleset_name=spec.rules.name, ruleset=rules_json["parameters"],
-            ruleset_hash=rules_json["hash"], match_rules=spec.match.to_dict(),
-            stake=spec.stake,
-            seats=[{"player_id": p, "house": p in spec.house} for p in spec.seats],
-            idempotency_key=key, body_hash=body_hash)
-        uow.session.add(match)
-        uow.session.flush()
-        uow.session.refresh(match)
+        match_id = uuid.uuid4()
+        uow.appends.open_match({
+            "id": match_id, "operator_id": operator_id, "table_id": spec.table_id,
+            "ruleset_name": spec.rules.name, "ruleset": rules_json["parameters"],
+            "ruleset_hash": rules_json["hash"], "match_rules": spec.match.to_dict(),
+            "stake": spec.stake,
+            "seats": [{"player_id": p, "house": p in spec.house} for p in spec.seats],
+            "idempotency_key": key, "body_hash": body_hash})
+        match = uow.session.get_one(Match, (operator_id, match_id))
         return Settled(201, match_json(uow.session, match), replayed=False)
 
 
@@ -358,10 +357,8 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
             at = players.index(named) if named in players else 0
             raise MatchError(Problem(f"players[{at}].house", f"the match's house seat is "
                                      f"{house!r}", "match_house_seat"))
-        session.add(MatchRound(operator_id=match.operator_id, match_id=match.id,
-                               number=played_count + 1, round_id=round_id,
-                               banker=banker if _has_banker(r.ruleset) else None))
-        session.flush()
+        uow.appends.add_match_round(match.operator_id, match.id, played_count + 1, round_id,
+                                    banker if _has_banker(r.ruleset) else None)
 
     return check
 
@@ -463,12 +460,12 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
             "penalty": round_body, "penalty_amount": money_text(outcome.amount, precision),
             "why": outcome.why,
         }
-        session.add(MatchLeave(
-            match_id=match.id, player_id=req.player_id, operator_id=operator_id,
-            reason=req.reason.value, rounds_played=played, penalty_round_id=penalty_round_id,
-            result=answer, idempotency_key=key, body_hash=body_hash))
         try:
-            session.flush()
+            uow.appends.add_match_leave({
+                "match_id": match.id, "player_id": req.player_id, "operator_id": operator_id,
+                "reason": req.reason.value, "rounds_played": played,
+                "penalty_round_id": penalty_round_id, "result": answer,
+                "idempotency_key": key, "body_hash": body_hash})
         except IntegrityError as error:
             if constraint_of(error) == "pk_match_leaves":
                 raise AlreadyLeft(req.player_id) from None

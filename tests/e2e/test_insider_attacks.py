@@ -241,3 +241,30 @@ def test_a_version_1_round_keeps_verifying_and_its_rows_are_still_checked(audito
     # Its hash does not cover the rows, but the rows are still what it answered with.
     assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("lines_changed", table, 1)}
     assert {d["what"] for d in _period(auditor, table)["differences"]} == {"lines", "players"}
+
+
+def test_the_match_function_counts_only_a_settlement_at_the_matchs_table(
+        api, engine) -> None:
+    """The service's login calling match_round_add itself with a round of another table, or
+    out of turn, is refused by the function."""
+    from sqlalchemy.exc import IntegrityError
+
+    from tests.worked_examples import EX_004, round_request
+
+    table, elsewhere = (f"t-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    opened = api.post("/v1/matches", json={"ruleset": "bonus3", "table_id": table,
+                                           "stake": "200", "seats": ["A", "B", "C"]},
+                      headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert opened.status_code == 201, opened.get_json()
+    other = api.post("/v1/rounds", json=round_request(EX_004, elsewhere),
+                     headers={"Idempotency-Key": uuid.uuid4().hex}).get_json()
+    here = api.post("/v1/rounds", json=round_request(EX_004, table),
+                    headers={"Idempotency-Key": uuid.uuid4().hex}).get_json()
+    call = text("SELECT match_round_add(:o, :m, :n, :r, NULL)")
+    for played, number, constraint in ((other, 1, "match_round_add_at_table"),
+                                       (here, 5, "match_round_add_next")):
+        with pytest.raises(IntegrityError) as caught, engine.begin() as connection:
+            connection.execute(call, {"o": played["operator_id"],
+                                      "m": opened.get_json()["match_id"], "n": number,
+                                      "r": played["round_id"]})
+        assert caught.value.orig.diag.constraint_name == constraint
