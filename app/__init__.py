@@ -33,6 +33,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api.auth import init_auth
     from app.api.cors import init_cors
     from app.api.errors import refuse_text_faults_in_url, register_error_handlers
+    from app.api.limits import init_limits
     from app.api.metrics import init_metrics
     from app.api.requestlog import init_request_log
     from app.cli import register_commands
@@ -71,6 +72,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.before_request(refuse_text_faults_in_url)
     # After metrics, so refused requests are timed and counted too.
     init_auth(app)
+    # After auth: a key is counted against its own limits, an address on public routes.
+    init_limits(app, settings)
     register_blueprints(app)
     init_console(app, settings)
     register_commands(app)

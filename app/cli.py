@@ -115,15 +115,25 @@ def owner_sessions() -> Iterator[sessionmaker[Session]]:
 )
 @click.option("--expires", help="A duration (30d, 12h, 45m) or an ISO 8601 date or time.")
 @click.option("--name", help="A note on who holds the key.")
+@click.option("--rate", "rates", multiple=True, metavar="CLASS=RATE",
+              help="This key's own rate in a route class (settle, dry, advisor, read, "
+                   "audit), e.g. advisor=1/second; repeat for more. Default: the service's.")
+@click.option("--concurrency", "at_once", multiple=True, metavar="CLASS=N",
+              help="This key's own requests at once in a route class, e.g. audit=1.")
 @needs_database
-def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: str | None) -> None:
+def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: str | None,
+               rates: Sequence[str], at_once: Sequence[str]) -> None:
     """Create a key and print it once on stdout; only its hash is kept."""
     names = [part for given in scopes for part in given.split(",") if part.strip()]
     expires_at = parse_expiry(expires, datetime.now(UTC)) if expires else None
+    rate_limits = _pairs(rates, "--rate", str)
+    concurrency = _pairs(at_once, "--concurrency", int)
     try:
         with owner_sessions() as sessions:
             created = key_service.create_key(sessions, operator, names,
-                                             expires_at=expires_at, name=name)
+                                             expires_at=expires_at, name=name,
+                                             rate_limits=rate_limits,
+                                             concurrency_limits=concurrency)
     except key_service.KeyRequestError as error:
         raise click.UsageError(str(error)) from None
     info = created.info
@@ -136,6 +146,20 @@ def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: 
     )
     # Alone on stdout, so a script can capture it: KEY=$(flask --app app keys create ...)
     click.echo(created.token)
+
+
+def _pairs(given: Sequence[str], option: str, kind: Callable[[str], Any]) -> dict[str, Any]:
+    pairs = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            pairs[name.strip()] = kind(value.strip())
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not CLASS=VALUE", param_hint=option) \
+                from None
+    return pairs
 
 
 @keys.command("list")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # Schemes we accept for DATABASE_URL. Only PostgreSQL: the ledger relies on its triggers,
@@ -64,6 +64,12 @@ class Settings:
     secret_key_file: Path = Path("var/secret_key")
     console_session_s: int = 8 * 3600
     console_cookie_secure: bool = False
+    # Per-key limits by route class (app.api.limits): a ``limits`` rate such as
+    # ``100/second``, and requests at once; counted in memory or in Redis.
+    rate_limit_storage_url: str = "memory://"
+    rate_limits: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RATES))
+    concurrency_limits: Mapping[str, int] = field(
+        default_factory=lambda: dict(DEFAULT_CONCURRENCY))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -104,6 +110,11 @@ class Settings:
             secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
             console_session_s=_int(env, "CONSOLE_SESSION_S", 8 * 3600, minimum=60),
             # Secure unless the service listens on loopback alone (a development machine).
+            rate_limit_storage_url=_storage_url(env),
+            rate_limits={name: _rate(env, name, rate) for name, rate in DEFAULT_RATES.items()},
+            concurrency_limits={name: _int(env, f"CONCURRENCY_LIMIT_{name.upper()}", at_once,
+                                           minimum=1)
+                                for name, at_once in DEFAULT_CONCURRENCY.items()},
             console_cookie_secure=_bool(env, "CONSOLE_COOKIE_SECURE",
                                         env.get("HOST", "127.0.0.1").strip() not in LOOPBACK),
         )
@@ -111,7 +122,7 @@ class Settings:
     def redacted(self) -> dict[str, object]:
         """Return the settings as a dict safe to log (no database password)."""
         shown: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("database_url", "migrations_database_url"):
+        for name in ("database_url", "migrations_database_url", "rate_limit_storage_url"):
             if shown[name]:
                 shown[name] = _redact(str(shown[name]))
         if self.secret_key is not None:
@@ -120,6 +131,34 @@ class Settings:
 
 
 POOLERS = ("none", "transaction")
+
+
+# Per key and route class (app.api.limits.ROUTE_CLASSES); ``public`` counts by address.
+DEFAULT_RATES: dict[str, str] = {"settle": "100/second", "dry": "50/second", "advisor": "4/second",
+                 "read": "100/second", "audit": "30/minute", "public": "50/second"}
+DEFAULT_CONCURRENCY: dict[str, int] = {"settle": 16, "dry": 8, "advisor": 2, "read": 8, "audit": 1,
+                       "public": 16}
+
+
+def _rate(env: Mapping[str, str], name: str, default: str) -> str:
+    from limits import parse
+
+    setting = f"RATE_LIMIT_{name.upper()}"
+    raw = env.get(setting, "").strip() or default
+    try:
+        parse(raw)
+    except ValueError:
+        raise ConfigError(f"{setting} must be a rate such as 100/second or 30/minute, "
+                          f"got {raw!r}") from None
+    return raw
+
+
+def _storage_url(env: Mapping[str, str]) -> str:
+    raw = env.get("RATE_LIMIT_STORAGE_URL", "").strip() or "memory://"
+    if not raw.startswith(("memory://", "redis://", "rediss://")):
+        raise ConfigError("RATE_LIMIT_STORAGE_URL must be memory:// or a redis:// URL, "
+                          f"got {_redact(raw)!r}")
+    return raw
 
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

@@ -36,7 +36,13 @@ from sqlalchemy import Engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import create_app
-from app.config import DEFAULT_RUNTIME_ROLE, Settings, libpq_url, normalize_database_url
+from app.config import (
+    DEFAULT_RATES,
+    DEFAULT_RUNTIME_ROLE,
+    Settings,
+    libpq_url,
+    normalize_database_url,
+)
 from app.db import get_database
 from app.db.engine import make_engine, make_sessionmaker, start_embedded
 from app.db.models import ALL_TABLES
@@ -151,7 +157,13 @@ def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Set
     return Settings.from_env({"DATABASE_URL": runtime_url,
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
-                              "AUDIT_SIGNING_KEY_CREATE": "true"})
+                              "AUDIT_SIGNING_KEY_CREATE": "true",
+                              # One app serves every test of a session, with one key and
+                              # one address: the limits' own tests set theirs.
+                              **{f"RATE_LIMIT_{name.upper()}": "1000000/second"
+                                 for name in DEFAULT_RATES},
+                              **{f"CONCURRENCY_LIMIT_{name.upper()}": "1000"
+                                 for name in DEFAULT_RATES}})
 
 
 @pytest.fixture(scope="session")

@@ -195,13 +195,16 @@ def current_caller() -> Caller:
 def optional_caller() -> Caller | None:
     """For a public route that shows more to a key: the key the request authenticates, or
     None (no key, or a bad one: a public route ignores a bad key, as every public route)."""
+    from app.db.schema import DATABASE_UNAVAILABLE
+
     if not request.headers.get("Authorization", "").strip():
         return None
-    get_database()
-    current_app.extensions[SCHEMA_GATE].ensure()
     try:
+        get_database()
+        current_app.extensions[SCHEMA_GATE].ensure()
         return _caller()
-    except ProblemError:
+    except (ProblemError, *DATABASE_UNAVAILABLE):
+        # A bad key, or a database that does not answer: the public part still shows.
         return None
 
 

@@ -31,12 +31,14 @@ class KeyCheck:
     expires_at: datetime | None
     revoked_at: datetime | None
     now: datetime
+    rate_limits: dict[str, str] | None
+    concurrency_limits: dict[str, int] | None
 
 
 # Every authenticated request reads its key, so this read is sent on psycopg directly
 # (app.db.driver): one round trip, without SQLAlchemy's statement layer.
 _KEY_CHECK = ("SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, "
-              "r.revoked_at, now() FROM api_keys k "
+              "r.revoked_at, now(), k.rate_limits, k.concurrency_limits FROM api_keys k "
               "LEFT JOIN api_key_revocations r ON r.key_id = k.id WHERE k.id = %(key_id)s")
 
 

@@ -251,6 +251,9 @@ class ApiKey(Base):
     name: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     expires_at: Mapped[datetime | None]
+    # The key's own limits by route class, where they differ from the service's defaults.
+    rate_limits: Mapped[dict[str, Any] | None]
+    concurrency_limits: Mapped[dict[str, Any] | None]
 
     __table_args__ = (
         CheckConstraint(

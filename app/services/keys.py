@@ -15,14 +15,20 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.keys import ApiKeyRepository, ConsoleSignOutRepository, StoredKey, check_key
+from app.db.keys import (
+    ApiKeyRepository,
+    ConsoleSignOutRepository,
+    KeyCheck,
+    StoredKey,
+    check_key,
+)
 from app.db.models import ApiKey
 from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
@@ -102,6 +108,9 @@ class Caller:
     key_id: str
     operator_id: str
     scopes: frozenset[Scope]
+    # The key's own limits by route class (app.api.limits); empty: the defaults.
+    rate_limits: Mapping[str, str] = field(default_factory=dict)
+    concurrency_limits: Mapping[str, int] = field(default_factory=dict)
 
     def may(self, needed: Iterable[Scope]) -> bool:
         """Tell whether the key holds one of ``needed`` (``admin`` holds them all)."""
@@ -149,8 +158,11 @@ def create_key(
     *,
     expires_at: datetime | None = None,
     name: str | None = None,
+    rate_limits: Mapping[str, str] | None = None,
+    concurrency_limits: Mapping[str, int] | None = None,
 ) -> NewKey:
-    """Create a key for ``operator_id`` with ``scopes``; its token is in the answer only."""
+    """Create a key for ``operator_id`` with ``scopes`` and, where given, its own limits by
+    route class; its token is in the answer only."""
     if not is_identifier(operator_id):
         raise KeyRequestError(f"operator id {operator_id!r} must be {IDENTIFIER_RULE}")
     if name is not None:
@@ -161,6 +173,9 @@ def create_key(
     granted = parse_scopes(scopes)
     if expires_at is not None and expires_at.tzinfo is None:
         raise KeyRequestError("the expiry must carry a time zone")
+    rates = dict(rate_limits or {})
+    at_once = dict(concurrency_limits or {})
+    _check_limits(rates, at_once)
     key_id, secret, token = new_token()
     row = ApiKey(
         id=key_id,
@@ -169,12 +184,34 @@ def create_key(
         secret_hash=hash_secret(secret),
         name=name,
         expires_at=expires_at,
+        rate_limits=rates or None,
+        concurrency_limits=at_once or None,
     )
     with sessions.begin() as session:
         info = _info(ApiKeyRepository(session).add(row))
     log.info("created API key %s for operator %s with scopes %s", key_id, operator_id,
              ",".join(sorted(granted)))
     return NewKey(info, token)
+
+
+def _check_limits(rates: Mapping[str, str], at_once: Mapping[str, int]) -> None:
+    from limits import parse
+
+    from app.config import DEFAULT_RATES
+
+    for name in [*rates, *at_once]:
+        if name not in DEFAULT_RATES:
+            raise KeyRequestError(f"unknown route class {name!r}; classes: "
+                                  f"{', '.join(DEFAULT_RATES)}")
+    for name, rate in rates.items():
+        try:
+            parse(rate)
+        except ValueError:
+            raise KeyRequestError(f"{name}={rate!r} is not a rate such as 10/second or "
+                                  "30/minute") from None
+    for name, count in at_once.items():
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10_000:
+            raise KeyRequestError(f"{name}={count!r}: requests at once must be 1-10000")
 
 
 def list_keys(sessions: sessionmaker[Session], operator_id: str | None = None) -> list[KeyInfo]:
@@ -215,7 +252,12 @@ def authenticate(sessions: sessionmaker[Session], token: str) -> Caller:
         raise InvalidToken("revoked", "the API key was revoked")
     if found.expires_at is not None and found.expires_at <= found.now:
         raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
-    return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes))
+    return _caller_of(found)
+
+
+def _caller_of(found: KeyCheck) -> Caller:
+    return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes),
+                  found.rate_limits or {}, found.concurrency_limits or {})
 
 
 def _bare_id(given: str) -> str:
@@ -257,7 +299,7 @@ def caller_of_key(sessions: sessionmaker[Session], key_id: str) -> Caller:
         raise InvalidToken("revoked", "the API key was revoked")
     if found.expires_at is not None and found.expires_at <= found.now:
         raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
-    return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes))
+    return _caller_of(found)
 
 
 def end_console_session(sessions: sessionmaker[Session], operator_id: str,

@@ -173,6 +173,7 @@ def test_only_health_metrics_the_contract_the_rulesets_and_the_public_key_are_pu
     assert public - pages == {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.yaml"),
         ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"), ("GET", "/v1/audit/public-key"),
+        ("GET", "/v1/audit/public-keys"),
     }
     # Of the pages, only the docs, the console's assets and its way in and out show
     # without a signed-in key; every page with data is 'page' access, checked per scope.

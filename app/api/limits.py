@@ -1,0 +1,192 @@
+"""Per-key limits: requests in a moving window, and requests at once, by route class.
+
+Every API route belongs to a class (``ROUTE_CLASSES``): settles and other appends, dry runs
+and hand routes, the advisor (``POST /v1/hands/arrange`` with ``mode: best``), reads, and
+audit and reconciliation. Each key has a rate and a concurrency in each class: the
+settings' defaults (RATE_LIMIT_<CLASS>, CONCURRENCY_LIMIT_<CLASS>), or its own, given when
+it was made (``flask --app app keys create --rate advisor=1/second``). A public route
+counts by client address. Over a limit the answer is 429 problem+json with Retry-After
+and the IETF RateLimit headers; every limited answer carries RateLimit headers.
+
+The counts live in the ``limits`` library's storage: in this process by default (each
+gunicorn worker then counts for itself, so a key may reach the limit once per worker), or
+in Redis when RATE_LIMIT_STORAGE_URL names one, shared by every worker and host.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import orjson
+from flask import Flask, Response, current_app, g, request
+from limits import RateLimitItem, parse
+from limits.storage import Storage, storage_from_string
+from limits.strategies import MovingWindowRateLimiter
+
+from app.api.auth import route_template
+from app.api.errors import ProblemError
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+EXTENSION = "limits"
+TYPE_RATE_LIMITED = "/problems/rate-limited"
+CLASSES = ("settle", "dry", "advisor", "read", "audit", "public")
+# A leaked slot (a worker killed mid-request) frees itself after this long.
+SLOT_EXPIRY_S = 60
+
+SETTLE, DRY, ADVISOR, READ, AUDIT, PUBLIC = CLASSES
+ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
+    ("POST", "/v1/rounds"): SETTLE,
+    ("POST", "/v1/rounds/{round_id}/reversal"): SETTLE,
+    ("POST", "/v1/matches"): SETTLE,
+    ("POST", "/v1/matches/{match_id}/leave"): SETTLE,
+    ("POST", "/v1/rounds/score"): DRY,
+    ("POST", "/v1/hands/evaluate"): DRY,
+    ("POST", "/v1/hands/arrange"): DRY,  # ADVISOR when the body asks for mode best
+    ("POST", "/v1/eligibility"): DRY,
+    ("GET", "/v1/rounds"): READ,
+    ("GET", "/v1/rounds/{round_id}"): READ,
+    ("GET", "/v1/players/{player_id}/ledger"): READ,
+    ("GET", "/v1/matches"): READ,
+    ("GET", "/v1/matches/{match_id}"): READ,
+    ("GET", "/v1/audit/checkpoints"): READ,
+    ("GET", "/v1/audit/checkpoints/{checkpoint_id}"): READ,
+    ("GET", "/v1/audit/verify"): AUDIT,
+    ("POST", "/v1/audit/verify"): AUDIT,
+    ("POST", "/v1/audit/checkpoints"): AUDIT,
+    ("GET", "/v1/reconciliation"): AUDIT,
+    ("GET", "/v1/rulesets"): PUBLIC,
+    ("GET", "/v1/rulesets/{name}"): PUBLIC,
+    ("GET", "/v1/audit/public-key"): PUBLIC,
+    ("GET", "/v1/audit/public-keys"): PUBLIC,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """A class's rate (a ``limits`` item such as ``100/second``) and requests at once."""
+
+    rate: RateLimitItem
+    at_once: int
+
+
+class Limiter:
+    """The app's storage and defaults; counts each request against its key's limits."""
+
+    def __init__(self, settings: Settings) -> None:
+        storage = storage_from_string(settings.rate_limit_storage_url)
+        if not isinstance(storage, Storage):
+            raise TypeError(f"{settings.rate_limit_storage_url} is not a synchronous storage")
+        self.storage = storage
+        self.windows = MovingWindowRateLimiter(self.storage)
+        self.defaults = {name: Limit(parse(settings.rate_limits[name]),
+                                     settings.concurrency_limits[name]) for name in CLASSES}
+
+    def limit(self, name: str, own_rates: Mapping[str, str],
+              own_concurrency: Mapping[str, int]) -> Limit:
+        default = self.defaults[name]
+        rate = own_rates.get(name)
+        return Limit(default.rate if rate is None else parse(rate),
+                     own_concurrency.get(name, default.at_once))
+
+
+def init_limits(app: Flask, settings: Settings) -> None:
+    """Count every API request of ``app`` against its key's limits (after authorization)."""
+    app.extensions[EXTENSION] = Limiter(settings)
+    app.before_request(_count)
+    app.after_request(_headers)
+    app.teardown_request(_release)
+
+
+def _class_of(method: str, template: str) -> str | None:
+    name = ROUTE_CLASSES.get((method, template))
+    if name == DRY and template == "/v1/hands/arrange" and _asks_for_best():
+        return ADVISOR
+    return name
+
+
+def _asks_for_best() -> bool:
+    # The body is bounded (MAX_BODY_BYTES) before anything reads it; a body that does not
+    # parse is refused by the view, counted here as a dry run.
+    try:
+        body = orjson.loads(request.get_data(cache=True))
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(body, dict) and body.get("mode") == "best"
+
+
+def _count() -> None:
+    rule = request.url_rule
+    if rule is None or request.method == "OPTIONS":
+        return
+    name = _class_of(request.method, route_template(rule.rule))
+    if name is None:
+        return
+    limiter: Limiter = current_app.extensions[EXTENSION]
+    caller = g.get("caller")
+    if caller is None:
+        who, limit = f"addr:{request.remote_addr or '-'}", limiter.defaults[PUBLIC]
+    else:
+        who = f"key:{caller.key_id}"
+        limit = limiter.limit(name, caller.rate_limits, caller.concurrency_limits)
+    try:
+        allowed = limiter.windows.hit(limit.rate, name, who)
+        slot = f"slots/{name}/{who}"
+        taken = allowed and limiter.storage.incr(slot, SLOT_EXPIRY_S)
+    except Exception:  # the shared store went away: serve unlimited rather than not at all
+        log.warning("the rate limit store does not answer; %s %s goes on unlimited",
+                    request.method, request.path, exc_info=True)
+        return
+    if not allowed:
+        stats = limiter.windows.get_window_stats(limit.rate, name, who)
+        raise _refusal(name, limit, f"{limit.rate} in class {name}", stats.reset_time)
+    if taken > limit.at_once:
+        limiter.storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
+        raise _refusal(name, limit, f"{limit.at_once} requests at once in class {name}",
+                       time.time() + 1)
+    g.limit_slot = slot
+    g.limit_shown = (name, who, limit)
+
+
+def _refusal(name: str, limit: Limit, what: str, reset_at: float) -> ProblemError:
+    wait = max(1, math.ceil(reset_at - time.time()))
+    return ProblemError(
+        429, "Too Many Requests", f"this key is over its limit of {what}; retry in {wait} s",
+        [{"path": "Authorization", "message": f"over {what}", "code": "rate_limited"}],
+        type_=TYPE_RATE_LIMITED,
+        headers={"Retry-After": str(wait), **_rate_headers(limit, 0, wait)})
+
+
+def _rate_headers(limit: Limit, remaining: int, reset_s: int) -> dict[str, str]:
+    window = limit.rate.get_expiry()
+    return {"RateLimit-Limit": str(limit.rate.amount), "RateLimit-Remaining": str(remaining),
+            "RateLimit-Reset": str(reset_s),
+            "RateLimit-Policy": f"{limit.rate.amount};w={window}"}
+
+
+def _headers(response: Response) -> Response:
+    shown = g.get("limit_shown")
+    if shown is not None:
+        name, who, limit = shown
+        limiter: Limiter = current_app.extensions[EXTENSION]
+        try:
+            stats = limiter.windows.get_window_stats(limit.rate, name, who)
+        except Exception:  # the store went away since the request was counted
+            return response
+        reset = max(0, math.ceil(stats.reset_time - time.time()))
+        response.headers.update(_rate_headers(limit, stats.remaining, reset))
+    return response
+
+
+def _release(_: BaseException | None) -> None:
+    slot = g.pop("limit_slot", None)
+    if slot is not None:
+        try:
+            current_app.extensions[EXTENSION].storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
+        except Exception:  # the store went away: the slot expires by itself
+            log.warning("could not free a concurrency slot %s", slot, exc_info=True)
