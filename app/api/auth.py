@@ -203,8 +203,9 @@ def optional_caller() -> Caller | None:
         get_database()
         current_app.extensions[SCHEMA_GATE].ensure()
         return _caller()
-    except (ProblemError, *DATABASE_UNAVAILABLE):
-        # A bad key, or a database that does not answer: the public part still shows.
+    except ProblemError:  # a bad key: the public part still shows
+        return None
+    except DATABASE_UNAVAILABLE:  # a database that does not answer: the same
         return None
 
 
