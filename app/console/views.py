@@ -170,6 +170,15 @@ def _safe_next(target: str | None) -> str:
     return url_for("console.tables")
 
 
+def _bad_next(target: str) -> Response | None:
+    # A control character (CR, LF, NUL, ...) can be no path of ours, and in a Location
+    # header CR/LF would split it: refused outright, never redirected to or echoed back.
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in target):
+        return _page("console/error.html", 400, title="Check the link",
+                     message="next: must not contain control characters (CR, LF, NUL)")
+    return None
+
+
 @bp.get("/sign-in")
 def sign_in() -> Response:
     return _page("console/sign_in.html", next=request.args.get("next", ""),
@@ -180,6 +189,9 @@ def sign_in() -> Response:
 def sign_in_post() -> BaseResponse:
     key = request.form.get("key", "").strip()
     target = request.form.get("next", "")
+    refused = _bad_next(target)
+    if refused is not None:
+        return refused
     if not key or len(key) > MAX_KEY_TEXT:
         return _page("console/sign_in.html", 401, next=target, error="Enter an API key.")
     get_database()
