@@ -189,9 +189,9 @@ def sign_in() -> Response:
 def sign_in_post() -> BaseResponse:
     key = request.form.get("key", "").strip()
     target = request.form.get("next", "")
-    refused = _bad_next(target)
-    if refused is not None:
-        return refused
+    bad_next = _bad_next(target)
+    if bad_next is not None:
+        return bad_next
     if not key or len(key) > MAX_KEY_TEXT:
         return _page("console/sign_in.html", 401, next=target, error="Enter an API key.")
     get_database()
