@@ -10,6 +10,7 @@ from pathlib import Path
 
 from app.logs import gunicorn_logconfig
 from app.runtime import available_cpus
+from app.server_errors import install as problem_json_errors
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 
@@ -44,6 +45,10 @@ logconfig_dict = gunicorn_logconfig(loglevel.upper())
 # Without it, the logconfig_dict alone would turn gunicorn's access lines on.
 logger_class = "app.logs.GunicornLogger"
 proc_name = "thirteen-service"
+# A request line over limit_request_line (414) or a header section over
+# limit_request_fields / limit_request_field_size (431) is refused by gunicorn before the
+# app; its answer is problem+json too (app/server_errors.py). Workers inherit this by fork.
+problem_json_errors()
 # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl; two servers on one machine
 # (service and benchmark) would fight over it, and nothing here uses it.
 control_socket_disable = True

@@ -15,13 +15,16 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from app import configure_logging
 from app.config import ConfigError, Settings
 
 log = logging.getLogger("app.main")
+
+# SQLSTATE of "permission denied" and "must be owner".
+INSUFFICIENT_PRIVILEGE = "42501"
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if not urls.embedded:
-            upgrade(urls.migrations)
+            _migrate(urls.migrations, upgrade)
         _check_role(urls.runtime, settings)
         _tell_about_keys(urls.runtime, settings.default_operator)
     except RuntimeRoleError as refused:
@@ -100,6 +103,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("embedded PostgreSQL in %s is migrated; starting gunicorn", settings.pgserver_data_dir)
     return _serve_child(command, {**os.environ, "DATABASE_URL": urls.runtime,
                                   "MIGRATIONS_DATABASE_URL": urls.migrations})
+
+
+def _migrate(url: str, upgrade: Callable[[str], None]) -> None:
+    # A right the owner lacks is a refusal that names the right, not a traceback.
+    from sqlalchemy.exc import DBAPIError
+
+    from app.db.roles import RuntimeRoleError
+    from app.db.schema import DATABASE_UNAVAILABLE
+
+    try:
+        upgrade(url)
+    except DATABASE_UNAVAILABLE:
+        raise
+    except DBAPIError as error:
+        said = getattr(error, "orig", None)
+        diag = getattr(said, "diag", None)
+        if getattr(said, "sqlstate", None) != INSUFFICIENT_PRIVILEGE or diag is None:
+            raise
+        hint = f" ({diag.message_hint})" if diag.message_hint else ""
+        raise RuntimeRoleError(
+            f"migrating as MIGRATIONS_DATABASE_URL's role failed: {diag.message_primary}"
+            f"{hint}. The owner needs: ownership of the database (or CREATE on it and on "
+            "schema public), and CREATEROLE unless the runtime role (DB_RUNTIME_ROLE) "
+            "exists already") from error
 
 
 def _check_role(url: str, settings: Settings) -> None:

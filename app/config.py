@@ -46,6 +46,7 @@ class Settings:
     db_lock_timeout_ms: int = 2_000
     db_idle_in_transaction_timeout_ms: int = 10_000
     db_connect_timeout_s: int = 5
+    db_deadline_s: int = 15
     db_pool_size: int = 4
     db_max_overflow: int = 4
     db_pool_timeout_s: int = 5
@@ -96,6 +97,7 @@ class Settings:
                 env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000, minimum=0
             ),
             db_connect_timeout_s=_int(env, "DB_CONNECT_TIMEOUT_S", 5, minimum=1),
+            db_deadline_s=_int(env, "DB_DEADLINE_S", 15, minimum=1),
             db_pool_size=_int(env, "DB_POOL_SIZE", 4, minimum=1),
             db_max_overflow=_int(env, "DB_MAX_OVERFLOW", 4, minimum=0),
             db_pool_timeout_s=_int(env, "DB_POOL_TIMEOUT_S", 5, minimum=1),

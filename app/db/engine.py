@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from app.config import ConfigError, Settings, normalize_database_url
+from app.db.deadline import bound_checkouts
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,13 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         "connect_timeout": settings.db_connect_timeout_s,
         "application_name": f"thirteen-service:{os.getpid()}",
         "prepare_threshold": None,
+        # A peer that vanished (host down, network cut) is noticed by TCP: keepalives
+        # probe an idle connection, and unacknowledged data gives up after the deadline.
+        "keepalives": 1,
+        "keepalives_idle": KEEPALIVE_IDLE_S,
+        "keepalives_interval": KEEPALIVE_INTERVAL_S,
+        "keepalives_count": KEEPALIVE_COUNT,
+        "tcp_user_timeout": settings.db_deadline_s * 1000,
     }
     if not pooled:
         connect_args["options"] = " ".join(f"-c {name}={ms}" for name, ms in timeouts.items())
@@ -181,9 +189,14 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     )
     if setup:
         run_setup_in_each_transaction(engine)
+    # First, so the idle ping on checkout is bounded too.
+    bound_checkouts(engine, settings.db_deadline_s)
     ping_when_idle(engine)
     return engine
 
+
+# TCP keepalives: first probe after 10 s idle, then every 5 s, 3 unanswered = gone.
+KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 
 # The execution option holding what each transaction runs first ("" for nothing). The
 # append path (app.db.appends) opens its transactions itself and sends it with its BEGIN.

@@ -11,8 +11,9 @@ grants it only what the service does:
 
 Nothing else: no UPDATE, DELETE or TRUNCATE on the ledger, and no ownership, so no DDL.
 An operator grants the role to the service's login (``GRANT thirteen_runtime TO svc``).
-Roles belong to the whole server, so the role is created only when missing, and the
-downgrade revokes this database's grants but leaves the role to the other databases.
+Roles belong to the whole server, so the role is created only when missing (an owner
+without CREATEROLE migrates once the role exists), and the downgrade revokes this
+database's grants but leaves the role to the other databases.
 
 Revision ID: 0007_runtime_role
 Revises: 0006_drop_idempotency_keys
@@ -39,11 +40,23 @@ def _role() -> str:
 
 def upgrade() -> None:
     role = _role()
-    # Two databases of one server migrating at once may both find the role missing.
+    # CREATE ROLE needs CREATEROLE even for a role that exists, so look first: an owner
+    # without it migrates when an administrator has made the role. Two databases of one
+    # server migrating at once may both find it missing; the second CREATE then fails
+    # as a duplicate, which is as good.
     op.execute(f"""
         DO $$ BEGIN
-            CREATE ROLE {role} NOLOGIN;
-        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+                CREATE ROLE {role} NOLOGIN;
+            END IF;
+        EXCEPTION
+            WHEN duplicate_object OR unique_violation THEN NULL;
+            WHEN insufficient_privilege THEN
+                RAISE EXCEPTION 'the owner % may not create the runtime role {role} '
+                                '(it lacks CREATEROLE)', current_user
+                    USING ERRCODE = 'insufficient_privilege',
+                          HINT = 'Grant the owner CREATEROLE, or have an administrator run '
+                                 'CREATE ROLE {role} NOLOGIN once, then migrate again.';
         END $$""")
     op.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
     for table in LEDGER:

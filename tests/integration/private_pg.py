@@ -13,7 +13,10 @@ it), a root caller runs the server as the system user ``pgserver``, created if m
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -128,6 +131,35 @@ class PrivatePostgres:
             **self._run_as, capture_output=True, text=True, check=False,
         )
         return done.returncode == 0
+
+    def processes(self) -> list[int]:
+        """Return the postmaster's pid, then its children's (the backends and helpers)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines()
+                              if ":\t" in line)
+            except OSError:
+                continue  # the process ended while we looked
+            if int(fields.get("PPid", "0")) == postmaster:
+                children.append(int(status.parent.name))
+        return [postmaster, *children]
+
+    def freeze(self) -> list[int]:
+        """SIGSTOP the whole server (the postmaster first, so it starts no new backend):
+        its sockets stay open and the kernel still acknowledges what is sent, but nothing
+        answers, as a hung host or a stalled disk looks to a client. Return the pids."""
+        frozen = self.processes()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        return frozen
+
+    def thaw(self, frozen: list[int]) -> None:
+        """SIGCONT what ``freeze`` stopped, the postmaster last."""
+        for pid in reversed(frozen):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def create_database(self, name: str) -> str:
         """Create database ``name``; return its SQLAlchemy URL."""

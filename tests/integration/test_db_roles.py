@@ -16,18 +16,20 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger_rows import fresh_id, make_round
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from app import create_app
 from app.api.schemas import RoundRequestSchema
-from app.config import runtime_role_from_env
+from app.config import normalize_database_url, runtime_role_from_env
 from app.db import get_database
 from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
+from app.db.schema import current_revisions, head_revisions, upgrade
 from app.services import rounds
 from app.services.signing import Signer
 from app.services.uow import UnitOfWork
@@ -179,3 +181,51 @@ def test_python_m_app_exits_2_before_serving_as_the_owner(database_url, signing_
     assert done.returncode == 2, done.stderr
     assert "start-up refused: refusing to run as database role 'postgres'" in done.stderr
     assert "ALLOW_OWNER_RUNTIME" in done.stderr
+
+
+@pytest.fixture
+def owner_without_createrole(database_server, database_url):
+    """Return the URL of an empty database owned by a login that may not create roles.
+
+    ``database_url`` migrated first, so the default runtime role exists on the server.
+    """
+    suffix = uuid.uuid4().hex[:10]
+    owner, name = f"thirteen_nocr_{suffix}", f"thirteen_test_nocr_{suffix}"
+    with psycopg.connect(database_server, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {owner} LOGIN NOCREATEROLE NOSUPERUSER")
+        connection.execute(f'CREATE DATABASE "{name}" OWNER {owner}')
+    yield make_url(normalize_database_url(database_server)).set(
+        username=owner, database=name).render_as_string(hide_password=False)
+    with psycopg.connect(database_server, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f"DROP ROLE IF EXISTS {owner}")
+
+
+def test_an_owner_without_createrole_migrates_when_the_runtime_role_exists(
+        owner_without_createrole, monkeypatch):
+    monkeypatch.delenv("DB_RUNTIME_ROLE", raising=False)
+    upgrade(owner_without_createrole)
+    engine = create_engine(owner_without_createrole, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            assert current_revisions(connection) == head_revisions()
+            granted = connection.scalar(text(
+                "SELECT has_table_privilege(:role, 'ledger_lines', 'INSERT')"),
+                {"role": runtime_role_from_env({})})
+    finally:
+        engine.dispose()
+    assert granted
+
+
+def test_python_m_app_names_createrole_when_the_owner_must_create_the_role(
+        owner_without_createrole, signing_key_file):
+    missing = f"thirteen_missing_{uuid.uuid4().hex[:10]}"
+    env = {**os.environ, "DATABASE_URL": owner_without_createrole,
+           "MIGRATIONS_DATABASE_URL": owner_without_createrole, "DB_RUNTIME_ROLE": missing,
+           "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}
+    done = subprocess.run([sys.executable, "-m", "app"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "start-up refused: migrating as MIGRATIONS_DATABASE_URL's role failed" in done.stderr
+    assert f"may not create the runtime role {missing} (it lacks CREATEROLE)" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -494,6 +494,101 @@ def test_a_worker_replaced_while_the_database_is_down_boots_answers_503_and_reco
         assert "Worker failed to boot" not in log and "unhandled error" not in log, log[-3000:]
 
 
+@pytest.mark.slow
+def test_a_frozen_database_fails_requests_within_the_deadline_and_never_half_writes(
+        fault_db: FaultDb, tmp_path: Path) -> None:
+    """SIGSTOP the whole server mid-load and keep it frozen until every client has had an
+    answer to a settle sent after the freeze: the server's statement_timeout cannot fire
+    on a stopped server, so only the service's own deadline (DB_DEADLINE_S) can end
+    those requests. They answer 503 with Retry-After; once thawed, every round is whole
+    or absent, and a retry with the same key settles it exactly once. Waits are on
+    conditions; without the deadline the clients' 60 s timeouts fail the test.
+    """
+    db = fault_db
+    retry_after, clients = "4", 3
+    table = _table()
+    posted: list[list[Posted]] = [[] for _ in range(clients)]
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(n: int) -> None:
+        while not stop.is_set():
+            key = f"frozen-{n}-{uuid.uuid4().hex}"
+            request = _round(table)
+            answer = _settle(service.base, db, request, key, timeout=60)
+            with lock:
+                posted[n].append(Posted(key, request, answer))
+            time.sleep(0.05)
+
+    def every(after: float = 0.0) -> list[Posted]:
+        with lock:
+            return [p for mine in posted for p in mine if p.answer.started >= after]
+
+    def each_client_answered_after(moment: float) -> bool:
+        with lock:
+            return all(any(p.answer.started >= moment for p in mine) for mine in posted)
+
+    with _gunicorn(db, tmp_path, WEB_CONCURRENCY="1", GUNICORN_THREADS="4",
+                   RETRY_AFTER_S=retry_after, DB_CONNECT_TIMEOUT_S="2", DB_DEADLINE_S="4",
+                   DB_STATEMENT_TIMEOUT_MS="3000") as service:
+        threads = [threading.Thread(target=client, args=(n,), daemon=True)
+                   for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        frozen: list[int] = []
+        try:
+            _wait_until(lambda: sum(p.answer.status == 201 for p in every()) >= 6,
+                        "rounds before the freeze")
+            frozen = db.server.freeze()
+            frozen_at = time.monotonic()
+            _wait_until(lambda: each_client_answered_after(frozen_at),
+                        "an answer to every client while the server is frozen")
+            thawed_at = time.monotonic()
+        finally:
+            if frozen:
+                db.server.thaw(frozen)
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=70)
+        log = service.log.read_text()
+
+        # Sent and answered while frozen (one per client at least): 503 with Retry-After.
+        while_frozen = [p for p in every(frozen_at) if p.answer.ended <= thawed_at]
+        assert len(while_frozen) >= clients
+        for p in while_frozen:
+            _assert_unavailable(p.answer, retry_after)
+        # Throughout: 201 or 503, never a 500 or a hang.
+        for p in every():
+            assert p.answer.error is None, p.answer
+            assert p.answer.status in (201, 503), (p.answer, p.answer.body[:300])
+        assert "unhandled error" not in log, log[-3000:]
+
+        # Wholly stored or not at all, and a retry with the same key ends in one round.
+        _assert_no_half_written(db, [table])
+        for p in every():
+            if p.answer.status == 201:
+                assert _rounds_for_key(db, p.key) == [p.answer.json()["round_id"]]
+                continue
+
+            def retried(p: Posted = p) -> Answer | None:
+                again = _settle(service.base, db, p.request, p.key)
+                if again.status in (200, 201):
+                    return again
+                # The cut transaction's backend may still be ending (its key in flight),
+                # or the pool reconnecting.
+                assert again.status in (409, 503), (again, again.body[:300])
+                time.sleep(0.2)
+                return None
+
+            again = _wait_until(retried, f"{p.key} to settle after the thaw")
+            assert _rounds_for_key(db, p.key) == [again.json()["round_id"]]
+        _assert_no_half_written(db, [table])
+
+    slowest = max(p.answer.elapsed for p in while_frozen)
+    print(f"\nfrozen: {len(while_frozen)} settles sent while frozen, all 503, slowest "
+          f"{slowest:.2f} s (DB_DEADLINE_S=4, DB_CONNECT_TIMEOUT_S=2)")
+
+
 # --- 2. a worker killed mid-settle ---------------------------------------------------------
 
 

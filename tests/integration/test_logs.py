@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -112,3 +113,38 @@ def test_access_log_dash_adds_gunicorns_access_lines_as_json(settings, tmp_path:
     access = [r for r in records if r["logger"] == "gunicorn.access"]
     assert any("GET /healthz" in r["message"] and "access-check" in r["message"]
                for r in access), records
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``request`` as it is and read the whole answer (the server closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip()
+               for name, _, value in (field.partition(":") for field in fields)}
+    return int(status_line.split()[1]), headers, body
+
+
+def test_requests_gunicorn_refuses_before_the_app_answer_problem_json(
+        settings, tmp_path: Path) -> None:
+    long_uri = b"/healthz?" + b"a" * 5000
+    many_fields = b"".join(b"X-F%d: 1\r\n" % n for n in range(150))
+    big_field = b"X-Big: " + b"b" * 9000 + b"\r\n"
+    sent = {
+        414: b"GET " + long_uri + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        431: b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + many_fields + b"\r\n",
+        400: b"GET /healthz\x01 HTTP/1.1\r\nHost: x\r\n\r\n",
+    }
+    with serving(settings, tmp_path) as (port, _, _):
+        answers = {status: _raw(port, request) for status, request in sent.items()}
+        answers[-431] = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + big_field + b"\r\n")
+    for expected, (status, headers, body) in answers.items():
+        assert status == abs(expected), (expected, status, body[:200])
+        assert headers["content-type"] == "application/problem+json", headers
+        problem = json.loads(body)
+        assert problem["status"] == abs(expected) and problem["type"] == "about:blank"
+        assert problem["title"] and problem["detail"] and b"<html" not in body

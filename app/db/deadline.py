@@ -1,0 +1,95 @@
+"""A client-side deadline on every pooled connection a request holds.
+
+The server's statement_timeout cannot fire on a server that stops answering (frozen,
+partitioned away, its host hung): the worker thread would wait in the socket read for as
+long as the freeze lasts. Each connection checked out of the pool is therefore armed with
+a deadline; one watchdog thread per engine shuts the socket of any connection still out
+past it. The thread blocked on it then sees the connection closed, SQLAlchemy counts that
+a disconnect (the pool drops its connections), and the request answers 503 with
+Retry-After like any other outage. A transaction cut off this way was never committed, or
+its COMMIT reached the server, which then stores the round whole: the settle's
+Idempotency-Key replays it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+from sqlalchemy import Engine, event
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+
+class Watchdog:
+    """Shut the socket of each armed connection still checked out at its deadline."""
+
+    def __init__(self, deadline_s: float) -> None:
+        self.deadline_s = deadline_s
+        self._armed: dict[int, tuple[float, int]] = {}  # id(record): (deadline, fd)
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.cut = 0  # connections cut so far (tests, logs)
+
+    def arm(self, record: ConnectionPoolEntry, fileno: int) -> None:
+        with self._changed:
+            self._armed[id(record)] = (time.monotonic() + self.deadline_s, fileno)
+            if self._thread is None or not self._thread.is_alive():
+                # Started lazily, in the process that uses the pool (after gunicorn's fork).
+                self._thread = threading.Thread(target=self._watch, name="db-deadline",
+                                                daemon=True)
+                self._thread.start()
+
+    def disarm(self, record: ConnectionPoolEntry) -> None:
+        with self._changed:
+            self._armed.pop(id(record), None)
+
+    def _watch(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [key for key, (at, _) in self._armed.items() if at <= now]
+                # Shut under the lock: a connection is disarmed (checkin, invalidate)
+                # before it can be closed, so its descriptor is still its own here.
+                for key in due:
+                    _shut(self._armed.pop(key)[1])
+                    self.cut += 1
+                soonest = min((at for at, _ in self._armed.values()), default=now + 1.0)
+            # Wakes at least once a second; arming never needs to wake it sooner, because
+            # a new deadline is never earlier than one already due within deadline_s.
+            time.sleep(min(max(soonest - time.monotonic(), 0.05), 1.0))
+
+
+def _shut(fileno: int) -> None:
+    # A duplicate of the descriptor, so closing it leaves libpq's own descriptor to libpq;
+    # shutdown acts on the socket both share, and the blocked read returns at once.
+    try:
+        with socket.fromfd(fileno, socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed meanwhile: nothing left to cut
+
+
+def bound_checkouts(engine: Engine, deadline_s: float) -> Watchdog:
+    """Arm every checkout of ``engine``'s pool with a deadline of ``deadline_s`` seconds.
+
+    Register this before other checkout listeners (the idle ping), so they are bounded too.
+    """
+    watchdog = Watchdog(deadline_s)
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: ConnectionPoolEntry,
+                     proxy: PoolProxiedConnection) -> None:
+        watchdog.arm(record, dbapi_connection.pgconn.socket)
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        watchdog.disarm(record)
+
+    @event.listens_for(engine, "invalidate")
+    def _invalidated(dbapi_connection: Any, record: ConnectionPoolEntry,
+                     exception: BaseException | None) -> None:
+        watchdog.disarm(record)
+
+    return watchdog
