@@ -144,8 +144,13 @@ def runtime_url(database_url: str, make_runtime_url: Callable[[str], str]) -> st
 
 @pytest.fixture(scope="session")
 def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Return where this session's audit signing key lives (the app creates it)."""
-    return tmp_path_factory.mktemp("audit-key") / "audit-signing-key.pem"
+    """Return this session's audit signing key file, made and published here: a deployment
+    never makes one quietly, so every process the tests start finds it."""
+    from app.services.signing import load_keyring
+
+    path = tmp_path_factory.mktemp("audit-key") / "audit-signing-key.pem"
+    load_keyring(path, create=True)
+    return path
 
 
 @pytest.fixture(scope="session")

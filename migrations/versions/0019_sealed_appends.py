@@ -167,6 +167,10 @@ def _ensure_role(role: str) -> None:
             IF NOT pg_has_role(current_user, '{role}', 'MEMBER') THEN
                 EXECUTE format('GRANT {role} TO %I', current_user);
             END IF;
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE EXCEPTION '% is not a member of the role {role}, which owns the append '
+                            'functions, and may not make itself one', current_user
+                USING HINT = 'As a role with CREATEROLE: GRANT {role} TO ' || current_user;
         END $$""")
 
 
@@ -189,10 +193,13 @@ def upgrade() -> None:
     op.execute(f"REVOKE INSERT, UPDATE ON chains FROM {runtime}")
     op.execute(TAKE)
     op.execute(APPEND)
+    # A new owner needs CREATE on the schema while it takes the functions, and no longer.
+    op.execute(f"GRANT CREATE ON SCHEMA public TO {writer}")
     for signature in SIGNATURES:
         op.execute(f"ALTER FUNCTION {signature} OWNER TO {writer}")
         op.execute(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC")
         op.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {runtime}")
+    op.execute(f"REVOKE CREATE ON SCHEMA public FROM {writer}")
 
     op.execute("CREATE TABLE api_key_revocations ("
                "key_id text NOT NULL, "

@@ -107,11 +107,14 @@ def upgrade() -> None:
     for table in TABLES:
         op.execute(f"GRANT SELECT, INSERT ON {table} TO {writer}")
         op.execute(f"REVOKE INSERT ON {table} FROM {runtime}")
+    # A new owner needs CREATE on the schema while it takes the functions, and no longer.
+    op.execute(f"GRANT CREATE ON SCHEMA public TO {writer}")
     for signature, definition in FUNCTIONS.items():
         op.execute(definition)
         op.execute(f"ALTER FUNCTION {signature} OWNER TO {writer}")
         op.execute(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC")
         op.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO {runtime}")
+    op.execute(f"REVOKE CREATE ON SCHEMA public FROM {writer}")
 
 
 def downgrade() -> None:

@@ -90,22 +90,6 @@ def test_pages_need_a_signed_in_session_and_send_you_back_after_sign_in(app, adm
     assert signed.status_code == 303 and signed.headers["Location"] == "/console/tables?x=1"
 
 
-@pytest.mark.parametrize("next_", ["/console/\r\nSet-Cookie: a=b", "/console/\n", "/console/\x00",
-                                   "/console/tables\x7f"],
-                         ids=["crlf-header", "lf", "nul", "del"])
-def test_a_next_with_control_characters_is_refused_with_400_and_never_followed(
-        app, admin_key, next_):
-    client = browser(app)
-    page = sign_in(client, admin_key, next_=next_)
-    assert page.status_code == 400 and "Location" not in page.headers
-    assert "next: must not contain control characters" in text(page)
-    assert "Set-Cookie: a=b" not in str(page.headers)
-    assert client.get("/console/tables").status_code == 302, "not signed in"
-    # In a query string the edge refuses control characters before any view (422).
-    shown = client.get("/console/sign-in", query_string={"next": next_})
-    assert shown.status_code == 422 and "Location" not in shown.headers
-
-
 def test_sign_in_sets_a_strict_httponly_expiring_cookie_without_the_key(app, admin_key):
     client = browser(app)
     signed = sign_in(client, admin_key)

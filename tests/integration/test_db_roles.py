@@ -194,6 +194,9 @@ def owner_without_createrole(database_server, database_url):
     with psycopg.connect(database_server, autocommit=True) as connection:
         connection.execute(f"CREATE ROLE {owner} LOGIN NOCREATEROLE NOSUPERUSER")
         connection.execute(f'CREATE DATABASE "{name}" OWNER {owner}')
+        # As an administrator does once (docs, roles and keys): the owner hands the append
+        # functions to the writer role, which it must be a member of.
+        connection.execute(f"GRANT {runtime_role_from_env({})}_writer TO {owner}")
     yield make_url(normalize_database_url(database_server)).set(
         username=owner, database=name).render_as_string(hide_password=False)
     with psycopg.connect(database_server, autocommit=True) as connection:
@@ -209,12 +212,16 @@ def test_an_owner_without_createrole_migrates_when_the_runtime_role_exists(
     try:
         with engine.connect() as connection:
             assert current_revisions(connection) == head_revisions()
-            granted = connection.scalar(text(
-                "SELECT has_table_privilege(:role, 'ledger_lines', 'INSERT')"),
-                {"role": runtime_role_from_env({})})
+            runtime = runtime_role_from_env({})
+            granted = connection.execute(text(
+                "SELECT has_table_privilege(:role, 'ledger_lines', 'SELECT'), "
+                "has_table_privilege(:role, 'ledger_lines', 'INSERT'), "
+                "has_function_privilege(:role, 'ledger_append(jsonb, jsonb, jsonb)', "
+                "'EXECUTE'), has_table_privilege(:writer, 'ledger_lines', 'INSERT')"),
+                {"role": runtime, "writer": f"{runtime}_writer"}).one()
     finally:
         engine.dispose()
-    assert granted
+    assert tuple(granted) == (True, False, True, True)
 
 
 def test_python_m_app_names_createrole_when_the_owner_must_create_the_role(
@@ -222,7 +229,7 @@ def test_python_m_app_names_createrole_when_the_owner_must_create_the_role(
     missing = f"thirteen_missing_{uuid.uuid4().hex[:10]}"
     env = {**os.environ, "DATABASE_URL": owner_without_createrole,
            "MIGRATIONS_DATABASE_URL": owner_without_createrole, "DB_RUNTIME_ROLE": missing,
-           "AUDIT_SIGNING_KEY_FILE": str(signing_key_file)}
+           "AUDIT_SIGNING_KEY_FILE": str(signing_key_file), "AUDIT_SIGNING_KEY_CREATE": "true"}
     done = subprocess.run([sys.executable, "-m", "app"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
