@@ -23,8 +23,10 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * available_cpus() + 1)
 worker_class = "gthread"
 threads = int(os.environ.get("GUNICORN_THREADS") or 2)
 
-# A request is bounded by the statement timeout (5 s) long before this; a worker silent
-# for 30 s is stuck and gets replaced.
+# A request is bounded well before this: a verify stops after VERIFY_BUDGET_MS (5 s) of
+# work, each statement after DB_STATEMENT_TIMEOUT_MS (5 s), and a database that stops
+# answering after DB_DEADLINE_S (15 s; tests/integration/test_faults.py freezes one). A
+# worker silent for 30 s is stuck and gets replaced.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 30)
 graceful_timeout = 20
 keepalive = 5

@@ -67,6 +67,8 @@ class Settings:
     console_cookie_secure: bool = False
     # Per-key limits by route class (app.api.limits): a ``limits`` rate such as
     # ``100/second``, and requests at once; counted in memory or in Redis.
+    # Seconds of work a verify request does before it answers with next_cursor.
+    verify_budget_s: float = 5.0
     rate_limit_storage_url: str = "memory://"
     rate_limits: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RATES))
     concurrency_limits: Mapping[str, int] = field(
@@ -112,6 +114,7 @@ class Settings:
             secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
             console_session_s=_int(env, "CONSOLE_SESSION_S", 8 * 3600, minimum=60),
             # Secure unless the service listens on loopback alone (a development machine).
+            verify_budget_s=float(_int(env, "VERIFY_BUDGET_MS", 5_000, minimum=0)) / 1000,
             rate_limit_storage_url=_storage_url(env),
             rate_limits={name: _rate(env, name, rate) for name, rate in DEFAULT_RATES.items()},
             concurrency_limits={name: _int(env, f"CONCURRENCY_LIMIT_{name.upper()}", at_once,

@@ -12,7 +12,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from app.api.context import operator_id
@@ -52,6 +52,12 @@ def keyring() -> Keyring:
     return extension(KEYRING, Keyring)
 
 
+def _budget() -> float:
+    """The seconds of work one verify request may do (VERIFY_BUDGET_MS)."""
+    budget: float = current_app.config["SETTINGS"].verify_budget_s
+    return budget
+
+
 def signer() -> Signer:
     """Return the key the service signs with now."""
     return keyring().current
@@ -75,7 +81,7 @@ def verify() -> Response:
         verification = audit.verify(
             get_database().sessions, operator_id=operator_id(), created_from=query["from_"],
             created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
-            cursor=query.get("cursor"))
+            cursor=query.get("cursor"), budget_s=_budget())
     except InvalidCursor as error:
         raise invalid_cursor(error) from None
     count_verify_findings("period", (d.what for d in verification.differences))
@@ -186,7 +192,7 @@ def verify_kept() -> Response:
         report = checkpoints.verify_anchored(
             get_database().sessions, keyring().public, operator_id(),
             checkpoint=data.get("checkpoint"), receipts=data.get("receipts", []),
-            limit=data["limit"], cursor=data.get("cursor"))
+            limit=data["limit"], cursor=data.get("cursor"), budget_s=_budget())
     except InvalidCursor as error:
         raise invalid_cursor(error) from None
     count_verify_findings("kept", (f.what for f in report.findings))

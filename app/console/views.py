@@ -344,7 +344,8 @@ def verify_table(table_id: str) -> Response:
         return _table_page(table_id, None, verify_error=detail, status=422)
     result = audit.verify(get_database().sessions, operator_id=_caller().operator_id,
                           created_from=period["from_"], created_to=period["to"],
-                          table_id=table_id)
+                          table_id=table_id,
+                          budget_s=current_app.config["SETTINGS"].verify_budget_s)
     return _table_page(table_id, {**result.to_json(), "from": period["from_"].isoformat(),
                                   "to": period["to"].isoformat()})
 
@@ -557,7 +558,8 @@ def verify_checkpoint() -> Response:
     try:
         report = checkpoints.verify_anchored(
             get_database().sessions, keyring().public, _caller().operator_id,
-            checkpoint=checkpoint, receipts=[], limit=int(limit_text), cursor=cursor)
+            checkpoint=checkpoint, receipts=[], limit=int(limit_text), cursor=cursor,
+            budget_s=current_app.config["SETTINGS"].verify_budget_s)
     except InvalidCursor:
         return _invalid_cursor()
     # Kept compact (the note's line feeds escaped) for the form that continues the walk.

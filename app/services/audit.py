@@ -27,6 +27,7 @@ leaves a shorter chain that verifies: only a kept checkpoint or receipt shows it
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -130,13 +131,15 @@ def verify(
     table_id: str | None = None,
     limit: int = DEFAULT_LIMIT,
     cursor: str | None = None,
+    budget_s: float | None = None,
 ) -> Verification:
     """Verify every chain with rounds created in ``[created_from, created_to)``.
 
     ``operator_id`` None covers every operator; ``table_id`` limits it to one table. A
     chain is checked from its first round of the period (linked to the stored round
     before it) to its last, or to its head when ``created_to`` is past the database's
-    clock. At most ``limit`` rounds are checked; ``next_cursor`` continues (it is bound
+    clock. At most ``limit`` rounds are checked, and none is started once ``budget_s``
+    seconds have passed (at least one always is); ``next_cursor`` continues (it is bound
     to the same period and table).
     """
     if created_from >= created_to:
@@ -146,6 +149,7 @@ def verify(
     filters = {"operator": operator_id, "from": created_from.isoformat(),
                "to": created_to.isoformat(), "table": table_id}
     start = None if cursor is None else _position(cursors.decode(cursor, LIST, filters))
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     rounds = 0
     differences: list[Difference] = []
     ends: list[ChainEnd] = []
@@ -161,7 +165,10 @@ def verify(
             if start is not None and key < start[:2]:
                 continue
             after = start[2] if start is not None and key == start[:2] else span.first_seq - 1
-            checked, found, last = _verify_chain(uow, span, after, limit - rounds)
+            # The first round of a request is checked whatever the budget: every request
+            # moves on.
+            checked, found, last = _verify_chain(uow, span, after, limit - rounds, deadline,
+                                                 at_least_one=rounds == 0)
             rounds += checked
             differences.extend(found)
             if last < span.last_seq:
@@ -180,9 +187,11 @@ def _position(position: list[Any]) -> tuple[str, str, int]:
     return position[0], position[1], position[2]
 
 
-def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int,
-                  budget: int) -> tuple[int, list[Difference], int]:
-    """Check a span's rounds after ``after``, at most ``budget``; return the last seq done."""
+def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int, budget: int,
+                  deadline: float | None, *,
+                  at_least_one: bool) -> tuple[int, list[Difference], int]:
+    """Check a span's rounds after ``after``, at most ``budget`` and none started after
+    ``deadline`` but the first; return the last seq done."""
     found: list[Difference] = []
     checked = 0
     prev_seq = after
@@ -196,7 +205,8 @@ def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int,
             prev_hash, prev_time = before
     last = after
     for round_ in _rounds(uow, span, after):
-        if checked >= budget:
+        if checked >= budget or (deadline is not None and (checked or not at_least_one)
+                                 and time.monotonic() > deadline):
             break
         checked += 1
         if round_.chain_seq != prev_seq + 1:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,12 +224,14 @@ VERIFY = "audit.verify"
 def verify_anchored(sessions: sessionmaker[Session], keys: PublicKeys, operator_id: str, *,
                     checkpoint: Mapping[str, Any] | None,
                     receipts: Sequence[Mapping[str, Any]], limit: int = DEFAULT_LIMIT,
-                    cursor: str | None = None) -> AnchoredVerification:
+                    cursor: str | None = None,
+                    budget_s: float | None = None) -> AnchoredVerification:
     """Check the signatures of a kept checkpoint and receipts with ``keys`` (every public
     key the service signed with), then the chains they name.
 
-    Does at most ``limit`` rounds of work; ``next_cursor`` continues where it stopped
-    (bound to the same checkpoint and receipts). Signature findings come on the first page.
+    Does at most ``limit`` rounds of work, and starts none once ``budget_s`` seconds have
+    passed (but the first); ``next_cursor`` continues where it stopped (bound to the same
+    checkpoint and receipts). Signature findings come on the first page.
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -248,12 +251,13 @@ def verify_anchored(sessions: sessionmaker[Session], keys: PublicKeys, operator_
         start_table, after_seq = _verify_position(cursors.decode(cursor, VERIFY, binding))
     tables = sorted(t for t in anchors if start_table is None or t >= start_table)
     budget = limit
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
         uow.session.execute(text("SET TRANSACTION READ ONLY"))
         for table_id in tables:
             resume = after_seq if table_id == start_table else 0
             done, checked, last = _walk(uow, operator_id, table_id, anchors[table_id], resume,
-                                        budget, report)
+                                        budget, report, deadline)
             budget -= checked
             report.rounds += checked
             if not done:
@@ -318,7 +322,8 @@ def _anchor_receipt(keys: PublicKeys, operator_id: str, receipt: Mapping[str, An
 
 
 def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[int, Anchor],
-          after_seq: int, budget: int, report: AnchoredVerification) -> tuple[bool, int, int]:
+          after_seq: int, budget: int, report: AnchoredVerification,
+          deadline: float | None = None) -> tuple[bool, int, int]:
     """Walk one chain from after ``after_seq`` to its head, at most ``budget`` rounds.
 
     Returns whether it reached the head, how many rounds it checked and the last seq.
@@ -343,7 +348,9 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
     prev_time: datetime | None = None
     checked = 0
     while prev_seq < head.seq:
-        if checked >= budget:
+        # Past the deadline, stop before the next batch once this request did some work.
+        if checked >= budget or (deadline is not None and (checked or report.rounds)
+                                 and time.monotonic() > deadline):
             return False, checked, prev_seq
         batch = uow.rounds.chain_rows(operator_id, table_id, prev_seq, head.seq,
                                       min(BATCH, budget - checked))

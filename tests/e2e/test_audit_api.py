@@ -454,3 +454,37 @@ def test_a_rewound_chain_head_refuses_appends_with_a_503_and_writes_nothing(
                             headers={"Idempotency-Key": uuid.uuid4().hex})
     assert reversal.status_code == 503
     assert count_rows() == before
+
+
+def test_a_verify_stops_when_its_time_budget_is_spent_and_goes_on_by_its_cursor(
+        make_api, make_key):
+    """With no time at all a request still checks one round (or one batch of a kept
+    checkpoint's walk) and answers next_cursor; following it checks every round once."""
+    api = make_api(verify_budget_s=0.0).with_key(
+        make_key("admin", operator_id=f"op-{uuid.uuid4().hex[:10]}"))
+    tables = [f"t-{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    for table in tables:
+        for _ in range(3):
+            _settle(api, table)
+    checkpoint = _checkpoint(api)
+    pages, checked, body = 0, 0, {"checkpoint": checkpoint}
+    while True:
+        page = api.post("/v1/audit/verify", json=body).get_json()
+        pages, checked = pages + 1, checked + page["checked"]["rounds"]
+        assert page["findings"] == []
+        if page["next_cursor"] is None:
+            break
+        body = {**body, "cursor": page["next_cursor"]}
+    assert checked == 6 and pages >= 2
+    now = datetime.now(UTC)
+    query = {"from": (now - timedelta(hours=1)).isoformat(),
+             "to": (now + timedelta(hours=1)).isoformat()}
+    pages, checked = 0, 0
+    while True:
+        page = api.get(f"/v1/audit/verify?{urlencode(query)}").get_json()
+        pages, checked = pages + 1, checked + page["checked"]["rounds"]
+        assert page["ok"] is True
+        if page["next_cursor"] is None:
+            break
+        query["cursor"] = page["next_cursor"]
+    assert (checked, pages) == (6, 6)
