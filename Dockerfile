@@ -16,7 +16,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOST=0.0.0.0 \
     PORT=8000 \
-    AUDIT_SIGNING_KEY_FILE=/run/secrets/thirteen-audit-signing-key.pem
+    AUDIT_SIGNING_KEY_FILE=/run/secrets/thirteen-audit-signing-key.pem \
+    AUDIT_PUBLIC_KEYS_FILE=/srv/thirteen/var/audit-public-keys.json
 
 WORKDIR /srv/thirteen
 

@@ -64,6 +64,13 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.extensions[DATABASE] = _connect(app, settings, serve_when_down=True)
         app.extensions[KEYRING] = _keyring(settings)
 
+    if settings.proxy_hops:
+        # Behind deploy/nginx.conf: the client's address is the one the proxy saw, for
+        # the logs and the public routes' limits.
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app,  # type: ignore[method-assign]
+                                x_for=settings.proxy_hops, x_proto=settings.proxy_hops)
     register_error_handlers(app)
     init_request_log(app)
     init_cors(app)

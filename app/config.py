@@ -67,6 +67,8 @@ class Settings:
     console_cookie_secure: bool = False
     # Per-key limits by route class (app.api.limits): a ``limits`` rate such as
     # ``100/second``, and requests at once; counted in memory or in Redis.
+    # Proxies in front that set X-Forwarded-For (deploy/nginx.conf: 1); 0 trusts none.
+    proxy_hops: int = 0
     # Seconds of work a verify request does before it answers with next_cursor.
     verify_budget_s: float = 5.0
     rate_limit_storage_url: str = "memory://"
@@ -114,6 +116,7 @@ class Settings:
             secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
             console_session_s=_int(env, "CONSOLE_SESSION_S", 8 * 3600, minimum=60),
             # Secure unless the service listens on loopback alone (a development machine).
+            proxy_hops=_int(env, "PROXY_HOPS", 0, minimum=0),
             verify_budget_s=float(_int(env, "VERIFY_BUDGET_MS", 5_000, minimum=0)) / 1000,
             rate_limit_storage_url=_storage_url(env),
             rate_limits={name: _rate(env, name, rate) for name, rate in DEFAULT_RATES.items()},
