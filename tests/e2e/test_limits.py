@@ -185,6 +185,8 @@ def test_an_advisor_flood_and_a_verify_flood_get_429s_and_another_operator_still
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
+    print(f"settle p99 alone {_p99(alone) * 1000:.1f} ms, under the advisor and verify "
+          f"floods {_p99(loaded) * 1000:.1f} ms; flood answers {dict(statuses)}")
     assert statuses[429] > 0, statuses
     assert set(statuses) <= {200, 429}, statuses
     assert _p99(loaded) <= max(20 * _p99(alone), _p99(alone) + 2.0), (alone, loaded)
