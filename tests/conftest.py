@@ -244,18 +244,31 @@ def make_app(settings: Settings, admin_key: str) -> Iterator[Callable[..., Flask
     A fresh app still accepts routes, so a test may register a probe blueprint on it. Its
     test clients send ``admin_key`` by default (see KeyedClient).
     """
-    apps: list[Flask] = []
     keyed = type("SessionKeyedClient", (KeyedClient,), {"default_key": admin_key})
 
     def build(**overrides: Any) -> Flask:
         app = create_app(replace(settings, **overrides))
         app.config["TESTING"] = True
         app.test_client_class = keyed
-        apps.append(app)
+        MADE_APPS.append(app)
         return app
 
     yield build
-    for app in apps:
+    for app in MADE_APPS:
+        get_database(app).dispose()
+
+
+# Every app a session made. Each keeps a pool of connections; the ones a test made give
+# theirs back when it ends (an engine reconnects when used again), so a session of many
+# apps stays well inside the server's max_connections.
+MADE_APPS: list[Flask] = []
+
+
+@pytest.fixture(autouse=True)
+def _pools_given_back() -> Iterator[None]:
+    made = len(MADE_APPS)
+    yield
+    for app in MADE_APPS[made:]:
         get_database(app).dispose()
 
 
