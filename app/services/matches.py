@@ -14,17 +14,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.driver import constraint_of
 from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound
-from app.db.repositories import MAX_PAGE, InvalidCursor
+from app.db.repositories import MAX_PAGE, Cursor, commit_horizon
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
@@ -270,45 +269,39 @@ def get_match(match_id: uuid.UUID, *, operator_id: str,
 MATCHES_LIST = "matches"
 
 
-def _match_position(position: list[Any]) -> tuple[datetime, uuid.UUID]:
-    """Read a matches cursor's position back; InvalidCursor on anything this list never wrote."""
-    try:
-        at, ident = position
-        created_at = datetime.fromisoformat(at)
-        if created_at.tzinfo is None:
-            raise ValueError(at)
-        return created_at, uuid.UUID(ident)
-    except (TypeError, ValueError, AttributeError):
-        raise InvalidCursor("the cursor's position is not one this list issued") from None
-
-
 def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
                  limit: int, cursor: str | None) -> dict[str, Any]:
-    """Return matches newest first, a page at a time; the cursor is bound to the filters.
+    """Return matches newest first by commit, a page at a time; the cursor is bound to the
+    filters.
 
-    Raises InvalidCursor on a cursor of another list, other filters, or none of ours
-    (app.services.cursors, as the rounds and ledger lists).
+    Pages in (txid, id) order, never below an opening still in progress (its match would
+    commit among those already passed), as the rounds' list does. Raises InvalidCursor on
+    a cursor of another list, other filters, or none of ours (app.services.cursors).
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
     filters = {"table_id": table_id}
     after = (None if cursor is None
-             else _match_position(cursors.decode(cursor, MATCHES_LIST, filters)))
+             else Cursor.at(cursors.decode(cursor, MATCHES_LIST, filters)))
     with UnitOfWork(sessions) as uow:
-        stmt = select(Match).where(Match.operator_id == operator_id)
+        horizon = commit_horizon(uow.session)
+        floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
+        stmt = select(Match).where(Match.operator_id == operator_id,
+                                   Match.txid < horizon.next_xid, Match.txid > floor)
         if table_id is not None:
             stmt = stmt.where(Match.table_id == table_id)
         if after is not None:
-            after_at, after_id = after
-            stmt = stmt.where(or_(Match.created_at < after_at,
-                                  and_(Match.created_at == after_at, Match.id < after_id)))
+            stmt = stmt.where(tuple_(Match.txid, Match.id) < tuple_(after.txid, after.id))
         rows = list(uow.session.scalars(
-            stmt.order_by(Match.created_at.desc(), Match.id.desc()).limit(limit + 1)))
+            stmt.order_by(Match.txid.desc(), Match.id.desc()).limit(limit + 1)))
         items = [match_json(uow.session, m) for m in rows[:limit]]
-        last = rows[limit - 1] if len(rows) > limit else None
+        if len(rows) > limit:
+            next_at: Cursor | None = Cursor(rows[limit - 1].txid, rows[limit - 1].id)
+        else:  # cut short above an opening in progress: go on below it once committed
+            next_at = None if floor == 0 else Cursor(floor + 1, uuid.UUID(int=0))
     return {"items": items,
-            "next_cursor": None if last is None else cursors.encode(
-                MATCHES_LIST, filters, [last.created_at.isoformat(), str(last.id)])}
+            "next_cursor": None if next_at is None else cursors.encode(
+                MATCHES_LIST, filters, next_at.position())}
 
 
 # --- a round of a match --------------------------------------------------------------------
