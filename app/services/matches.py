@@ -138,6 +138,12 @@ def _has_banker(rules: AnyRules) -> bool:
                                               and rules.topology is Topology.BANKER)
 
 
+def _banker_rotates(rules: AnyRules) -> bool:
+    """Say whether the banker turns in seat order: 十三支's banker topology only; in the
+    banker games the banker is grabbed each round (搶莊), any seated player (matches.md)."""
+    return isinstance(rules, Ruleset) and rules.topology is Topology.BANKER
+
+
 def open_match(data: Mapping[str, Any], raw: Mapping[str, Any], *, operator_id: str,
                idempotency_key: str, sessions: sessionmaker[Session]) -> Settled:
     """Open a match once per key: 201 with the match, or the first answer again (200)."""
@@ -223,7 +229,7 @@ def match_json(session: Session, match: Match) -> dict[str, Any]:
     left = [leave_.player_id for leave_ in leaves]
     played = len(rounds)
     status = _status(match, rules, played, left)
-    has_banker = _has_banker(_round_rules(match))
+    rotates = _banker_rotates(_round_rules(match))
     return {
         "match_id": str(match.id), "operator_id": match.operator_id,
         "table_id": match.table_id, "created_at": utc_text(match.created_at),
@@ -235,7 +241,7 @@ def match_json(session: Session, match: Match) -> dict[str, Any]:
         "status": status, "rounds_played": played,
         "rounds_per_match": rules.rounds_per_match,
         "next_banker": banker_turn(seats, left, played + 1)
-        if has_banker and status == "open" else None,
+        if rotates and status == "open" else None,
         "rounds": [{"number": r.number, "round_id": str(r.round_id), "banker": r.banker}
                    for r in rounds],
         "leaves": [{"player_id": leave_.player_id, "reason": leave_.reason,
@@ -342,7 +348,7 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
         banker = next((p.player_id for p in r.players
                        if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
         check_round(_seat_ids(match), left, played_count, rules, players, banker,
-                    _has_banker(r.ruleset))
+                    _banker_rotates(r.ruleset))
         house = next((s["player_id"] for s in match.seats if s["house"]), None)
         if r.house_seat != house:
             named = r.house_seat if r.house_seat is not None else house

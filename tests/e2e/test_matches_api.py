@@ -540,3 +540,29 @@ def test_concurrent_leaves_of_one_player_with_different_keys_make_one_leave(api,
     after = count_rows()
     assert after["rounds"] == before["rounds"] + 1
     assert after["match_leaves"] == before["match_leaves"] + 1
+
+
+def _qiang21_round(match: dict[str, Any], banker: str) -> dict[str, Any]:
+    hands = {"E": ["Kh", "7d"], "S": ["As", "Kd"], "W": ["9c", "8s"], "N": ["2s", "3c"]}
+    players = []
+    for player in SEATS:
+        seat: dict[str, Any] = {"player_id": player, "balance": "10000", "cards": hands[player]}
+        if player == banker:
+            seat["banker"] = True
+        else:
+            seat["bet_multiple"] = 1
+        players.append(seat)
+    return {"ruleset": "qiang21", "table_id": match["table_id"], "stake": match["stake"],
+            "players": players, "match_id": match["match_id"]}
+
+
+def test_matches_md_in_the_banker_games_the_banker_is_grabbed_not_rotated(api):
+    match = _opened(api, _table(), SEATS, ruleset="qiang21")
+    assert match["next_banker"] is None  # grabbed each round: nobody's turn
+    # W grabs round 1 (E's turn had the banker rotated), then W again, then N.
+    for banker in ("W", "W", "N"):
+        response = api.post("/v1/rounds", json=_qiang21_round(match, banker), headers=_key())
+        assert response.status_code == 201, response.get_json()
+    read = api.get(f"/v1/matches/{match['match_id']}").get_json()
+    assert [r["banker"] for r in read["rounds"]] == ["W", "W", "N"]
+    assert read["next_banker"] is None
