@@ -313,7 +313,24 @@ def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id:
 # --- a round of a match --------------------------------------------------------------------
 
 
-def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
+def without_match_parameters(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a round's ``match`` parameters off its ruleset's overrides (matches.md §1).
+
+    A round of a match may send the ruleset as the match resolved it, match parameters
+    included; the round is played without them and ``round_check`` holds them to the
+    match's. Return the request without them, and them.
+    """
+    spec = data.get("ruleset")
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("overrides"), Mapping):
+        return dict(data), {}
+    match_over, round_over = split_overrides(spec["overrides"])
+    if not match_over:
+        return dict(data), {}
+    return {**data, "ruleset": {**spec, "overrides": round_over}}, match_over
+
+
+def round_check(match_id: uuid.UUID, operator_id: str,
+                match_parameters: Mapping[str, Any] | None = None) -> AppendCheck:
     """Return the check a round of ``match_id`` passes inside its append, under the chain lock.
 
     It refuses (MatchError, 422 naming the field) a round the match does not allow and
@@ -335,6 +352,13 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
             problems.append(Problem("ruleset", "the match plays by ruleset "
                                     f"{match.ruleset_name!r} with hash {match.ruleset_hash}; "
                                     "send the match's ruleset", "match_ruleset"))
+        elif match_parameters:
+            sent = match_rules(match.ruleset_name, match_parameters,
+                               "ruleset.overrides").to_dict()
+            problems.extend(Problem(f"ruleset.overrides.{name}", f"the match's {name} is "
+                                    f"{match.match_rules[name]!r}", "match_ruleset")
+                            for name in match_parameters
+                            if sent[name] != match.match_rules[name])
         if r.stake != match.stake:
             problems.append(Problem("stake", f"the match's stake is "
                                     f"{money_text(match.stake, _precision(match))}",

@@ -566,3 +566,28 @@ def test_matches_md_in_the_banker_games_the_banker_is_grabbed_not_rotated(api):
     read = api.get(f"/v1/matches/{match['match_id']}").get_json()
     assert [r["banker"] for r in read["rounds"]] == ["W", "W", "N"]
     assert read["next_banker"] is None
+
+
+def test_matches_md_a_round_may_send_the_ruleset_as_the_match_resolved_it(api):
+    ruleset = {"preset": "dagiang4", "overrides": {"rounds_per_match": 8,
+                                                   "leave_penalty": "2"}}
+    match = _opened(api, _table(), SEATS, ruleset=ruleset)
+    played = _play(api, match, SEATS, ruleset=ruleset)
+    assert played.status_code == 201, played.get_json()
+    assert "rounds_per_match" not in played.get_json()["ruleset"]["parameters"]
+    now = datetime.now(UTC)
+    verified = api.get("/v1/audit/verify", query_string={
+        "from": (now - timedelta(hours=1)).isoformat(),
+        "to": (now + timedelta(hours=1)).isoformat(), "table_id": match["table_id"]})
+    assert verified.status_code == 200, verified.get_json()
+    report = verified.get_json()  # re-scored from what was stored
+    assert (report["ok"], report["differences"], report["checked"]["rounds"]) == (True, [], 1)
+    # Some of them, or none, also do; one that differs from the match's is refused.
+    assert _play(api, match, SEATS, ruleset={"preset": "dagiang4", "overrides": {
+        "rounds_per_match": 8}}).status_code == 201
+    assert _play(api, match, SEATS, ruleset="dagiang4").status_code == 201
+    other = _play(api, match, SEATS, ruleset={"preset": "dagiang4", "overrides": {
+        "rounds_per_match": 8, "leave_penalty": "3"}})
+    assert other.status_code == 422, other.get_json()
+    assert _paths(other) == {"ruleset.overrides.leave_penalty"}
+    assert api.get(f"/v1/matches/{match['match_id']}").get_json()["rounds_played"] == 3
