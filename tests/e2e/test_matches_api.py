@@ -591,3 +591,14 @@ def test_matches_md_a_round_may_send_the_ruleset_as_the_match_resolved_it(api):
     assert other.status_code == 422, other.get_json()
     assert _paths(other) == {"ruleset.overrides.leave_penalty"}
     assert api.get(f"/v1/matches/{match['match_id']}").get_json()["rounds_played"] == 3
+
+
+def test_matches_md_the_house_seat_takes_no_share_of_a_penalty_paid_to_the_seats(api):
+    match = _opened(api, _table(), ["A", "B", {"player_id": "H", "house": True}],
+                    ruleset={"preset": "bonus3", "overrides": {"leave_penalty_to": "seats"}},
+                    stake="200")
+    response = _leave(api, match["match_id"], "A", "quit", balance="1000")
+    assert response.status_code == 201, response.get_json()
+    penalty = response.get_json()["penalty"]
+    lines = [(line["account"], line["kind"], line["amount"]) for line in penalty["lines"]]
+    assert lines == [("A", "penalty", "-200"), ("B", "penalty", "200")]
