@@ -395,13 +395,15 @@ class LeaveRequest:
     player_id: str
     reason: LeaveReason
     balance: Decimal
+    balances: Mapping[str, Decimal]
 
 
 def leave_match(match_id: uuid.UUID, data: Mapping[str, Any], raw: Mapping[str, Any], *,
                 operator_id: str, idempotency_key: str,
                 sessions: sessionmaker[Session]) -> Settled:
     """Record a player's leaving once per key, with its penalty entry or none and why."""
-    request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"])
+    request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"],
+                           dict(data.get("balances") or {}))
     body_hash = sha256({"leaves_match_id": str(match_id), "body": raw})
     return run_with_retry(lambda: _leave(match_id, request, operator_id, idempotency_key,
                                          body_hash, sessions))
@@ -444,19 +446,32 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         precision = _precision(match)
         round_rules = _round_rules(match)
         try:
-            check_amounts(round_rules.money, match.stake, {"balance": req.balance})
+            check_amounts(round_rules.money, match.stake, {
+                "balance": req.balance,
+                **{f"balances.{p}": amount for p, amount in req.balances.items()}})
         except SettlementError as error:
             raise MatchError(error.problems) from None
         left = [leave_.player_id for leave_ in leaves]
         houses = {s["player_id"] for s in match.seats if s["house"]}
         stayers = [s for s in seated(seats, left) if s != req.player_id and s not in houses]
+        strangers = [p for p in req.balances if p not in stayers]
+        if strangers:
+            raise MatchError([Problem(f"balances.{p}", f"player {p!r} is not a seat that "
+                                      "stays in the match", "not_staying")
+                              for p in strangers])
+
+        def balance_before(player: str) -> str | None:
+            given = req.balances.get(player)
+            if given is not None:
+                return money_text(given, precision)
+            return _last_balance(session, match, player)
         stored = {
             "match_id": str(match.id), "player_id": req.player_id,
             "seat": seats.index(req.player_id), "reason": req.reason.value,
             "balance": money_text(req.balance, precision), "rounds_played": played,
             "match_rules": match.match_rules,
             "stayers": [{"player_id": s, "seat": seats.index(s),
-                         "balance_before": _last_balance(session, match, s)}
+                         "balance_before": balance_before(s)}
                         for s in stayers],
         }
         outcome = penalty_outcome(stored, match.stake, precision)

@@ -602,3 +602,23 @@ def test_matches_md_the_house_seat_takes_no_share_of_a_penalty_paid_to_the_seats
     penalty = response.get_json()["penalty"]
     lines = [(line["account"], line["kind"], line["amount"]) for line in penalty["lines"]]
     assert lines == [("A", "penalty", "-200"), ("B", "penalty", "200")]
+
+
+def test_matches_md_a_leave_may_carry_the_staying_seats_balances_for_the_penalty_lines(api):
+    match = _opened(api, _table(), SEATS, stake="100", ruleset={
+        "preset": "dagiang4", "overrides": {"leave_penalty_to": "seats"}})
+    stranger = _leave(api, match["match_id"], "E", "quit")
+    assert stranger.status_code == 201  # no round yet: the stayers' lines carry no balance
+    assert all(line["balance_before"] is None for line in stranger.get_json()["penalty"]["lines"]
+               if line["account"] != "E")
+    refused = api.post(f"/v1/matches/{match['match_id']}/leave", json={
+        "player_id": "S", "reason": "quit", "balance": "1000",
+        "balances": {"W": "500", "E": "10"}}, headers=_key())
+    assert refused.status_code == 422 and _paths(refused) == {"balances.E"}
+    response = api.post(f"/v1/matches/{match['match_id']}/leave", json={
+        "player_id": "S", "reason": "quit", "balance": "1000",
+        "balances": {"W": "500", "N": "20.5"}}, headers=_key())
+    assert response.status_code == 201, response.get_json()
+    lines = {line["account"]: (line["balance_before"], line["balance_after"])
+             for line in response.get_json()["penalty"]["lines"] if line["account"] != "S"}
+    assert lines == {"W": ("500.00", "550.00"), "N": ("20.50", "70.50")}
