@@ -64,6 +64,9 @@ class LeaveRequestSchema(Schema):
                            validate=validate.OneOf([r.value for r in LeaveReason]))
     # What the player holds now: the penalty is capped at it (the service keeps no wallet).
     balance = Money(required=True)
+    # Optional: the staying seats' balances now, so the penalty's lines to them show them.
+    balances = fields.Dict(keys=fields.String(validate=IDENTIFIER_FIELD), values=Money(),
+                           validate=validate.Length(max=MAX_SEATS))
 
 
 MATCH_REQUEST = MatchRequestSchema()

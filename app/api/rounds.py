@@ -102,12 +102,14 @@ def settle_round() -> Response:
     key = _idempotency_key()
     raw = json_body()
     data = round_request(raw)
+    check = None
+    if data.get("match_id") is not None:
+        data, parameters = matches.without_match_parameters(data)
+        check = matches.round_check(data["match_id"], operator_id(), parameters)
     try:
         settled = rounds.settle(
             data, raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions, signer=signer(),
-            check=None if data.get("match_id") is None
-            else matches.round_check(data["match_id"], operator_id()))
+            sessions=get_database().sessions, signer=signer(), check=check)
     except rounds.IdempotencyConflict as conflict:
         raise _idempotency_conflict(conflict) from None
     except rounds.RoundIdTaken:

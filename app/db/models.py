@@ -310,12 +310,15 @@ class Match(Base):
     idempotency_key: Mapped[str] = mapped_column(Text)
     body_hash: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    # As on rounds: GET /v1/matches pages in (txid, id) order.
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
     __table_args__ = (
         PrimaryKeyConstraint("operator_id", "id"),
         CheckConstraint("stake > 0", name="stake_positive"),
         UniqueConstraint("operator_id", "idempotency_key"),
-        Index(None, "operator_id", "table_id", "created_at", "id"),
+        Index(None, "operator_id", "txid", "id"),
+        Index(None, "operator_id", "table_id", "txid", "id"),
     )
 
 

@@ -241,7 +241,11 @@ def table_problems(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Prob
             if s.bet_multiple is not None:
                 problems.append(Problem(f"{at}.bet_multiple", "the banker places no bet",
                                         "banker_bet"))
-            if s.grab_multiple is not None and s.grab_multiple not in rules.grab_multiples:
+            if s.grab_multiple is None and 1 not in rules.grab_multiples:
+                problems.append(Problem(f"{at}.grab_multiple", "the banker grabs at 1 "
+                                        "unless it gives grab_multiple, and 1 is not one of "
+                                        f"{list(rules.grab_multiples)}", "missing_grab"))
+            elif s.grab_multiple is not None and s.grab_multiple not in rules.grab_multiples:
                 problems.append(Problem(f"{at}.grab_multiple", f"grab_multiple "
                                         f"{s.grab_multiple} is not one of "
                                         f"{list(rules.grab_multiples)}", "bad_multiple"))

@@ -177,11 +177,12 @@ def banker_turn(seats: Sequence[str], left: Sequence[str], number: int) -> str |
 
 
 def check_round(seats: Sequence[str], left: Sequence[str], played: int, rules: MatchRules,
-                players: Sequence[str], banker: str | None, has_banker: bool) -> None:
+                players: Sequence[str], banker: str | None, banker_rotates: bool) -> None:
     """Refuse a round the match does not allow: closed, a player who left, other seats, banker.
 
     ``players`` are the round's players in request order, ``banker`` the one it marks
-    banker, ``played`` the rounds the match has already counted.
+    banker, ``played`` the rounds the match has already counted; ``banker_rotates`` when
+    the banker must be the one whose turn it is (a grabbed banker is any seated player).
     """
     if played >= rules.rounds_per_match:
         raise MatchError(Problem("match_id", f"the match is closed: its {rules.rounds_per_match}"
@@ -202,7 +203,7 @@ def check_round(seats: Sequence[str], left: Sequence[str], played: int, rules: M
         missing = [p for p in expected if p not in players]
         raise MatchError(Problem("players", "a round of the match has exactly its seated "
                                  f"players {expected}; missing {missing}", "seats_mismatch"))
-    if has_banker:
+    if banker_rotates:
         turn = banker_turn(seats, left, played + 1)
         if banker != turn:
             at = players.index(banker) if banker in players else None

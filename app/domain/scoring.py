@@ -502,7 +502,7 @@ class _HomeRun:
 def _compare(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
     if a.dragon or b.dragon:
         other = b if a.dragon else a
-        if other.dragon or other.special is None:
+        if other.dragon or other.special is None or _scooped_by_dragon(other, a, b, r):
             return _dragon_pair(a, b, r)
         # §5: the dragon policy settles only the players without a special hand; between
         # a dragon and another special hand the larger value wins, as special hands do.
@@ -570,6 +570,23 @@ def _special_pair(a: _Seat, b: _Seat, r: Ruleset, banker: int | None) -> _Pair:
     return _Pair(a.index, b.index, "special", None, fixed=items)
 
 
+def _scooped_by_dragon(other: _Seat, a: _Seat, b: _Seat, r: Ruleset) -> bool:
+    """Say whether a dragon that scoops takes its run from ``other``'s special hand too.
+
+    rules.md du4 (002 a): a dragon counted as a scoop stands over "never scooped": a
+    special hand valued at most what a lone dragon takes from one player (du4: scoop 6,
+    home run 6 and its 13, so 25) is scooped with the rest; only one valued above it
+    beats the dragon, by §5's larger-value rule.
+    """
+    if not r.dragon.counts_as_scoop or other.special is None:
+        return False
+    holder, plain = (a, b) if a.dragon else (b, a)
+    lone = _dragon_pair(holder, plain, r)
+    if r.dragon.home_run and r.home_run.kind is not EffectKind.NONE:
+        lone.home_run_by = holder.index
+    return _worth(other, r) <= _points(holder, plain, lone, r)[1]
+
+
 def _worth(s: _Seat, r: Ruleset) -> int:
     """The points a seat's special hand is worth against another special hand (§5)."""
     return 0 if s.special is None else r.hand_value(s.special)
@@ -622,9 +639,12 @@ def _dragon_table(seats: list[_Seat], dragons: list[_Seat], pairs: list[_Pair],
     best = max(s.dragon for s in dragons)
     leaders = [s for s in dragons if s.dragon == best]
     # A player playing a special hand is never scooped (§5), so with one among the others
-    # the dragon makes no home run.
+    # the dragon makes no home run, unless the dragon scooped that hand too (du4).
+    scooped = {p.b if p.a == leaders[0].index else p.a for p in pairs
+               if p.scooper == leaders[0].index}
     if (r.dragon.home_run and r.home_run.kind is not EffectKind.NONE and len(leaders) == 1
-            and len(others) >= 2 and all(seats[i].special is None for i in others)):
+            and len(others) >= 2
+            and all(seats[i].special is None or i in scooped for i in others)):
         hr = _mark(_HomeRun(leaders[0].index, others), pairs)
     compare_others = (r.dragon.others is DragonOthers.ALWAYS
                       or (r.dragon.others is DragonOthers.WITHOUT_HOME_RUN and hr is None))

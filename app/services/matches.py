@@ -14,17 +14,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.driver import constraint_of
 from app.db.models import HOUSE, LedgerLine, Match, MatchLeave, MatchRound
-from app.db.repositories import MAX_PAGE, InvalidCursor
+from app.db.repositories import MAX_PAGE, Cursor, commit_horizon
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
@@ -141,6 +140,12 @@ def _has_banker(rules: AnyRules) -> bool:
                                               and rules.topology is Topology.BANKER)
 
 
+def _banker_rotates(rules: AnyRules) -> bool:
+    """Say whether the banker turns in seat order: 十三支's banker topology only; in the
+    banker games the banker is grabbed each round (搶莊), any seated player (matches.md)."""
+    return isinstance(rules, Ruleset) and rules.topology is Topology.BANKER
+
+
 def open_match(data: Mapping[str, Any], raw: Mapping[str, Any], *, operator_id: str,
                idempotency_key: str, sessions: sessionmaker[Session]) -> Settled:
     """Open a match once per key: 201 with the match, or the first answer again (200)."""
@@ -225,7 +230,7 @@ def match_json(session: Session, match: Match) -> dict[str, Any]:
     left = [leave_.player_id for leave_ in leaves]
     played = len(rounds)
     status = _status(match, rules, played, left)
-    has_banker = _has_banker(_round_rules(match))
+    rotates = _banker_rotates(_round_rules(match))
     return {
         "match_id": str(match.id), "operator_id": match.operator_id,
         "table_id": match.table_id, "created_at": utc_text(match.created_at),
@@ -237,7 +242,7 @@ def match_json(session: Session, match: Match) -> dict[str, Any]:
         "status": status, "rounds_played": played,
         "rounds_per_match": rules.rounds_per_match,
         "next_banker": banker_turn(seats, left, played + 1)
-        if has_banker and status == "open" else None,
+        if rotates and status == "open" else None,
         "rounds": [{"number": r.number, "round_id": str(r.round_id), "banker": r.banker}
                    for r in rounds],
         "leaves": [{"player_id": leave_.player_id, "reason": leave_.reason,
@@ -271,51 +276,62 @@ def get_match(match_id: uuid.UUID, *, operator_id: str,
 MATCHES_LIST = "matches"
 
 
-def _match_position(position: list[Any]) -> tuple[datetime, uuid.UUID]:
-    """Read a matches cursor's position back; InvalidCursor on anything this list never wrote."""
-    try:
-        at, ident = position
-        created_at = datetime.fromisoformat(at)
-        if created_at.tzinfo is None:
-            raise ValueError(at)
-        return created_at, uuid.UUID(ident)
-    except (TypeError, ValueError, AttributeError):
-        raise InvalidCursor("the cursor's position is not one this list issued") from None
-
-
 def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
                  limit: int, cursor: str | None) -> dict[str, Any]:
-    """Return matches newest first, a page at a time; the cursor is bound to the filters.
+    """Return matches newest first by commit, a page at a time; the cursor is bound to the
+    filters.
 
-    Raises InvalidCursor on a cursor of another list, other filters, or none of ours
-    (app.services.cursors, as the rounds and ledger lists).
+    Pages in (txid, id) order, never below an opening still in progress (its match would
+    commit among those already passed), as the rounds' list does. Raises InvalidCursor on
+    a cursor of another list, other filters, or none of ours (app.services.cursors).
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
     filters = {"table_id": table_id}
     after = (None if cursor is None
-             else _match_position(cursors.decode(cursor, MATCHES_LIST, filters)))
+             else Cursor.at(cursors.decode(cursor, MATCHES_LIST, filters)))
     with UnitOfWork(sessions) as uow:
-        stmt = select(Match).where(Match.operator_id == operator_id)
+        horizon = commit_horizon(uow.session)
+        floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
+        stmt = select(Match).where(Match.operator_id == operator_id,
+                                   Match.txid < horizon.next_xid, Match.txid > floor)
         if table_id is not None:
             stmt = stmt.where(Match.table_id == table_id)
         if after is not None:
-            after_at, after_id = after
-            stmt = stmt.where(or_(Match.created_at < after_at,
-                                  and_(Match.created_at == after_at, Match.id < after_id)))
+            stmt = stmt.where(tuple_(Match.txid, Match.id) < tuple_(after.txid, after.id))
         rows = list(uow.session.scalars(
-            stmt.order_by(Match.created_at.desc(), Match.id.desc()).limit(limit + 1)))
+            stmt.order_by(Match.txid.desc(), Match.id.desc()).limit(limit + 1)))
         items = [match_json(uow.session, m) for m in rows[:limit]]
-        last = rows[limit - 1] if len(rows) > limit else None
+        if len(rows) > limit:
+            next_at: Cursor | None = Cursor(rows[limit - 1].txid, rows[limit - 1].id)
+        else:  # cut short above an opening in progress: go on below it once committed
+            next_at = None if floor == 0 else Cursor(floor + 1, uuid.UUID(int=0))
     return {"items": items,
-            "next_cursor": None if last is None else cursors.encode(
-                MATCHES_LIST, filters, [last.created_at.isoformat(), str(last.id)])}
+            "next_cursor": None if next_at is None else cursors.encode(
+                MATCHES_LIST, filters, next_at.position())}
 
 
 # --- a round of a match --------------------------------------------------------------------
 
 
-def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
+def without_match_parameters(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a round's ``match`` parameters off its ruleset's overrides (matches.md §1).
+
+    A round of a match may send the ruleset as the match resolved it, match parameters
+    included; the round is played without them and ``round_check`` holds them to the
+    match's. Return the request without them, and them.
+    """
+    spec = data.get("ruleset")
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("overrides"), Mapping):
+        return dict(data), {}
+    match_over, round_over = split_overrides(spec["overrides"])
+    if not match_over:
+        return dict(data), {}
+    return {**data, "ruleset": {**spec, "overrides": round_over}}, match_over
+
+
+def round_check(match_id: uuid.UUID, operator_id: str,
+                match_parameters: Mapping[str, Any] | None = None) -> AppendCheck:
     """Return the check a round of ``match_id`` passes inside its append, under the chain lock.
 
     It refuses (MatchError, 422 naming the field) a round the match does not allow and
@@ -337,6 +353,13 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
             problems.append(Problem("ruleset", "the match plays by ruleset "
                                     f"{match.ruleset_name!r} with hash {match.ruleset_hash}; "
                                     "send the match's ruleset", "match_ruleset"))
+        elif match_parameters:
+            sent = match_rules(match.ruleset_name, match_parameters,
+                               "ruleset.overrides").to_dict()
+            problems.extend(Problem(f"ruleset.overrides.{name}", f"the match's {name} is "
+                                    f"{match.match_rules[name]!r}", "match_ruleset")
+                            for name in match_parameters
+                            if sent[name] != match.match_rules[name])
         if r.stake != match.stake:
             problems.append(Problem("stake", f"the match's stake is "
                                     f"{money_text(match.stake, _precision(match))}",
@@ -350,7 +373,7 @@ def round_check(match_id: uuid.UUID, operator_id: str) -> AppendCheck:
         banker = next((p.player_id for p in r.players
                        if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
         check_round(_seat_ids(match), left, played_count, rules, players, banker,
-                    _has_banker(r.ruleset))
+                    _banker_rotates(r.ruleset))
         house = next((s["player_id"] for s in match.seats if s["house"]), None)
         if r.house_seat != house:
             named = r.house_seat if r.house_seat is not None else house
@@ -371,13 +394,15 @@ class LeaveRequest:
     player_id: str
     reason: LeaveReason
     balance: Decimal
+    balances: Mapping[str, Decimal]
 
 
 def leave_match(match_id: uuid.UUID, data: Mapping[str, Any], raw: Mapping[str, Any], *,
                 operator_id: str, idempotency_key: str,
                 sessions: sessionmaker[Session], signer: Signer) -> Settled:
     """Record a player's leaving once per key, with its penalty entry or none and why."""
-    request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"])
+    request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"],
+                           dict(data.get("balances") or {}))
     body_hash = sha256({"leaves_match_id": str(match_id), "body": raw})
     return run_with_retry(lambda: _leave(match_id, request, operator_id, idempotency_key,
                                          body_hash, sessions, signer))
@@ -420,19 +445,32 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         precision = _precision(match)
         round_rules = _round_rules(match)
         try:
-            check_amounts(round_rules.money, match.stake, {"balance": req.balance})
+            check_amounts(round_rules.money, match.stake, {
+                "balance": req.balance,
+                **{f"balances.{p}": amount for p, amount in req.balances.items()}})
         except SettlementError as error:
             raise MatchError(error.problems) from None
         left = [leave_.player_id for leave_ in leaves]
         houses = {s["player_id"] for s in match.seats if s["house"]}
         stayers = [s for s in seated(seats, left) if s != req.player_id and s not in houses]
+        strangers = [p for p in req.balances if p not in stayers]
+        if strangers:
+            raise MatchError([Problem(f"balances.{p}", f"player {p!r} is not a seat that "
+                                      "stays in the match", "not_staying")
+                              for p in strangers])
+
+        def balance_before(player: str) -> str | None:
+            given = req.balances.get(player)
+            if given is not None:
+                return money_text(given, precision)
+            return _last_balance(session, match, player)
         stored = {
             "match_id": str(match.id), "player_id": req.player_id,
             "seat": seats.index(req.player_id), "reason": req.reason.value,
             "balance": money_text(req.balance, precision), "rounds_played": played,
             "match_rules": match.match_rules,
             "stayers": [{"player_id": s, "seat": seats.index(s),
-                         "balance_before": _last_balance(session, match, s)}
+                         "balance_before": balance_before(s)}
                         for s in stayers],
         }
         outcome = penalty_outcome(stored, match.stake, precision)

@@ -203,3 +203,50 @@ def test_the_contracts_round_example_is_what_the_dry_run_of_its_request_answers(
     (request,) = schemas[request_schema]["examples"]
     (expected,) = schemas[round_schema]["examples"]
     assert api.post("/v1/rounds/score", json=request).get_json() == expected
+
+
+def test_games_md_1_a_banker_without_grab_multiple_is_refused_when_grab_multiples_lacks_1(
+        api: Any) -> None:
+    request = banker_request(QIANG21_EXAMPLE, _table(), ruleset={
+        "preset": "qiang21", "overrides": {"grab_multiples": [2]}})
+    errors = _refused(api, request)
+    assert "players[0].grab_multiple" in [e["path"] for e in errors]
+    request["players"][0]["grab_multiple"] = 2
+    response = api.post("/v1/rounds/score", json=request)
+    assert response.status_code == 200, response.get_json()
+    assert {c["grab_multiple"] for c in response.get_json()["comparisons"]} == {2}
+
+
+def test_games_md_1_the_fee_on_a_pair_scaled_by_the_payout_is_on_the_scaled_amount(
+        api: Any) -> None:
+    """The banker holds 41.17 and owes 150 and 200: P1's pair is 17.64, its fee 5.87."""
+    request = {"ruleset": {"preset": "erbagang", "overrides": {"fee_rate": "0.333"}},
+               "table_id": _table(), "stake": "50", "players": [
+                   {"player_id": "B", "balance": "41.17", "banker": True,
+                    "tiles": ["9p", "4p"]},
+                   {"player_id": "P1", "balance": "1000", "tiles": ["wd", "7p"],
+                    "bet_multiple": 3},
+                   {"player_id": "P3", "balance": "1000", "tiles": ["1p", "3p"],
+                    "bet_multiple": 4}]}
+    response = api.post("/v1/rounds", json=request, headers=_key())
+    assert response.status_code == 201, response.get_json()
+    body = response.get_json()
+    amounts = {p["player_id"]: p["amount"] for p in body["players"]}
+    assert amounts["P1"] == "11.77"
+    assert amounts["B"] == "-41.17"
+    p1 = [(line["kind"], line["amount"]) for line in body["lines"] if line["account"] == "P1"]
+    assert p1 == [("win", "17.64"), ("fee", "-5.87")]
+    assert sum(Decimal(line["amount"]) for line in body["lines"]) == 0
+
+
+def test_games_md_1_payout_capped_with_fee_basis_pair_is_refused_naming_fee_basis(
+        api: Any) -> None:
+    request = banker_request(QIANG21_EXAMPLE, _table(), ruleset={
+        "preset": "qiang21", "overrides": {"payout": "capped", "fee_basis": "pair"}})
+    response = api.post("/v1/rounds", json=request, headers=_key())
+    assert response.status_code == 422, response.get_json()
+    assert response.headers["Content-Type"].startswith("application/problem+json")
+    assert [e["path"] for e in response.get_json()["errors"]] == ["ruleset.overrides.fee_basis"]
+    assert api.get(f"/v1/rounds?table_id={request['table_id']}").get_json()["items"] == []
+    request["ruleset"]["overrides"]["fee_basis"] = "net"
+    assert api.post("/v1/rounds/score", json=request).status_code == 200

@@ -438,3 +438,16 @@ def test_the_audit_page_needs_reconcile_read_and_shows_only_your_checkpoints(app
     assert mine.get(f"{AUDIT}/checkpoints/{theirs}.json").status_code == 404
     assert mine.get(f"{AUDIT}/checkpoints/not-a-uuid.json").status_code == 404
     assert mine.get(AUDIT, query_string={"cursor": "forged"}).status_code == 400
+
+
+def test_a_reversals_round_page_shows_why_the_round_was_voided(app, api, admin_key):
+    first = settle(api, round_request(new_table()))
+    reason = f"dealt at the wrong table {uuid.uuid4().hex[:6]}"
+    reversal = api.post(f"/v1/rounds/{first['round_id']}/reversal", json={"reason": reason},
+                        headers={"Idempotency-Key": uuid.uuid4().hex}).get_json()
+    assert reversal["reversal"]["reason"] == reason
+    client = browser(app)
+    sign_in(client, admin_key)
+    page = text(client.get(f"/console/rounds/{reversal['round_id']}"))
+    assert f'<span id="reversal-reason">{reason}</span>' in page
+    assert 'id="reversal-reason"' not in text(client.get(f"/console/rounds/{first['round_id']}"))

@@ -541,3 +541,85 @@ def test_concurrent_leaves_of_one_player_with_different_keys_make_one_leave(api,
     after = count_rows()
     assert after["rounds"] == before["rounds"] + 1
     assert after["match_leaves"] == before["match_leaves"] + 1
+
+
+def _qiang21_round(match: dict[str, Any], banker: str) -> dict[str, Any]:
+    hands = {"E": ["Kh", "7d"], "S": ["As", "Kd"], "W": ["9c", "8s"], "N": ["2s", "3c"]}
+    players = []
+    for player in SEATS:
+        seat: dict[str, Any] = {"player_id": player, "balance": "10000", "cards": hands[player]}
+        if player == banker:
+            seat["banker"] = True
+        else:
+            seat["bet_multiple"] = 1
+        players.append(seat)
+    return {"ruleset": "qiang21", "table_id": match["table_id"], "stake": match["stake"],
+            "players": players, "match_id": match["match_id"]}
+
+
+def test_matches_md_in_the_banker_games_the_banker_is_grabbed_not_rotated(api):
+    match = _opened(api, _table(), SEATS, ruleset="qiang21")
+    assert match["next_banker"] is None  # grabbed each round: nobody's turn
+    # W grabs round 1 (E's turn had the banker rotated), then W again, then N.
+    for banker in ("W", "W", "N"):
+        response = api.post("/v1/rounds", json=_qiang21_round(match, banker), headers=_key())
+        assert response.status_code == 201, response.get_json()
+    read = api.get(f"/v1/matches/{match['match_id']}").get_json()
+    assert [r["banker"] for r in read["rounds"]] == ["W", "W", "N"]
+    assert read["next_banker"] is None
+
+
+def test_matches_md_a_round_may_send_the_ruleset_as_the_match_resolved_it(api):
+    ruleset = {"preset": "dagiang4", "overrides": {"rounds_per_match": 8,
+                                                   "leave_penalty": "2"}}
+    match = _opened(api, _table(), SEATS, ruleset=ruleset)
+    played = _play(api, match, SEATS, ruleset=ruleset)
+    assert played.status_code == 201, played.get_json()
+    assert "rounds_per_match" not in played.get_json()["ruleset"]["parameters"]
+    now = datetime.now(UTC)
+    verified = api.get("/v1/audit/verify", query_string={
+        "from": (now - timedelta(hours=1)).isoformat(),
+        "to": (now + timedelta(hours=1)).isoformat(), "table_id": match["table_id"]})
+    assert verified.status_code == 200, verified.get_json()
+    report = verified.get_json()  # re-scored from what was stored
+    assert (report["ok"], report["differences"], report["checked"]["rounds"]) == (True, [], 1)
+    # Some of them, or none, also do; one that differs from the match's is refused.
+    assert _play(api, match, SEATS, ruleset={"preset": "dagiang4", "overrides": {
+        "rounds_per_match": 8}}).status_code == 201
+    assert _play(api, match, SEATS, ruleset="dagiang4").status_code == 201
+    other = _play(api, match, SEATS, ruleset={"preset": "dagiang4", "overrides": {
+        "rounds_per_match": 8, "leave_penalty": "3"}})
+    assert other.status_code == 422, other.get_json()
+    assert _paths(other) == {"ruleset.overrides.leave_penalty"}
+    assert api.get(f"/v1/matches/{match['match_id']}").get_json()["rounds_played"] == 3
+
+
+def test_matches_md_the_house_seat_takes_no_share_of_a_penalty_paid_to_the_seats(api):
+    match = _opened(api, _table(), ["A", "B", {"player_id": "H", "house": True}],
+                    ruleset={"preset": "bonus3", "overrides": {"leave_penalty_to": "seats"}},
+                    stake="200")
+    response = _leave(api, match["match_id"], "A", "quit", balance="1000")
+    assert response.status_code == 201, response.get_json()
+    penalty = response.get_json()["penalty"]
+    lines = [(line["account"], line["kind"], line["amount"]) for line in penalty["lines"]]
+    assert lines == [("A", "penalty", "-200"), ("B", "penalty", "200")]
+
+
+def test_matches_md_a_leave_may_carry_the_staying_seats_balances_for_the_penalty_lines(api):
+    match = _opened(api, _table(), SEATS, stake="100", ruleset={
+        "preset": "dagiang4", "overrides": {"leave_penalty_to": "seats"}})
+    stranger = _leave(api, match["match_id"], "E", "quit")
+    assert stranger.status_code == 201  # no round yet: the stayers' lines carry no balance
+    assert all(line["balance_before"] is None for line in stranger.get_json()["penalty"]["lines"]
+               if line["account"] != "E")
+    refused = api.post(f"/v1/matches/{match['match_id']}/leave", json={
+        "player_id": "S", "reason": "quit", "balance": "1000",
+        "balances": {"W": "500", "E": "10"}}, headers=_key())
+    assert refused.status_code == 422 and _paths(refused) == {"balances.E"}
+    response = api.post(f"/v1/matches/{match['match_id']}/leave", json={
+        "player_id": "S", "reason": "quit", "balance": "1000",
+        "balances": {"W": "500", "N": "20.5"}}, headers=_key())
+    assert response.status_code == 201, response.get_json()
+    lines = {line["account"]: (line["balance_before"], line["balance_after"])
+             for line in response.get_json()["penalty"]["lines"] if line["account"] != "S"}
+    assert lines == {"W": ("500.00", "550.00"), "N": ("20.50", "70.50")}

@@ -166,3 +166,45 @@ def test_a_stored_ruleset_without_its_precision_still_lists_with_the_amounts_as_
     assert item["round_id"] == str(round_id)
     assert item["stake"] == "10"
     assert [p["amount"] for p in item["players"]] == ["95", "-100"]
+
+
+def test_a_matches_walk_returns_a_match_whose_opening_commits_after_later_ones(api, sessions):
+    from sqlalchemy import select
+
+    from app.db.models import Match
+
+    table = f"t-{uuid.uuid4().hex[:8]}"
+    seats = ["A", "B", "C", "D"]
+
+    def opened() -> str:
+        answer = api.post("/v1/matches", json={"ruleset": "dagiang4", "table_id": table,
+                                                "stake": "100", "seats": seats},
+                          headers={"Idempotency-Key": uuid.uuid4().hex})
+        assert answer.status_code == 201, answer.get_json()
+        return str(answer.get_json()["match_id"])
+
+    first = opened()
+    # An opening held open: its key's lock taken and its match inserted, not committed.
+    uow = UnitOfWork(sessions).__enter__()
+    try:
+        model = uow.session.scalars(select(Match).where(Match.id == uuid.UUID(first))).one()
+        key = uuid.uuid4().hex
+        assert uow.appends.try_lock_key(model.operator_id, key)  # as an opening does
+        slow_id = uuid.uuid4()
+        slow = Match(id=slow_id, operator_id=model.operator_id, table_id=table,
+                     ruleset_name=model.ruleset_name, ruleset=model.ruleset,
+                     ruleset_hash=model.ruleset_hash, match_rules=model.match_rules,
+                     stake=model.stake, seats=model.seats, idempotency_key=key,
+                     body_hash=model.body_hash)
+        uow.session.add(slow)
+        uow.session.flush()
+        later = opened()
+        # Newest first: the later match, then nothing below the held opening while it is open.
+        page = _page(api, "/v1/matches", None, table_id=table)
+        assert [i["match_id"] for i in page["items"]] == [later]
+        waiting = _page(api, "/v1/matches", page["next_cursor"], table_id=table)
+        assert waiting["items"] == [] and waiting["next_cursor"] is not None
+    finally:
+        uow.__exit__(None, None, None)
+    rest, _ = _walk(api, "/v1/matches", "match_id", waiting["next_cursor"], table_id=table)
+    assert rest == [str(slow_id), first]

@@ -88,3 +88,41 @@ def test_dagiang4_flush_dragon_as_shipped_still_gets_7_from_each(api: Any) -> No
     settled = _settle(api, body)
     assert _points(settled) == {"F": 21, "A": -7, "B": -7, "C": -7}
     assert settled["players"][0]["special"] == "flush_dragon"
+
+
+LONE_DRAGON = "As 2h 3d 4c 5s 6h 7d 8c 9s Th Jd Qc Kh"
+SIX_PAIRS = "2s 2d 3s 3h 4s 4h 5h 5d 6s 6d 7s 7h Ah"
+PLAIN_C = "Ad Ac Ks Kd Qs Qh Js 9h 9d 8s 8h 4d 2c"
+PLAIN_D = "Kc Qd Jh Jc Tc Ts Td 9c 8d 7c 6c 5c 3c"
+
+
+def _du4_lone_dragon_and_six_pairs(six_pairs: int) -> dict[str, Any]:
+    return _round({"preset": "du4", "overrides": {"special_values": {"six_pairs": six_pairs}}},
+                  [_loose("A", LONE_DRAGON), _loose("B", SIX_PAIRS), _loose("C", PLAIN_C),
+                   _loose("D", PLAIN_D)])
+
+
+def test_rules_md_du4_a_lone_dragon_scoops_a_special_hand_valued_at_most_its_25(
+        api: Any) -> None:
+    settled = _settle(api, _du4_lone_dragon_and_six_pairs(5))
+    assert [p["special"] for p in settled["players"]] == ["dragon", "six_pairs", None, None]
+    assert _points(settled) == {"A": 75, "B": -25, "C": -25, "D": -25}
+    amounts = {p["player_id"]: p["amount"] for p in settled["players"]}
+    assert (amounts["B"], amounts["C"], amounts["D"]) == ("-2500.00",) * 3
+    for pair in settled["pairs"]:
+        if "A" in pair["players"]:
+            assert (pair["kind"], pair["points"]) == ("dragon", 25)
+        else:
+            assert (pair["kind"], pair["points"]) == ("not_compared", 0)  # nothing passes
+
+
+def test_rules_md_du4_only_a_special_hand_valued_above_the_dragons_25_beats_it(
+        api: Any) -> None:
+    settled = _settle(api, _du4_lone_dragon_and_six_pairs(26))
+    points = _points(settled)
+    # B wins its 26 from A and from C and D (not scooped, so no home run and the others
+    # compare); A scoops C and D without it: 6 + 13 from each.
+    assert (points["A"], points["B"]) == (-26 + 19 + 19, 26 * 3)
+    assert sum(points.values()) == 0
+    a_vs_b = next(p for p in settled["pairs"] if set(p["players"]) == {"A", "B"})
+    assert a_vs_b["kind"] == "special"

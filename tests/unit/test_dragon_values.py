@@ -174,22 +174,37 @@ def test_bonus3_dragon_against_six_pairs_the_larger_value_wins(six_pairs: int,
     assert pair_points(result, "X", "Z") == six_pairs
 
 
-@pytest.mark.parametrize(("three_flushes", "d_vs_t"), [(30, -30), (13, 0), (5, 13)])
-def test_du4_lone_dragon_against_three_flushes_and_no_home_run(three_flushes: int,
-                                                                d_vs_t: int) -> None:
-    # A player playing a special hand is never scooped, so the dragon scoops E and G
-    # (6 + 13 = 19 each) without the home run; nobody took it, so the others compare
-    # among themselves (002 c), T's three flushes winning their value from E and G.
+@pytest.mark.parametrize("three_flushes", [26, 30])
+def test_du4_lone_dragon_beaten_by_a_special_hand_valued_above_its_25(
+        three_flushes: int) -> None:
+    # Only a special hand valued above the lone dragon's 25 beats it (rules.md du4): T
+    # wins its value from D and is not scooped, so the dragon scoops E and G (6 + 13 = 19
+    # each) without the home run; nobody took it, so the others compare among themselves
+    # (002 c), T's three flushes winning their value from E and G.
     result = play(rules("du4", special_values={"three_flushes": three_flushes}),
                   D=DM, T=TF, E=E, G=G)
     assert played(result, "D") is SpecialName.DRAGON
     assert played(result, "T") is SpecialName.THREE_FLUSHES
-    assert pair_points(result, "D", "T") == d_vs_t
+    assert pair_points(result, "D", "T") == -three_flushes
     assert result.home_run is None
     for other in ("E", "G"):
         assert items(result, "D", other) == {"rows": 6, "dragon.dragon": 13}
         assert pair_points(result, "T", other) == three_flushes
     assert pair_kind(result, "E", "G") == "rows"
+
+
+@pytest.mark.parametrize("three_flushes", [5, 13, 25])
+def test_du4_lone_dragon_scoops_a_special_hand_valued_at_most_its_25(
+        three_flushes: int) -> None:
+    # The du4 dragon rule stands over §5's "never scooped": the lone dragon takes its 25
+    # from T as from E and G, and nothing passes among T, E and G.
+    result = play(rules("du4", special_values={"three_flushes": three_flushes}),
+                  D=DM, T=TF, E=E, G=G)
+    assert result.totals == {"D": 75, "T": -25, "E": -25, "G": -25}
+    assert result.home_run == "D"
+    assert items(result, "D", "T") == {"rows": 6, "home_run": 6, "dragon.dragon": 13}
+    assert {pair_kind(result, a, b) for a, b in (("T", "E"), ("T", "G"), ("E", "G"))} == {
+        "not_compared"}
 
 
 def test_dagiang4_dragon_against_three_straight_flushes_and_others_not_compared() -> None:
@@ -235,11 +250,14 @@ def dragon_tables(draw: st.DrawFn) -> tuple[str, dict[str, int], int, list[list[
     and, mostly, other special hands (six pairs, three flushes) beside them."""
     preset = draw(st.sampled_from(POLICY_PRESETS))
     points = draw(st.integers(0, 60))
-    # Values near the dragon's, so that specials beat, lose to and tie it.
-    near = st.sampled_from(sorted({max(1, points + d) for d in (-1, 0, 1)}))
-    values = draw(st.dictionaries(st.sampled_from([n.value for n in NOT_DRAGONS]),
-                                  st.one_of(st.integers(1, 60), near), max_size=5))
     ruleset = PRESETS[preset]
+    # Values near the dragon's, so that specials beat, lose to and tie it; du4's lone
+    # dragon is worth its run (points, scoop and home run) against a special hand.
+    run = points + (ruleset.scoop_points + ruleset.home_run.amount
+                    if ruleset.dragon.counts_as_scoop else 0)
+    near = st.sampled_from(sorted({max(1, v + d) for v in {points, run} for d in (-1, 0, 1)}))
+    values = draw(st.dictionaries(st.sampled_from([n.value for n in NOT_DRAGONS]),
+                                  st.one_of(st.integers(1, 80), near), max_size=5))
     n = draw(st.integers(max(ruleset.min_players, 2), ruleset.max_players))
     dragons = draw(st.integers(1, min(2, n)))
     rest = list(DECK)
@@ -332,6 +350,16 @@ def _check_table(preset: str, values: dict[str, int], points: int,
             assert pair.points == 0  # dragons tie each other
             continue
         wa, wb = worth(a), worth(b)
+        if ruleset.dragon.counts_as_scoop and (_is_dragon(a) or _is_dragon(b)):
+            # du4: a lone dragon's run (its points, the scoop and the home run) stands
+            # over "never scooped" for a special hand valued at most that run.
+            run = points + ruleset.scoop_points + ruleset.home_run.amount
+            plain = wb if _is_dragon(a) else wa
+            if plain <= run:
+                assert pair.kind == "dragon"
+                assert pair.points * (1 if _is_dragon(a) else -1) > 0
+                outcomes.add("dragon")
+                continue
         assert pair.kind == "special"
         assert pair.points == (wa if wa > wb else -wb if wb > wa else 0)
         if _is_dragon(a) or _is_dragon(b):
