@@ -191,13 +191,13 @@ def test_a_matches_walk_returns_a_match_whose_opening_commits_after_later_ones(a
         key = uuid.uuid4().hex
         assert uow.appends.try_lock_key(model.operator_id, key)  # as an opening does
         slow_id = uuid.uuid4()
-        slow = Match(id=slow_id, operator_id=model.operator_id, table_id=table,
-                     ruleset_name=model.ruleset_name, ruleset=model.ruleset,
-                     ruleset_hash=model.ruleset_hash, match_rules=model.match_rules,
-                     stake=model.stake, seats=model.seats, idempotency_key=key,
-                     body_hash=model.body_hash)
-        uow.session.add(slow)
-        uow.session.flush()
+        # Through the writer's function, as the service opens a match.
+        uow.appends.open_match({
+            "id": slow_id, "operator_id": model.operator_id, "table_id": table,
+            "ruleset_name": model.ruleset_name, "ruleset": model.ruleset,
+            "ruleset_hash": model.ruleset_hash, "match_rules": model.match_rules,
+            "stake": model.stake, "seats": model.seats, "idempotency_key": key,
+            "body_hash": model.body_hash})
         later = opened()
         # Newest first: the later match, then nothing below the held opening while it is open.
         page = _page(api, "/v1/matches", None, table_id=table)
