@@ -66,7 +66,7 @@ if str(REPO) not in sys.path:  # run as a script: bench/load.py
 import psycopg  # noqa: E402
 from sqlalchemy import make_url  # noqa: E402
 
-from app.config import libpq_url, normalize_database_url  # noqa: E402
+from app.config import DEFAULT_RATES, libpq_url, normalize_database_url  # noqa: E402
 
 LOCAL_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 EMBEDDED_DIR = REPO / "var" / "bench-pgdata"
@@ -407,6 +407,11 @@ def free_port() -> int:
 
 
 SERVICE_APP = "app:create_app()"
+# A benchmark measures what the service can do, not its per-key limits (app.api.limits):
+# every class wide open. The key file is the bench's own when none is there.
+BENCH_ENV = {**{f"RATE_LIMIT_{name.upper()}": "1000000/second" for name in DEFAULT_RATES},
+             **{f"CONCURRENCY_LIMIT_{name.upper()}": "100000" for name in DEFAULT_RATES},
+             "AUDIT_SIGNING_KEY_CREATE": "true"}
 
 
 def _server_env(database_url: str, port: int, extra: Mapping[str, str] | None = None, *,
@@ -419,6 +424,7 @@ def _server_env(database_url: str, port: int, extra: Mapping[str, str] | None = 
     env.update(DATABASE_URL=runtime_url(database_url) if service else database_url,
                MIGRATIONS_DATABASE_URL=database_url, HOST="127.0.0.1", PORT=str(port),
                LOG_LEVEL=env.get("BENCH_LOG_LEVEL", "WARNING"))
+    env.update(BENCH_ENV)
     env.update(extra or {})
     return env
 
@@ -691,7 +697,7 @@ def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
         factory = db_app.create_app if route == "db" else create_app
         app = factory(Settings.from_env({"DATABASE_URL": runtime_url(url),
                                          "MIGRATIONS_DATABASE_URL": url,
-                                         "LOG_LEVEL": "WARNING"}))
+                                         "LOG_LEVEL": "WARNING", **BENCH_ENV}))
         client = app.test_client()
         path = ROUTES[route]
         authorization = f"Bearer {api_key(url)}"
