@@ -48,7 +48,7 @@ from app.domain.games import AnyRules, rules_from_dict, rules_hash
 from app.json_codec import as_stored
 from app.services import cursors
 from app.services.ledger import REVERSAL_KIND, reversal_result
-from app.services.matches import PENALTY_ROUND_KIND, penalty_result
+from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import content_hash, utc_text
 from app.services.uow import UnitOfWork
