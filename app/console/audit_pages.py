@@ -7,7 +7,6 @@ when imported (app.console.init_console imports it before registering the bluepr
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -26,6 +25,7 @@ from app.console.views import (
     _not_found,
     _page,
     bp,
+    uuid_of,
 )
 from app.db import get_database
 from app.db.repositories import InvalidCursor
@@ -49,7 +49,7 @@ def _audit_page(status: int = 200, *, verification: Mapping[str, Any] | None = N
     except InvalidCursor:
         return _invalid_cursor()
     taken = request.args.get("taken")
-    if taken is not None and not _is_uuid(taken):
+    if taken is not None and uuid_of(taken) is None:
         taken = None
     next_link = None
     if listed["next_cursor"]:
@@ -61,14 +61,6 @@ def _audit_page(status: int = 200, *, verification: Mapping[str, Any] | None = N
                  max_limit=checkpoints.MAX_LIMIT)
 
 
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
 @bp.post("/audit/checkpoints")
 def take_checkpoint() -> BaseResponse:
     body = checkpoints.create_checkpoint(get_database().sessions, signer(),
@@ -78,9 +70,8 @@ def take_checkpoint() -> BaseResponse:
 
 @bp.get("/audit/checkpoints/<checkpoint_id>.json")
 def download_checkpoint(checkpoint_id: str) -> Response:
-    try:
-        parsed = uuid.UUID(checkpoint_id)
-    except ValueError:
+    parsed = uuid_of(checkpoint_id)
+    if parsed is None:
         return _not_found(f"checkpoint {checkpoint_id!r}")
     body = checkpoints.get_checkpoint(get_database().sessions, _caller().operator_id, parsed)
     if body is None:

@@ -389,11 +389,18 @@ def table_reconciliation_csv(table_id: str) -> Response:
 
 # --- a round ----------------------------------------------------------------------------------
 
+def uuid_of(text: str) -> uuid.UUID | None:
+    """The UUID a path segment names, or None for any other text (the page's 404)."""
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
 @bp.get("/rounds/<round_id>")
 def round_page(round_id: str) -> Response:
-    try:
-        parsed = uuid.UUID(round_id)
-    except ValueError:
+    parsed = uuid_of(round_id)
+    if parsed is None:
         return _not_found(f"round {round_id!r}")
     stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
                               sessions=get_database().sessions)

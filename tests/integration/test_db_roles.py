@@ -204,6 +204,29 @@ def owner_without_createrole(database_server, database_url):
         connection.execute(f"DROP ROLE IF EXISTS {owner}")
 
 
+def test_an_owner_outside_the_writer_role_is_told_which_grant_it_needs(database_server,
+                                                                     database_url):
+    """The append functions belong to the writer role; an owner that may neither join it
+    nor create roles stops at 0019 with the GRANT an administrator must run."""
+    suffix = uuid.uuid4().hex[:10]
+    owner, name = f"thirteen_nowr_{suffix}", f"thirteen_test_nowr_{suffix}"
+    with psycopg.connect(database_server, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {owner} LOGIN NOCREATEROLE NOSUPERUSER")
+        connection.execute(f'CREATE DATABASE "{name}" OWNER {owner}')
+    url = make_url(normalize_database_url(database_server)).set(
+        username=owner, database=name).render_as_string(hide_password=False)
+    writer = f"{runtime_role_from_env({})}_writer"
+    try:
+        with pytest.raises(DBAPIError) as caught:
+            upgrade(url)
+        assert f"is not a member of the role {writer}" in str(caught.value.orig)
+        assert f"GRANT {writer} TO {owner}" in str(caught.value.orig.diag.message_hint)
+    finally:
+        with psycopg.connect(database_server, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            connection.execute(f"DROP ROLE IF EXISTS {owner}")
+
+
 def test_an_owner_without_createrole_migrates_when_the_runtime_role_exists(
         owner_without_createrole, monkeypatch):
     monkeypatch.delenv("DB_RUNTIME_ROLE", raising=False)
