@@ -79,6 +79,7 @@ class FaultDb:
     url: str  # SQLAlchemy URL of the service's database, as the runtime login
     libpq: str  # the same, for plain psycopg
     token: str  # an API key of OPERATOR
+    signing_key: Path  # the audit signing key every server of these tests signs with
 
     @property
     def auth(self) -> dict[str, str]:
@@ -86,7 +87,7 @@ class FaultDb:
 
 
 @pytest.fixture(scope="module")
-def fault_db() -> Iterator[FaultDb]:
+def fault_db(signing_key_file: Path) -> Iterator[FaultDb]:
     """Start a private server, create and migrate the service's database, make a key."""
     server = PrivatePostgres.create()
     try:
@@ -102,13 +103,14 @@ def fault_db() -> Iterator[FaultDb]:
         # The fault trigger runs as its owner (SECURITY DEFINER), so the runtime login the
         # service connects as needs no grant on the fault plan.
         runtime = ensure_login(url, "thirteen_faults_service", DEFAULT_RUNTIME_ROLE)
-        yield FaultDb(server, runtime, server.url(DATABASE), token)
+        yield FaultDb(server, runtime, server.url(DATABASE), token, signing_key_file)
     finally:
         server.destroy()
 
 
 def _settings(db: FaultDb, **env: str) -> Settings:
-    return Settings.from_env({"DATABASE_URL": db.url, **env})
+    return Settings.from_env({"DATABASE_URL": db.url,
+                              "AUDIT_SIGNING_KEY_FILE": str(db.signing_key), **env})
 
 
 @contextmanager
@@ -254,8 +256,8 @@ def _gunicorn(db: FaultDb, tmp_path: Path, **env: str) -> Iterator[Service]:
     port = free_port()
     environ = {k: v for k, v in os.environ.items()
                if k not in {"PROMETHEUS_MULTIPROC_DIR", "PGSERVER_DATA_DIR"}}
-    environ |= {"DATABASE_URL": db.url, "HOST": "127.0.0.1", "PORT": str(port),
-                "LOG_LEVEL": "WARNING", **env}
+    environ |= {"DATABASE_URL": db.url, "AUDIT_SIGNING_KEY_FILE": str(db.signing_key),
+                "HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": "WARNING", **env}
     log = tmp_path / f"gunicorn-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=out,
