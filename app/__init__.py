@@ -114,7 +114,7 @@ def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Databa
     gate = SchemaGate(
         database.engine, migrate_url=urls.migrations if migrate else None,
         check=settings.check_schema_on_start,
-        # The role may never be one that could disable the ledger's triggers (issue 11).
+        # The role may never be one that could disable the ledger's triggers.
         also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime))
     app.extensions[SCHEMA_GATE] = gate
     try:

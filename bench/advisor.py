@@ -1,4 +1,4 @@
-"""The arrangement advisor (issue 17): speed per hand, and quality in duplicate play.
+"""The arrangement advisor: speed per hand, and quality in duplicate play.
 
 Run from the repository root::
 

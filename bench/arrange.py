@@ -1,7 +1,7 @@
 """Time keep_back on random one-deck hands and print the median and p99 per call.
 
 Run from the repository root: ``.venv/bin/python -m bench.arrange [hands] [seed]``.
-The target (issue 2): median <= 0.1 ms and p99 <= 0.5 ms, pure Python, one core.
+The target: median <= 0.1 ms and p99 <= 0.5 ms, pure Python, one core.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ RULESETS = (*THIRTEEN_RULESETS, *BANKER_GAMES)
 BANKER_SEATS = 5
 OPERATOR = "bench"
 P99_TARGET_MS = 50.0
-# Issue 14: settle at least 0.33 of the bare insert and 0.8 of its own database work.
+# Settle at least 0.33 of the bare insert and 0.8 of its own database work.
 THROUGHPUT_RATIO_TARGET = 0.33
 DB_WORK_RATIO_TARGET = 0.8
 DB_APP = "bench.db_app:create_app()"

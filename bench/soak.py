@@ -109,7 +109,7 @@ LEDGER = "GET /v1/players/{id}/ledger"
 # Requests of each route in every block of 20: 40/20/15/10/10/5 per cent.
 MIX: tuple[tuple[str, int], ...] = (
     (SETTLE, 8), (SCORE, 4), (ARRANGE, 3), (GET_ROUND, 2), (LIST_ROUNDS, 2), (LEDGER, 1))
-# --settles-only: the open-loop settle target of issue 14 (300 a second, p99 <= 50 ms).
+# --settles-only: the open-loop settle target (300 a second, p99 <= 50 ms).
 SETTLES_ONLY: tuple[tuple[str, int], ...] = ((SETTLE, 1),)
 SETTLE_P99_TARGET_MS = 50.0
 SETTLE_TARGET_RATE = 300.0
@@ -770,7 +770,7 @@ def report(args: argparse.Namespace, traffic: Traffic, sampler: Sampler, elapsed
     if args.settles_only and settled is not None:
         verdict = ("not judged: the target is stated at 300/s" if args.rate < SETTLE_TARGET_RATE
                    else "met" if settled.p99 <= SETTLE_P99_TARGET_MS else "MISSED")
-        print(f"target (issue 14): settle p99 <= {SETTLE_P99_TARGET_MS:g} ms open loop at "
+        print(f"target: settle p99 <= {SETTLE_P99_TARGET_MS:g} ms open loop at "
               f"{SETTLE_TARGET_RATE:g}/s: {settled.p99:.1f} ms at {args.rate:g}/s -> {verdict}")
     tally = traffic.tallies[SETTLE]
     if tally.dues:
@@ -837,9 +837,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of deals and mix (1)")
     parser.add_argument("--prefill", type=int, default=0,
                         help="settle this many rounds before the clock starts, then ANALYZE "
-                             "(0; the issue 14 run uses 2000)")
+                             "(0; the target run uses 2000)")
     parser.add_argument("--settles-only", action="store_true",
-                        help="send only settles (issue 14: p99 <= 50 ms at --rate 300)")
+                        help="send only settles (target: p99 <= 50 ms at --rate 300)")
     args = parser.parse_args(argv)
     if not 0 < args.minutes <= MAX_MINUTES:
         parser.error(f"--minutes must be more than 0 and at most {MAX_MINUTES:g}")

@@ -1,4 +1,4 @@
-"""Deal integrity: the dealt cards and the exchanges made before arranging (issue 8).
+"""Deal integrity: the dealt cards and the exchanges made before arranging.
 
 Three seed variants let players exchange cards: 換牌 (000: 1-3 cards, or none, with the
 centre pile, the fourth 13-card pile of a 3-player deal), 換三張 (004 rule 2: 0-3 cards

@@ -1,4 +1,4 @@
-"""Indexes for reconciliation and the player ledger at a million rounds (issue 5, Speed).
+"""Indexes for reconciliation and the player ledger at a million rounds.
 
 - ledger_lines (operator_id, table_id, account, id) INCLUDE (the columns reconciliation
   reads) replaces (operator_id, table_id, account): an index-only scan in this order feeds

@@ -1,4 +1,4 @@
-"""An index for reconciliation's zero-sum check at a million rounds (issue 5, Speed).
+"""An index for reconciliation's zero-sum check at a million rounds.
 
 ledger_lines (round_id) INCLUDE (amount, created_at): the lines of the period in round
 order, index-only, so the sum of each round's lines streams out of a GroupAggregate one

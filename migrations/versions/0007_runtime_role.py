@@ -1,6 +1,6 @@
 """A runtime role that can only append: the service no longer runs as the tables' owner.
 
-Issue 11: as the owner, the service's own login could ALTER TABLE ... DISABLE TRIGGER,
+As the owner, the service's own login could ALTER TABLE ... DISABLE TRIGGER,
 DROP TRIGGER or CREATE OR REPLACE the trigger's function, then rewrite the ledger. This
 revision creates the NOLOGIN role named by DB_RUNTIME_ROLE (default thirteen_runtime) and
 grants it only what the service does:

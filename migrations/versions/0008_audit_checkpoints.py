@@ -1,6 +1,6 @@
 """Signed checkpoints of each operator's chain heads, append-only, for the runtime role.
 
-Issue 11 §2: ``POST /v1/audit/checkpoints`` signs the head (seq and hash) of every chain of
+``POST /v1/audit/checkpoints`` signs the head (seq and hash) of every chain of
 an operator, with a Merkle root over them, and stores it here. The signature, not this
 table, is what an auditor trusts: a checkpoint kept outside still proves what the chains
 held after this table was emptied. Rows are never changed (the ledger's trigger refuses

@@ -1,6 +1,6 @@
 """Page lists in commit order: each ledger row records the transaction that inserted it.
 
-Issue 11 §4: a line id (or a round's time) is drawn before its transaction commits, so a
+A line id (or a round's time) is drawn before its transaction commits, so a
 line with a lower id could commit after a page with higher ids was served, and no cursor
 would ever return it. Rounds and ledger lines now carry ``txid``, the inserting
 transaction's id (pg_current_xact_id(), an xid8, as bigint), and lists page by (txid, id)

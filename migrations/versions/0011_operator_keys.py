@@ -1,15 +1,15 @@
 """Key every ledger row by operator, and lock a chain by a row rather than an advisory lock.
 
-Issue 11 §4c: a round's id was its primary key across operators, so a client's chosen
-``round_id`` that another operator already held was refused with a 409, telling operator
+Were a round's id its primary key across operators, a client's chosen
+``round_id`` that another operator already held would be refused with a 409, telling operator
 A that operator B has that id. Every primary key and unique constraint of the ledger,
 the matches and the checkpoints now starts with ``operator_id``, and every foreign key
 carries it, so one operator's ids are neither revealed nor blocked by another's, and no
-foreign key crosses operators (issue 14: each table can be distributed by operator).
+foreign key crosses operators, so each table can be distributed by operator.
 ``round_players`` and ``match_rounds`` gain the ``operator_id`` they were keyed without,
 filled from their rounds; the owner lifts the append-only trigger for that fill alone.
 
-Issue 14: ``chains`` has one row per chain, with the head its last append left. An append
+``chains`` has one row per chain, with the head its last append left. An append
 takes its chain by ``INSERT ... ON CONFLICT DO UPDATE`` on that row, a row lock that
 serialises a chain the same on one server, behind a transaction-mode pooler and on a
 database distributed by operator, where a server's advisory locks do not reach, and reads

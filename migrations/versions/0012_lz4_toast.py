@@ -1,4 +1,4 @@
-"""Compress the rounds' large JSON columns with lz4 rather than pglz (issue 14).
+"""Compress the rounds' large JSON columns with lz4 rather than pglz.
 
 Each round stores its request, result (the explanation, about 10 KB) and ruleset as JSONB,
 which PostgreSQL compresses when it moves them out of line (TOAST). lz4 compresses these

@@ -1,4 +1,4 @@
-"""One index for a chain's order, its uniqueness and its reads (issue 14).
+"""One index for a chain's order, its uniqueness and its reads.
 
 ``rounds`` held two b-tree indexes on (operator_id, table_id, chain_seq): the unique
 constraint's, and a covering one (0004) that reconciliation's round pass and verify read

@@ -1,4 +1,4 @@
-"""The append path's statements as two functions, planned once per connection (issue 14).
+"""The append path's statements as two functions, planned once per connection.
 
 A settle sent its take and its append as large statements with their values inlined
 (app.db.appends binds them on the client, so that a message is one round trip). PostgreSQL

@@ -1,4 +1,4 @@
-"""Drop the ledger_lines index that no statement reads (issue 14).
+"""Drop the ledger_lines index that no statement reads.
 
 ``ledger_lines`` had six b-tree indexes, so each line cost six index entries, and a settle
 writes about ten lines. ``ix_ledger_lines_account_created_at_id`` (account, created_at, id)

@@ -1,4 +1,4 @@
-"""Read a page of rounds from fewer pages of disk (issue 14).
+"""Read a page of rounds from fewer pages of disk.
 
 A table's page of 50 rounds read, cold, about 250 blocks, one random read each
 (``bench.ledger --cold``, 1,000,000 rounds): per round, its ``rounds`` row, then the TOAST

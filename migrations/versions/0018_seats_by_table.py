@@ -1,4 +1,4 @@
-"""A table's page of rounds reads its seats from a few index pages (issue 14).
+"""A table's page of rounds reads its seats from a few index pages.
 
 After 0017 a table's page of 50 rounds, cold, still read 60 to 80 blocks for its seats
 (``bench.ledger --cold``, 1,000,000 rounds at 2,000 tables): the primary key of

@@ -48,7 +48,8 @@ END;
 $$""",
     "match_round_add(text, uuid, integer, uuid, text)": """
 CREATE FUNCTION match_round_add(p_operator_id text, p_match_id uuid, p_number integer,
-                                p_round_id uuid, p_banker text) RETURNS void """ + SEALED + """ AS $$
+                                p_round_id uuid, p_banker text)
+    RETURNS void """ + SEALED + """ AS $$
 DECLARE
     at_table text;
     played integer;

@@ -1,7 +1,7 @@
 """Access through HTTP: every protected route against every kind of caller, from one table.
 
 The matrix is built from ``app.api.auth.ACCESS``, so a route joins it as soon as it has an
-entry there; routes the table names but the app does not serve yet are skipped.
+entry there; a rule for a route the app does not serve fails the matrix.
 """
 
 from __future__ import annotations

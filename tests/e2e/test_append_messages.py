@@ -1,4 +1,4 @@
-"""A settle's round trips, and the connection it leaves behind (issue 14, app.db.appends).
+"""A settle's round trips, and the connection it leaves behind (app.db.appends).
 
 A settle is three messages to PostgreSQL: the API key's read, in autocommit, then
 ``BEGIN; TAKE`` and ``APPEND; COMMIT`` (calls of ``ledger_take`` and ``ledger_append``).

@@ -1,4 +1,4 @@
-"""Signed receipts and checkpoints over HTTP, and the attacks they catch (issue 11 §2, §3).
+"""Signed receipts and checkpoints over HTTP, and the attacks they catch.
 
 Each test settles under a fresh operator, so a checkpoint covers only its own chains. An
 attacker with the owner's database access works through ``owner_engine`` with every

@@ -1,4 +1,4 @@
-"""Card text over HTTP (rules.md §1, issue 12 §5): the forms §1 lists and nothing else.
+"""Card text over HTTP (rules.md §1): the forms §1 lists and nothing else.
 
 A round may spell its cards any way §1 accepts and is answered in canonical text; a card
 with a space around or inside it, or any other character, is a 422 naming the card and its

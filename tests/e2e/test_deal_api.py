@@ -1,4 +1,4 @@
-"""Deal integrity through HTTP (issue 8): dealt hands, pile and exchanges, checked and recorded.
+"""Deal integrity through HTTP: dealt hands, pile and exchanges, checked and recorded.
 
 Each variant's exchange settles and reads back with its deal record; each kind of dishonest
 deal is a 422 naming the player and the card, and writes nothing; malformed deals of any

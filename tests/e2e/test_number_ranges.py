@@ -1,4 +1,4 @@
-"""Every number a request carries has a range, checked before any arithmetic (issue 12 §2).
+"""Every number a request carries has a range, checked before any arithmetic.
 
 The reproductions of issue 12 each get a 422 problem naming the parameter, on the dry run,
 the settle and /v1/eligibility alike, with nothing written: a fee rate or a limit multiple
@@ -189,7 +189,7 @@ def test_suggest_n_is_1_to_50(api: Any, n: str) -> None:
 # ----------------------------------------------------------------------- stake precision
 
 def test_bonus3_stake_with_a_decimal_is_refused_naming_stake(api: Any, count_rows: Any) -> None:
-    """Issue 12 §4: bonus3 (precision 0), stake "200.5" answered stake 200 while A got 8217."""
+    """bonus3 (precision 0), stake "200.5" answered stake 200 while A got 8217."""
     before = count_rows()
     body = round_request(EX_000, _table())
     body["stake"] = "200.5"

@@ -1,6 +1,6 @@
 """A round's id is its operator's: another operator's ids are neither revealed nor blocked.
 
-Issue 11 §4c: every key of the ledger starts with ``operator_id`` (migration 0011), so two
+Every key of the ledger starts with ``operator_id`` (migration 0011), so two
 operators may hold one round id, each sees only its own, and a 409 for a taken id speaks
 of the asking operator's rounds alone. Every read, reversal, ledger, verify and
 reconciliation below runs for both operators holding the same id at once.

@@ -1,4 +1,4 @@
-"""Cursor walks that never skip, and cursors bound to their list (issue 11 §4).
+"""Cursor walks that never skip, and cursors bound to their list.
 
 A line id is drawn when its round is inserted, before the round's transaction commits. So
 an append that is slow to commit (here: one held open on purpose, with its table's chain

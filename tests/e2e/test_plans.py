@@ -1,4 +1,4 @@
-"""No statement is prepared on the server, so no generic plan goes stale (issue 14).
+"""No statement is prepared on the server, so no generic plan goes stale.
 
 psycopg prepares a statement after 5 runs; prepared while ``rounds`` was nearly empty, its
 cached generic plan found the Idempotency-Key by scanning the operator's rounds through

@@ -132,7 +132,7 @@ def test_a_bad_character_in_a_path_segment_is_a_422_naming_it(api, bad, text):
     "/v1/reconciliation?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&table_id=a%00b",
     "/v1/audit/verify?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&table_id=a%00b",
 ], ids=["rounds filter", "player ledger path", "reconciliation", "verify"])
-def test_the_issue_s_nul_bytes_are_422_not_500(api, url):
+def test_nul_bytes_in_strings_are_422_not_500(api, url):
     response = api.get(url)
     assert response.status_code == 422, response.get_json()
     assert response.get_json()["errors"][0]["code"] == "control_character"

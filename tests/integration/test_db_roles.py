@@ -1,6 +1,6 @@
 """The service's role can only append: every way around the append-only trigger is refused.
 
-Issue 11: as the tables' owner, the service's login could disable or drop the trigger, or
+As the tables' owner, the service's login could disable or drop the trigger, or
 replace its function with a no-op, and then rewrite the ledger. The service now runs as a
 member of the runtime role (``engine`` is that login); each bypass is tried as it here and
 must fail with "permission denied" or "must be owner", leaving the ledger and its trigger

@@ -42,8 +42,9 @@ def serving(settings: Any, tmp_path: Path, **env: str) -> Iterator[tuple[int, Pa
     environ = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     # The runtime login the suite serves as (the owner would be refused at start).
     environ |= {"DATABASE_URL": settings.database_url,
-                "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file), "HOST": "127.0.0.1", "PORT": str(port),
-                "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO", **env}
+                "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file),
+                "HOST": "127.0.0.1", "PORT": str(port), "WEB_CONCURRENCY": "1",
+                "LOG_LEVEL": "INFO", **env}
     out, err = tmp_path / "out.log", tmp_path / "err.log"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environ, stdout=stdout,

@@ -1,4 +1,4 @@
-"""The schema rule that lets the ledger be distributed by operator (issue 14, README "Scaling out").
+"""The schema rule that lets the ledger be distributed by operator (README "Scaling out").
 
 Read from the migrated database itself, not from the models: every primary key and unique
 constraint of an operator-keyed table starts with ``operator_id``, every foreign key

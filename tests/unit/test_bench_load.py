@@ -67,7 +67,7 @@ def _figures(name: str, requests: int, p99_ms: float) -> object:
     ("settled", "p99_ms", "throughput", "latency"),
     [(600, 40.0, "met", "met"), (329, 50.0, "MISSED", "met"), (330, 50.1, "met", "MISSED")],
 )
-def test_report_gives_the_issue_verdicts(settled: int, p99_ms: float, throughput: str,
+def test_report_gives_the_target_verdicts(settled: int, p99_ms: float, throughput: str,
                                          latency: str) -> None:
     settle = _figures("settle", settled, p99_ms)
     bare = _figures("bare", 1000, 5.0)

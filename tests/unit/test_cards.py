@@ -90,7 +90,7 @@ def test_red_suits_are_hearts_and_diamonds() -> None:
 
 UNKNOWN = [
     "", "   ", "1s", "11h", "Ax", "AAs", "Zs", "A", "s", "A♠♠", "10", "🂡",
-    # rules.md §1: no spaces around or inside a card (issue 12: " Ah" was accepted).
+    # rules.md §1: no spaces around or inside a card (" Ah" included).
     " Ah", "Ah ", " Kc ", "A h", "10 h", "1 0h", "\tAs", "As\n", "A\u00a0s", "\u3000As",
     # the letter suit only after the rank; the symbol on one side only
     "sA", "hA", "♠A♠", "A♠s",
@@ -346,7 +346,7 @@ def test_a_string_parses_exactly_when_section_1_accepts_it(text: str) -> None:
 
 @pytest.mark.parametrize("text", [" Ah", "Ah ", "A h", "A♥\ufe0f\n"], ids=repr)
 def test_a_card_with_spaces_is_refused_naming_the_card_and_its_path(text: str) -> None:
-    # Issue 12 §5: " Ah" was stripped and accepted.
+    # " Ah" must not be stripped and accepted.
     with pytest.raises(CardError) as caught:
         parse_arrangement(rows_with("front", 1, text))
     (problem,) = caught.value.problems

@@ -1,4 +1,4 @@
-"""Deal integrity: dealt hands, pile and exchanges against the arranged hands (issue 8)."""
+"""Deal integrity: dealt hands, pile and exchanges against the arranged hands."""
 
 from __future__ import annotations
 

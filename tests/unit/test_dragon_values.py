@@ -1,4 +1,4 @@
-"""A dragon's value against other special hands (rules.md §5, issue 12 §5).
+"""A dragon's value against other special hands (rules.md §5).
 
 §5: a dragon's value is the points its preset's dragon policy gives it; when an override
 gives another special hand the 13 cards hold a higher value, they count as that hand (a

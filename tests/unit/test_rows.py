@@ -162,7 +162,7 @@ def test_a_one_suit_row_with_a_pair_is_a_flush_with_two_decks() -> None:
 # --- one scale for the front and the middle (§2.3) --------------------------------------------
 
 FRONT_UNDER_MIDDLE = [
-    # front, middle, foul?  (rules.md §2.3 and the vectors of issue 2)
+    # front, middle, foul?  (rules.md §2.3)
     ("As Ah Kd", "Ad Ac Kh Qs 2s", False),  # A A K under A A K Q 2
     ("As Ah Kd", "Ad Ac Qh Js 7s", True),  # A A K over A A Q J 7
     ("As Ah Kd", "Ad Ac Kh Qs Js", False),  # §2.3: front A A K vs middle A A K Q J

@@ -1,4 +1,4 @@
-"""Every ruleset number has a range, checked before any arithmetic (issue 12 §2).
+"""Every ruleset number has a range, checked before any arithmetic.
 
 Whole-number parameters are checked when the Ruleset is built; money parameters (fee rate,
 limits) by their text and then by their digits and exponent alone, so a value such as
