@@ -16,6 +16,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,10 @@ def test_the_service_login_cannot_write_money_rows_or_keys_outside_the_append(
 
 
 def _append_call(engine: Engine, body: dict[str, Any], *, skew: int = 0,
-                 seq: int | None = None) -> DBAPIError:
+                 seq: int | None = None, shift: timedelta = timedelta()) -> DBAPIError:
     """Call ledger_take then ledger_append as the service's login, with a copy of a stored
-    round under a new id: its lines skewed by ``skew``, or at chain position ``seq``."""
+    round under a new id: its lines skewed by ``skew``, at chain position ``seq``, or its
+    time ``shift``ed from the one the take read."""
     round_id = uuid.uuid4()
     with engine.begin() as connection, pytest.raises(DBAPIError) as caught:
         taken = connection.execute(text(
@@ -117,7 +119,7 @@ def _append_call(engine: Engine, body: dict[str, Any], *, skew: int = 0,
         row.update(id=str(round_id), idempotency_key=f"insider-{round_id}",
                    chain_seq=taken["seq"] + 1 if seq is None else seq,
                    prev_hash=taken["head_hash"],
-                   created_at=taken["locked_at"].isoformat())
+                   created_at=(taken["locked_at"] + shift).isoformat())
         lines = [{"line_no": n, "account": line["account"], "kind": line["kind"],
                   "amount": str(int(line["amount"]) + (skew if n == 1 else 0)),
                   "balance_before": None, "balance_after": None}
@@ -147,6 +149,19 @@ def test_a_round_off_its_chains_head_through_the_append_function_is_refused(
     refused = _append_call(engine, body, seq=seq)
     assert refused.orig.sqlstate == CHECK_VIOLATION
     assert refused.orig.diag.constraint_name == "ledger_append_chained"
+    assert count_rows() == before
+
+
+@pytest.mark.parametrize("shift", [timedelta(hours=-1), timedelta(hours=1)],
+                         ids=["before-the-head", "in-the-future"])
+def test_a_round_out_of_time_order_through_the_append_function_is_refused(
+        auditor, engine, count_rows, shift):
+    body = _settle(auditor, _table())
+    before = count_rows()
+    refused = _append_call(engine, body, shift=shift)
+    assert refused.orig.sqlstate == CHECK_VIOLATION
+    assert refused.orig.diag.constraint_name == "ledger_append_chained"
+    assert "in time order" in str(refused.orig)
     assert count_rows() == before
 
 
