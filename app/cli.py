@@ -26,6 +26,7 @@ from marshmallow import ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import citus as citus_layout
 from app.db import get_database, maintenance
 from app.db.engine import database_urls, make_engine, make_sessionmaker
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
@@ -397,10 +398,40 @@ def reindex_command(tables: tuple[str, ...]) -> None:
                                    "drops the copy this one left)") from None
 
 
+# --- citus -----------------------------------------------------------------------------
+
+citus = AppGroup("citus", help="Scale out on a Citus database (as the schema's owner).")
+
+
+@citus.command("distribute")
+@with_appcontext
+@needs_database
+def citus_distribute() -> None:
+    """Distribute every ledger table by operator_id, colocated; keys as reference tables.
+
+    Run once on the coordinator after the migrations, as the schema's owner
+    (MIGRATIONS_DATABASE_URL, else DATABASE_URL); running it again changes nothing.
+    Prints each table's place. Exits 1 on a database without Citus or without workers.
+    """
+    settings = current_app.config["SETTINGS"]
+    engine = make_engine(settings, database_urls(settings).migrations)
+    try:
+        with engine.begin() as connection:
+            placed = citus_layout.distribute(connection, say=click.echo)
+    except citus_layout.NotCitus as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        engine.dispose()
+    click.echo(f"Citus {placed.citus_version}, {placed.workers} workers:")
+    for table, place in placed.tables.items():
+        click.echo(f"  {table}: {place}")
+
+
 # --- registration ----------------------------------------------------------------------
 
 # Every command group of the service; add new groups here.
-COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit, reindex_command)
+COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit, reindex_command,
+                                        citus)
 
 
 def register_commands(app: Flask) -> None:

@@ -32,8 +32,9 @@ import psycopg
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import Engine, make_url, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 from app import create_app
 from app.config import (
@@ -44,6 +45,7 @@ from app.config import (
     normalize_database_url,
 )
 from app.db import get_database
+from app.db.citus import distribute
 from app.db.engine import make_engine, make_sessionmaker, start_embedded
 from app.db.models import ALL_TABLES
 from app.db.roles import drop_login, ensure_login
@@ -108,11 +110,25 @@ def make_database(database_server: str) -> Iterator[MakeDatabase]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def migrate(url: str) -> None:
+    """Migrate the database at ``url`` to head; on a Citus coordinator, distribute it too,
+    as an operator would (``flask --app app citus distribute``)."""
+    upgrade(url)
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            if connection.execute(text(
+                    "SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first():
+                distribute(connection, say=lambda _: None)
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope="session")
 def database_url(make_database: MakeDatabase) -> str:
     """Return the URL of this session's database, migrated to head."""
     url = make_database()
-    upgrade(url)
+    migrate(url)
     return url
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -99,6 +100,32 @@ def _period(api: Any, table_id: str) -> dict[str, Any]:
     assert answer.status_code == 200, answer.get_json()
     body: dict[str, Any] = answer.get_json()
     return body
+
+
+def test_twenty_concurrent_settles_at_one_table_form_one_verified_chain_in_time_order(
+        auditor):
+    table = f"race-{uuid.uuid4().hex[:10]}"
+    start = threading.Barrier(20)
+    answers: list[Any] = []
+
+    def post() -> None:
+        client = auditor.fresh()
+        start.wait()
+        answers.append(client.post("/v1/rounds", json=round_request(EX_000, table),
+                                   headers={"Idempotency-Key": uuid.uuid4().hex}))
+
+    threads = [threading.Thread(target=post) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(a.status_code for a in answers) == [201] * 20
+    rounds = sorted((a.get_json() for a in answers), key=lambda r: r["chain"]["seq"])
+    assert [r["chain"]["seq"] for r in rounds] == list(range(1, 21))
+    times = [datetime.fromisoformat(r["created_at"]) for r in rounds]
+    assert times == sorted(times) and len(set(times)) == 20
+    verified = _period(auditor, table)
+    assert verified["ok"] is True and verified["differences"] == [], verified
 
 
 def _as_attacker(owner_engine: Engine, *statements: str, **params: Any) -> None:

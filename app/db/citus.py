@@ -1,0 +1,105 @@
+"""Distribute the ledger by operator on a Citus database (``flask --app app citus distribute``).
+
+Every operator-keyed table is distributed by ``operator_id`` and colocated with
+``rounds``, so each statement of a settle, a report or a list runs on the one node that
+holds its operator; API keys are read by key id before their operator is known, so they
+and their revocations are reference tables, copied to every node. The append-only
+triggers go with the tables to every shard (``citus.enable_unsafe_triggers`` lets Citus
+distribute a table with triggers), and so do the table grants: the runtime role keeps
+SELECT only, the writer role what its functions need.
+
+The append functions run as the writer role (SECURITY DEFINER), and Citus reaches a
+worker's shards by logging in to it as the current role: the writer may log in on the
+workers (never on the coordinator, where the service connects). Give it inter-node
+credentials (``pg_dist_authinfo``) and let ``pg_hba.conf`` on the workers accept it from
+the coordinator only. A worker added later gets the role from the coordinator without
+LOGIN: run the command again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+# The owners of the SECURITY DEFINER functions the runtime role calls to write.
+WRITERS = ("SELECT DISTINCT proowner::regrole::text FROM pg_proc "
+           "WHERE prosecdef AND proname IN ('ledger_take', 'ledger_append')")
+# Changed on each worker alone: with propagation the change would reach the coordinator.
+WORKER_LOGIN = ("SELECT nodename || ':' || nodeport, success, result "
+                "FROM run_command_on_workers(format("
+                "'SET citus.enable_ddl_propagation TO off; ALTER ROLE %I LOGIN', "
+                "CAST(:role AS text)))")
+
+# In the order they can be distributed: a table after every table its foreign keys name.
+DISTRIBUTED = ("rounds", "round_players", "ledger_lines", "chains", "matches",
+               "match_rounds", "match_leaves", "audit_checkpoints", "console_sign_outs")
+REFERENCE = ("api_keys", "api_key_revocations")
+DISTRIBUTION_COLUMN = "operator_id"
+
+
+class NotCitus(RuntimeError):
+    """The database has no Citus extension, or no worker node to distribute to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where each ledger table stands: distributed by a column, reference, or local."""
+
+    citus_version: str
+    workers: int
+    tables: dict[str, str]  # table -> "distributed by operator_id", "reference" or "local"
+
+
+def layout(connection: Connection) -> Layout:
+    """Return the Citus version, the active worker count and each ledger table's place."""
+    version = connection.execute(text(
+        "SELECT extversion FROM pg_extension WHERE extname = 'citus'")).scalar_one_or_none()
+    if version is None:
+        raise NotCitus("this database has no citus extension (CREATE EXTENSION citus, "
+                       "as a superuser, on the coordinator and every worker)")
+    workers = connection.execute(text(
+        "SELECT count(*) FROM citus_get_active_worker_nodes()")).scalar_one()
+    placed: dict[str, str] = dict(connection.execute(text(
+        "SELECT logicalrelid::regclass::text, "
+        "CASE partmethod WHEN 'h' THEN 'distributed by ' || column_to_column_name("
+        "logicalrelid, partkey) WHEN 'n' THEN 'reference' ELSE partmethod::text END "
+        "FROM pg_dist_partition")).tuples().all())
+    return Layout(version, int(workers),
+                  {table: placed.get(table, "local") for table in (*DISTRIBUTED, *REFERENCE)})
+
+
+def distribute(connection: Connection, say: Callable[[str], None] = print) -> Layout:
+    """Distribute every ledger table not yet placed; run as the tables' owner.
+
+    Safe to run again: a table already distributed or referenced is left as it is. A
+    table placed otherwise than this layout (by another column) stops the run.
+    """
+    before = layout(connection)
+    if before.workers == 0:
+        raise NotCitus("the coordinator has no active worker node (citus_add_node)")
+    connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
+    wanted = {**{t: f"distributed by {DISTRIBUTION_COLUMN}" for t in DISTRIBUTED},
+              **{t: "reference" for t in REFERENCE}}
+    for table, place in before.tables.items():
+        if place not in ("local", wanted[table]):
+            raise NotCitus(f"{table} is {place}, not {wanted[table]}: distribute it by hand "
+                           "or undistribute it (undistribute_table) first")
+    for table in REFERENCE:
+        if before.tables[table] == "local":
+            connection.execute(text("SELECT create_reference_table(:t)"), {"t": table})
+            say(f"{table}: reference table")
+    for table in DISTRIBUTED:
+        if before.tables[table] == "local":
+            connection.execute(
+                text("SELECT create_distributed_table(:t, :c, colocate_with => :with)"),
+                {"t": table, "c": DISTRIBUTION_COLUMN,
+                 "with": "default" if table == DISTRIBUTED[0] else DISTRIBUTED[0]})
+            say(f"{table}: distributed by {DISTRIBUTION_COLUMN}")
+    for role in connection.execute(text(WRITERS)).scalars():
+        for node, done, said in connection.execute(text(WORKER_LOGIN), {"role": role}):
+            if not done:
+                raise NotCitus(f"could not let {role} log in on worker {node}: {said}")
+        say(f"{role}: may log in on the workers")
+    return layout(connection)

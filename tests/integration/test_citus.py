@@ -1,0 +1,64 @@
+"""``flask --app app citus distribute``: the ledger distributed by operator on Citus.
+
+On a plain PostgreSQL the command refuses and changes nothing. On a Citus coordinator
+(``TEST_DATABASE_URL`` naming one) the session's database was distributed by the suite's
+set-up exactly as the command does it; these tests check what it left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from flask import Flask
+from sqlalchemy import Engine, text
+
+from app.db.citus import DISTRIBUTED, REFERENCE, layout
+
+
+def _is_citus(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        return connection.execute(text(
+            "SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first() is not None
+
+
+def test_distribute_on_a_database_without_citus_exits_1_and_says_why(
+        make_app: Callable[..., Flask], owner_engine: Engine) -> None:
+    if _is_citus(owner_engine):
+        pytest.skip("the test server is a Citus coordinator")
+    result = make_app().test_cli_runner().invoke(args=["citus", "distribute"])
+    assert result.exit_code == 1, result.output
+    assert "no citus extension" in result.output
+
+
+def test_on_citus_every_ledger_table_is_placed_by_operator_or_referenced(
+        make_app: Callable[..., Flask], owner_engine: Engine) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    with owner_engine.connect() as connection:
+        placed = layout(connection)
+    assert placed.workers >= 1
+    assert placed.tables == {**{t: "distributed by operator_id" for t in DISTRIBUTED},
+                             **{t: "reference" for t in REFERENCE}}
+    # Running it again changes nothing.
+    result = make_app().test_cli_runner().invoke(args=["citus", "distribute"])
+    assert result.exit_code == 0, result.output
+    assert "rounds: distributed by operator_id" in result.output
+
+
+@pytest.mark.parametrize("table", [*DISTRIBUTED, *REFERENCE])
+def test_on_citus_every_shard_grants_each_role_what_its_table_grants(
+        owner_engine: Engine, table: str) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    check = ("SELECT string_agg(r || ':' || p, ',' ORDER BY r, p) "
+             "FROM unnest(ARRAY['thirteen_runtime', 'thirteen_runtime_writer']) r, "
+             "unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p "
+             "WHERE has_table_privilege(r, '%1$s', p)")
+    with owner_engine.connect() as connection:
+        granted = connection.execute(text(check.replace("%1$s", table))).scalar_one()
+        on_shards = connection.execute(text(
+            "SELECT DISTINCT result FROM run_command_on_shards(:table, :check)"),
+            {"table": table, "check": check}).scalars().all()
+    assert "thirteen_runtime:DELETE" not in granted and "thirteen_runtime:UPDATE" not in granted
+    assert on_shards == [granted]
