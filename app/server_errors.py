@@ -29,13 +29,13 @@ def problem_bytes(status: int, reason: str, detail: str) -> bytes:
 
 def write_problem(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn.util.write_error's signature, writing problem+json rather than HTML."""
-    from gunicorn import util
+    from gunicorn import util  # type: ignore[import-untyped]
 
     util.write_nonblock(sock, problem_bytes(status_int, reason, mesg))
 
 
 def install() -> None:
     """Make gunicorn write its own error answers as problem+json (idempotent)."""
-    from gunicorn import util
+    from gunicorn import util  # type: ignore[import-untyped]
 
     util.write_error = write_problem
