@@ -36,6 +36,6 @@ def write_problem(sock: socket.socket, status_int: int, reason: str, mesg: str) 
 
 def install() -> None:
     """Make gunicorn write its own error answers as problem+json (idempotent)."""
-    from gunicorn import util  # type: ignore[import-untyped]
+    from gunicorn import util
 
     util.write_error = write_problem
