@@ -1,45 +1,12 @@
-"""The append path of settles, reversals and penalties, on psycopg directly.
+"""The append path of settles, reversals and penalties, sent on psycopg directly.
 
-This and the API key's read (app.db.keys) are where the service talks to psycopg itself
-(through app.db.driver), and the reason is the cost of the hot path: SQLAlchemy's
-per-statement work (its statement cache, bind and result processing) and the ORM's unit
-of work were a measured share of a settle's CPU, and so were round trips, for statements
-whose shape never changes. Here they are two calls of functions of the schema
-(``ledger_take`` and ``ledger_append``, whose statements PostgreSQL plans once per
-connection), run on the session's own connection in the unit of work's transaction. They
-are the only way a round, its seats and its lines are written: the runtime role may not
-insert into those tables, and ``ledger_append`` (running as the NOLOGIN writer role)
-refuses a round that is not at its chain's head or whose lines do not sum to zero
-(migration 0019). Everything else stays on SQLAlchemy.
-
-Two messages make a settle (after the API key's read):
-
-- ``BEGIN; TAKE``: the transaction's start, then ``ledger_take``, which takes the key and
-  the chain and returns the chain's head and the key's earlier use;
-- ``APPEND; COMMIT``: ``ledger_append`` with the round's row (one JSON object), its players
-  and lines (two JSON arrays), which also moves the chain's head; then the commit.
-
-Each message is one simple query, with its values bound by psycopg (app.db.driver:
-``ClientCursor``, which quotes them with libpq), so a message is one round trip. When
-the unit of work holds no transaction yet, its connection is put in autocommit (by
-SQLAlchemy, which restores it when the connection goes back to the pool) so that psycopg
-sends no BEGIN of its own, and the first message carries it, with the per-transaction
-setup behind a pooler (``TRANSACTION_SETUP``). Otherwise, as when a unit of work read
-through SQLAlchemy first, the transaction is psycopg's and the messages run inside it.
-psycopg's pipeline mode was tried before for fewer round trips and measured slower on
-loopback (two small statements: 0.28 ms of CPU and 0.66 ms wall piped, 0.16 ms and
-0.29 ms plain).
-
-Errors are raised as SQLAlchemy's (``IntegrityError``, ``OperationalError``...), with the
-pooled connection invalidated when the server went away (app.db.driver).
-
-Taking a chain: its row in ``chains`` is inserted by the chain's first append and locked
-by ``INSERT ... ON CONFLICT DO UPDATE`` by every later one, which waits for an append in
-progress and then returns the row's latest version: the head (seq and hash) that append
-left, read in the statement that waited. The same row lock works on one server,
-behind a transaction-mode pooler and on a database distributed by operator. The head in
-``chains`` is a convenience the append keeps, never evidence: verify walks ``rounds``, so a
-head changed behind the service's back shows as a broken link or a gap at the next round.
+A settle is two messages, each one round trip (app.db.driver binds the values):
+``BEGIN; TAKE`` calls ``ledger_take``, which takes the Idempotency-Key's lock and the
+chain's row and returns the head and the key's earlier use; ``APPEND; COMMIT`` calls
+``ledger_append`` with the round, its seats and its lines as JSON. These functions, and
+those that write matches and checkpoints, run as the NOLOGIN writer role: the only way
+the runtime role writes those rows. Errors come back as SQLAlchemy's. Why this path skips
+SQLAlchemy, the writer role and the chain's row lock: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Rebuild the ledger's indexes in key order, without stopping the appends.
 
-Rounds arrive in time order, table after table, so each index keyed by (operator, table,
-...) or by a random round id takes its entries at places all over it: its leaf pages split
-and end up scattered through the file, about 60% full. A pass in key order (the
-reconciliation's, a page's) then reads them in a random order of the disk. At a million
-rounds, on this project's 2-core machine, that made a cold reconciliation 29 s against 6-9 s
-after a rebuild; the covering index of the lines went from 1,183 MB to 707 MB.
-
-Each index is rebuilt on its own by ``REINDEX INDEX CONCURRENTLY``: built anew beside the
-old one while settles go on (it takes SHARE UPDATE EXCLUSIVE, which no insert waits for),
-then swapped in; every unique constraint holds throughout, and the extra disk space is one
-index at a time. It must run as the tables' owner. The TOAST tables' indexes are left
-alone: they are keyed by a sequence and do not scatter.
-
-A rebuild that was interrupted leaves an invalid copy named ``…_ccnew`` (or ``…_ccold``),
-which every settle goes on writing; the next run drops those first, and so the invalid
-``…_building`` index of a migration whose concurrent build was interrupted (0013, 0017:
-the migration builds it again when run again). A run refuses to start
-while another index build is in progress on these tables, so it never takes a running
-build's copy for a leftover. (Not by an advisory lock: lists read a transaction holding
-one as an append in progress, ``app.db.repositories.CommitHorizon``.)
+Appends in time order scatter every index keyed by table or by a random round id, so
+reconciliation and the pages read the disk in random order (docs/operations/maintenance.md
+gives the figures). Each index is rebuilt on its own by ``REINDEX INDEX CONCURRENTLY``
+(SHARE UPDATE EXCLUSIVE, which no insert waits for), as the tables' owner; TOAST indexes,
+keyed by a sequence, do not scatter and are left alone. A run first drops the invalid
+copies that every settle would go on writing, left by an interrupted rebuild (``…_ccnew``,
+``…_ccold``) or migration (``…_building``). It refuses to start while another index build
+runs on these tables, found in pg_stat_progress_create_index rather than by an advisory
+lock, which lists would read as an append in progress (``CommitHorizon``).
 """
 
 from __future__ import annotations
