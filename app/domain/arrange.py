@@ -1,25 +1,14 @@
 """Arrange 13 cards into three rows: ``keep_back`` and ``suggest`` (rules.md §4).
 
-The order on valid arrangements, best first:
+Valid arrangements are ordered, best first, by the back's, the middle's, then the front's
+category; then their strengths (``hands.Strength``) in that order; then by the tie-break
+"card list largest in canonical order", read as comparing the back rows card by card in
+canonical order (rank descending, then suit s h d c), then the middle, then the front
+rows. Strengths fix every row's ranks, so the tie-break only ever picks suits.
 
-1. back category, then middle category, then front category;
-2. back strength, then middle strength, then front strength (``hands.Strength``);
-3. the tie-break of §4 ("card list largest in canonical order"), read here as: compare
-   the back rows card by card in canonical order (rank descending, then suit s h d c),
-   a card earlier in that order (a smaller ``Card.order``) being larger; then the middle
-   rows, then the front rows. Strengths fix every row's ranks, so this only ever picks
-   suits.
-
-Why no enumeration: 72,072 splits cost about 600 ms in Python. Every row of category
-``c`` is a *core* (the cards that make the category: a pair, two pairs, trips, quads, or
-all five cards of a straight, flush, full house, straight flush, five of a kind) plus
-*kickers* that must not change the category. The search takes the back's best category
-from rank and suit histograms, tries its few cores strongest first, then the middle's and
-the front's cores, and fills kickers for each core triple in descending order, so the
-first kicker choice that keeps every category and the row order is the best one for that
-triple. Bounds skip every core triple that can no longer beat the best arrangement found.
-Strengths come from tables built once per ``AceLow`` from ``hands.row_strength``, mapped
-to integers on one scale, so 3- and 5-card rows still compare with the prefix rule of §2.3.
+The search builds rows from cores (the cards that make a category) and kickers, best
+first, with bounds, and never enumerates the 72,072 splits (docs/architecture.md).
+Strengths are integers from tables built once per ``AceLow`` (``_scale``, ``warm_up``).
 """
 
 from __future__ import annotations

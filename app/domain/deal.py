@@ -1,36 +1,13 @@
 """Deal integrity: the dealt cards and the exchanges made before arranging.
 
-Three seed variants let players exchange cards: 換牌 (000: 1-3 cards, or none, with the
-centre pile, the fourth 13-card pile of a 3-player deal), 換三張 (004 rule 2: 0-3 cards
-given to other players, as many taken back) and the 海底 exchange of the two-deck
-怪物13支 (002: cards swapped with the leftover pile). ``check_deal`` proves that the hands a
-round scored came from an honest deal, and returns a normalised record to store and hash.
-
-The ``deal`` it takes, JSON-shaped, as the request carries it::
-
-    {
-      "hands": {"A": ["As", "Kd", ...13 cards], "B": [...], ...},
-      "pile": ["7h", ...],
-      "exchanges": [{"player": "A", "give": ["2c", "3d"], "take": ["Qh", "Js"]}, ...]
-    }
-
-- ``hands``: each player's 13 cards as dealt, before any exchange; the players must be
-  the players of the round.
-- ``pile``: every card not dealt to a player (the centre pile, 海底, or simply the undealt
-  rest); optional when the hands hold the whole deck. Hands and pile together must be
-  exactly ``decks`` decks.
-- ``exchanges``: optional; at most one entry per player. ``give`` are cards from the
-  player's dealt hand; ``take`` the cards it got back: from the dealt pile under
-  ``centre_pile`` and ``leftover_pile``, from cards other players gave under
-  ``between_players`` (who gave each card to whom is worked out from the gives and takes
-  and stored as transfers). Each entry gives and takes the same number of cards, at most
-  ``max_cards``; an entry with no cards is no exchange.
-
-Every exchange is made against the deal as dealt, so each card moves at most once: a card
-another player put in the pile cannot be taken from it in the same round, and a card cannot
-be given twice. Problems name where the bad value sits (``deal.exchanges[1].give[0]``);
-a final hand that does not match is reported at ``players[i]``, ``i`` being the player's
-index in ``final_hands`` (pass it in the request's player order).
+Three exchanges are checked: 換牌 (000: up to 3 cards with the centre pile of a 3-player
+deal), 換三張 (004 rule 2: up to 3 cards given to other players, as many taken back) and
+the 海底 exchange of the two-deck 怪物13支 (002: cards swapped with the leftover pile).
+``check_deal`` proves that the hands a round scored came from an honest deal, given as
+openapi.yaml's ``DealRequest`` describes, and returns a normalised record to store and
+hash. Every exchange is made against the deal as dealt, so each card moves at most once.
+Problems name where the bad value sits (``deal.exchanges[1].give[0]``); a final hand that
+does not match is ``players[i]``, its index in ``final_hands`` (pass them in request order).
 """
 
 from __future__ import annotations

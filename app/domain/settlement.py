@@ -1,26 +1,14 @@
 """Settlement: from each pair's gross amount to money, fees and ledger lines (settlement.md §1-5).
 
-``settle`` takes what each player brought to the table (``balances``, in seat order), the
-gross amount each loser owes each winner on each pair (``Debt``: points × stake, or × bet)
-and the ruleset's money parameters, and returns an immutable ``Settlement``.
-
-Arithmetic is exact: amounts are Decimals on the way in and out; in between they are whole
-parts of the round's common denominator (integers), and what a payout rule divides (the
-proportional factor balance / debt, the capped scale X / Y) is a ``Fraction`` of parts,
-because a Decimal division would round before §5 says to. Only §5 rounds: each player's exact amount
-toward zero at ``precision``, then the fee half-up on that rounded amount.
-
-Ledger design (the lines of a round sum to exactly zero):
-
-- every player gets one result line on its own account: ``win`` when its rounded amount
-  is positive, ``loss`` otherwise (a zero result is a ``loss`` of 0, so each player's
-  balance chain has a line in every round); its amount is the rounded amount before fee;
-- a winner that pays a fee gets a ``fee`` line of minus the fee on its account;
-- the house account ``house`` gets one ``fee`` line with the sum of the fees, when positive,
-  and one ``rounding`` line with minus the sum of the rounded player amounts, when not zero
-  (the exact amounts sum to zero, so that line is what rounding toward zero left over).
-
-Player lines carry the account's balance before and after the line; house lines carry none.
+``settle`` takes each player's balance (seat order), what each loser owes each winner on
+each pair (``Debt``: points × stake, or × bet) and the ruleset's money parameters, and
+returns an immutable ``Settlement``. Arithmetic is exact: whole parts of the round's common
+denominator, and ``Fraction``s where a payout rule divides, since a Decimal division would
+round before §5 says to; only §5 rounds (each amount toward zero at ``precision``, then the
+fee half-up on it). A round's lines sum to exactly zero: each player a ``win`` or ``loss``
+line (a zero result is a ``loss`` of 0, so every balance chain has a line in every round),
+and a ``fee`` line when it pays one; the house a ``fee`` line with their sum and a
+``rounding`` line with what rounding toward zero left. Only player lines carry balances.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Special hands (報到 / 特殊牌型) read off 13 cards (rules.md §5).
 
-Counting (§5): a rank with ``n`` copies gives ``n // 2`` pairs, ``n // 3`` three-of-a-kinds
-and ``n // 4`` four-of-a-kinds. With ``six_pairs_counts_quads`` false a rank holding four
-or more copies gives one pair only, so six pairs then needs six different paired ranks
-(002 only says 牌中有六對; the spec makes the quad question a parameter). That count of
-pairs is used by ``six_pairs`` and by the five pairs of ``five_pairs_trips`` alike.
-
-The three-row specials hold when some split into front 3, middle 5 and back 5 exists:
-
-- ``three_flushes``: each row of one suit. With two decks a row may repeat a card; it is
-  still a row of one suit (a one-suit row is then a flush or a straight flush, never more).
-- ``three_straights``: front three consecutive ranks, middle and back straights. A-2-3 is a
-  front straight, Q-K-A only under ``front_straight_ace: both``, K-A-2 never (002:
-  QKA、KA2、JQKA2除外). The middle and back follow ``ace_low``: under ``none`` A-2-3-4-5 is
-  no straight; the front is governed by ``front_straight_ace`` alone.
-- ``three_straight_flushes``: as ``three_straights`` with every row of one suit.
-
-The arrangement returned for those is never a foul; among several it has the strongest
-back, then middle, and each row takes the first free cards in canonical order.
+A rank with ``n`` copies gives ``n // 2`` pairs, ``n // 3`` trips and ``n // 4`` quads, for
+``six_pairs`` and ``five_pairs_trips`` alike; with ``six_pairs_counts_quads`` false, four or
+more copies give one pair only (002 says only 牌中有六對: the quads are a parameter). The
+three-row specials hold when some split into front 3, middle 5 and back 5 has every row of
+one suit (``three_flushes``; with two decks a row may repeat a card), every row straight
+(``three_straights``: a front of three consecutive ranks, A-2-3 included, Q-K-A only under
+``front_straight_ace: both``, K-A-2 never (002); middle and back by ``ace_low``), or both
+(``three_straight_flushes``). The arrangement returned is never a foul: of several, the
+strongest back, then middle, each row taking the first free cards in canonical order.
 """
 
 from __future__ import annotations
