@@ -1,28 +1,14 @@
 """``mode: best``: the arrangement with the highest expected points at this table.
 
-The opponent model: every other seat (the ruleset's player count, or the request's) is a
-keep_back player (rules.md §4) holding 13 random cards from what the advisor's hand
-leaves, and claiming a special hand whenever the ruleset pays one (``special: auto``).
-
-1. Enumerate: every valid split, once per strength triple, dominated ones dropped
-   (``splits.py``).
-2. Rank: each split's model points (``model.py``) against the shipped opponent table of
-   the ruleset's opponent model (``tables.py``), first on ``COARSE`` of its hands, then
-   the best ``FINE_SPLITS`` on ``FINE`` hands. A ruleset whose opponent model has no
-   table (an override of ``decks`` or ``ace_low_straight`` beyond the presets') gets a
-   pool of ``POOL`` keep_back hands sampled for the request instead.
-3. Refine: the best ``SHORTLIST`` by model points, plus keep_back's own arrangement (and
-   the special-hand claim, when the cards hold one the ruleset pays), are each played on
-   the same ``DEALS`` sampled deals through the real scorer (``score_choices``: what
-   ``app.domain.scoring.score_round`` gives each, the opponents prepared once), with
-   home runs, specials, dragons and card removal. The answer is the best by that mean;
-   ``expected_points`` is that mean and ``error`` its standard error (sample standard
-   deviation / √deals). The same deals for every candidate make the
-   differences between candidates far more precise than each mean.
-
-Deterministic: the deals come from ``random.Random`` seeded with the SHA-256 of the
-sorted cards, the ruleset's hash (``ruleset_hash``) and the player count, so one request
-always gets one answer, and the ``seed`` it reports reproduces the deals.
+Every other seat is a keep_back opponent holding 13 random cards from what the hand
+leaves, claiming any special hand the ruleset pays. Each valid split (``splits.py``) is
+ranked by model points (``model.py``) on ``COARSE`` hands of the ruleset's shipped opponent
+table (``tables.py``; else a pool of ``POOL`` sampled ones), the best ``FINE_SPLITS`` again
+on ``FINE``. The best ``SHORTLIST``, keep_back's own and any special claim are then played
+through the real scorer on the same ``DEALS`` sampled deals, which makes their differences
+far more precise than each mean; the answer is the best mean (``expected_points``, with its
+standard ``error``). Deals are seeded by the cards, the ruleset's hash and the player
+count, so a request always gets one answer, and the ``seed`` it reports reproduces them.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """The opponent tables: row strengths of keep_back opponents, generated once, shipped.
 
-One table per opponent model, and the model is what an opponent's rows depend on: the
-number of decks and ``ace_low_straight`` (a keep_back player arranges the same way at
-every table; scoring does not change it). Each table holds ``HANDS`` hands, each the
-front, middle and back strength indices (``app.domain.arrange._scale``) of the keep_back
-arrangement of 13 cards from a seeded random deal: kept joint rather than as three
-per-row win tables, so the ranking model reads each row's win chance and the chance of
-winning all three (scoops) from the same hands. Every preset maps to the table of its decks
-and ace_low; a ruleset whose model has no table gets a smaller pool sampled per request.
+One table per opponent model, the number of decks and ``ace_low_straight`` (a keep_back
+player arranges the same way at every table). Each holds ``HANDS`` keep_back arrangements
+of seeded random deals as front, middle and back strength indices
+(``app.domain.arrange._scale``), kept joint so the ranking model reads each row's win
+chance and the chance of a scoop from the same hands. A table records the fingerprint of
+the scale it indexes, and loading refuses one that no longer matches.
 
-Regenerate (seeded, reproducible; about a minute):
-    .venv/bin/python -m app.advisor.tables
-A table records the fingerprint of the strength scale it indexes; loading refuses a table
-whose fingerprint no longer matches the domain's scale.
+Regenerate (seeded, reproducible; about a minute): ``.venv/bin/python -m app.advisor.tables``
 """
 
 from __future__ import annotations
