@@ -1,26 +1,14 @@
-"""JSON on the settle path in C (orjson), writing exactly the bytes the standard library did.
+"""JSON on the settle path in C (orjson), writing exactly the bytes the standard library would.
 
-Four uses, each with the standard library as its fallback for whatever orjson does not
-take or would write otherwise:
-
-- ``loads_body``: a request body. orjson reads numbers with a fraction (and integers past
-  64 bits) as floats, so a body holding one is read again by ``loads_decimal``
-  (``json.loads`` with ``parse_float=Decimal``); so is any body orjson refuses, so malformed
-  bodies get the standard library's error messages as before (app.api.errors.json_body).
-- ``canonical_json``: the text hashes are taken over. It equals ``json.dumps(value,
-  sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)`` for the values
-  the service hashes: str, int, bool, None, Decimal, UUID, datetime, lists, tuples and
-  dicts with str keys. orjson writes a float's exponent otherwise (``0.00001`` for
-  ``1e-05``) and a plain ``Enum`` by value; the service hashes neither (bodies are read with
-  Decimals, results are built from Decimals and ints, enums are ``StrEnum``/``IntEnum``).
-  Keys that are not strings, integers past 64 bits, lone surrogates and nesting orjson
-  refuses go to the standard library.
+- ``loads_body``: a request body; one holding a fraction or a big integer, or one orjson
+  refuses, is read again by ``loads_decimal`` (``parse_float=Decimal``).
+- ``canonical_json``: the text hashes are taken over, equal to ``json.dumps(value,
+  sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)`` for every value
+  the service hashes; the standard library writes whatever orjson would write otherwise.
 - ``as_stored``: a value as the plain JSON values its canonical text reads back as.
-- responses: app.api.responses writes what ``flask.jsonify`` answers for a round.
 
-A value may hold ``orjson.Fragment``s of canonical text already written (a new round's
-request and result): orjson writes them as they are, and the standard library, when it
-writes instead, writes the value each holds, so the text is the same either way.
+``orjson.Fragment``s of canonical text already written come out the same from either
+library. Why orjson, and where it would differ: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """Per-key limits: requests in a moving window, and requests at once, by route class.
 
-Every API route belongs to a class (``ROUTE_CLASSES``): settles and other appends, dry runs
-and hand routes, the advisor (``POST /v1/hands/arrange`` with ``mode: best``), reads, and
-audit and reconciliation. Each key has a rate and a concurrency in each class: the
-settings' defaults (RATE_LIMIT_<CLASS>, CONCURRENCY_LIMIT_<CLASS>), or its own, given when
-it was made (``flask --app app keys create --rate advisor=1/second``). A public route
-counts by client address. Over a limit the answer is 429 problem+json with Retry-After
-and the IETF RateLimit headers; every limited answer carries RateLimit headers.
-
-The counts live in the ``limits`` library's storage: in this process by default (each
-gunicorn worker then counts for itself, so a key may reach the limit once per worker), or
-in Redis when RATE_LIMIT_STORAGE_URL names one, shared by every worker and host.
+Every API route belongs to a class (``ROUTE_CLASSES``): settles and other appends, dry
+runs, the advisor (``mode: best``), reads, audit and reconciliation, and public routes,
+which count by client address. Each key has a rate and a concurrency per class: the
+settings' defaults (RATE_LIMIT_<CLASS>, CONCURRENCY_LIMIT_<CLASS>) or its own, given when it
+was made. Every limited answer carries the RateLimit headers; over a limit it is 429
+problem+json with Retry-After. The counts live in the ``limits`` library's storage: each
+worker's memory by default (a key may then reach its limit once per worker), or Redis
+(RATE_LIMIT_STORAGE_URL), shared by every worker and host.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Prometheus metrics: what an operator watches, every label with a bounded set of values.
 
-Requests by method, route template and status, and their latency; rounds stored by game,
-preset and kind; replays and idempotency conflicts; refusals by problem type; money moved in
-minor units by operator and line kind (shown only to that operator's key with
-reconcile:read); the database pool's connections in use and the
-requests refused because the database was unavailable or the pool ran dry.
-
-Label values come from fixed sets (methods, route templates, statuses, games, kinds,
-problem types), from preset names (validated against the presets), or from operator ids,
-which only an administrator creates (a key belongs to one): nothing a client invents
-becomes a new series.
-
-Each app has its own CollectorRegistry, so several apps in one process (tests) do not
-clash. Under gunicorn with several workers every worker counts for itself; with
-PROMETHEUS_MULTIPROC_DIR set (gunicorn.conf.py sets it) prometheus_client writes each
-worker's values to files there and ``/metrics`` adds them up across workers.
+Requests and latency by method, route template and status; rounds stored; replays and
+idempotency conflicts; problems by type; money moved by operator and line kind (shown
+only to that operator's ``reconcile:read`` key); the pool's connections in use, and the
+503s for a database down or a pool run dry. Label values come from fixed sets, preset names or
+operator ids (which only an administrator creates), so nothing a client sends makes a new
+series. Each app has its own registry, so apps in one process (tests) do not clash; with
+PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py sets it) each worker writes its values there
+and ``/metrics`` sums them across workers.
 """
 
 from __future__ import annotations

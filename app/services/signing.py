@@ -1,21 +1,14 @@
-"""The audit signing key: an Ed25519 key held outside the database, and what it signs.
+"""The audit signing key: one Ed25519 key held outside the database, and its keyring.
 
-The database can be rewritten by whoever owns it, hashes and all; a signature it cannot
-make is the anchor that survives. The service signs two things with one key:
-
-- a **receipt** of every round it answers with (settle, reversal, read): the statement
-  ``RECEIPT_VERSION`` of operator, table, seq, prev_hash and content_hash, one per line;
-- a **checkpoint** of an operator's chain heads, as a C2SP signed note
-  (https://c2sp.org/signed-note, https://c2sp.org/tlog-checkpoint).
-
-The private key lives in a PEM file (AUDIT_SIGNING_KEY_FILE, mode 0600). Keys are a
-keyring: every public key the service ever signed with is published, with the time it
-became current and the time it was replaced, in a JSON file beside it
-(AUDIT_PUBLIC_KEYS_FILE), so receipts and checkpoints made under an old key keep
-verifying after a rotation, and an auditor verifies with public keys alone. A key's
-``key_id`` is the note key hash: the first 4 bytes of SHA-256(key name, a newline, the
-Ed25519 signature type 0x01 and the 32-byte public key), in hex. Only the
-``cryptography`` package does cryptography here.
+It signs a receipt of each round once, as the round is made (``RECEIPT_VERSION``: operator,
+table, seq, prev_hash and content_hash, one per line), and each checkpoint of an operator's
+chain heads as a C2SP signed note (https://c2sp.org/signed-note,
+https://c2sp.org/tlog-checkpoint). The private key is a PEM file (AUDIT_SIGNING_KEY_FILE,
+mode 0600); every public key ever used is published with when it was current
+(AUDIT_PUBLIC_KEYS_FILE), so what an old key signed keeps verifying after ``rotate_key``.
+A ``key_id`` is the note key hash: the first 4 bytes of SHA-256(key name, a newline, 0x01,
+the 32-byte public key), in hex. Only ``cryptography`` does cryptography here. Why a
+signature the database cannot make: docs/architecture.md.
 """
 
 from __future__ import annotations
