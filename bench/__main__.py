@@ -1,9 +1,9 @@
 """``python -m bench``: run the benchmarks one after another and print their figures.
 
 Without options it runs the in-process ones (seconds each; the advisor's at a small
-size, ``python -m bench.advisor --deals 2000`` for the issue's). ``--service`` adds the ones
+size, ``python -m bench.advisor --deals 2000`` for the full size). ``--service`` adds the ones
 that start the service on a scratch database (wrk load, soak, ledger at 100,000 rounds;
-about ten minutes); ``--full`` runs those at the issues' sizes (ledger at 1,000,000 rounds,
+about ten minutes); ``--full`` runs those at full size (ledger at 1,000,000 rounds,
 a 10-minute soak; well over half an hour).
 """
 

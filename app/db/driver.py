@@ -1,4 +1,4 @@
-"""Statements sent on psycopg directly, on a connection SQLAlchemy's pool lent (issue 14).
+"""Statements sent on psycopg directly, on a connection SQLAlchemy's pool lent.
 
 Two paths of every settle skip SQLAlchemy's statement layer for its CPU: the API key's
 read (app.db.keys), which every authenticated request makes, and the append

@@ -149,7 +149,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
 
     Statements are never prepared on the server (``prepare_threshold=None``): a prepared
     statement's generic plan, cached while the tables were nearly empty, kept finding an
-    Idempotency-Key by scanning the operator's rounds (issue 14), and a pooler in
+    Idempotency-Key by scanning the operator's rounds, and a pooler in
     transaction mode may hand the next transaction another server connection, where the
     prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
     the session either: the timeouts are set in each transaction, as it begins

@@ -406,8 +406,9 @@ class Chain(Base):
     ``INSERT ... ON CONFLICT DO UPDATE`` on this row serialises the appends of one chain
     with a plain row lock and returns the head the last append left (app.db.appends), the
     same on one server, behind a transaction-mode pooler and on a database distributed by
-    operator. The head here is never evidence: verify walks ``rounds``. The runtime role may
-    update ``seq``, ``head_hash`` and ``locked_at`` (the last time an append took it).
+    operator. The head here is never evidence: verify walks ``rounds``. Only the writer
+    role's functions change it; ``locked_at`` is the head round's time (``-infinity``
+    before the first), below which no later round of the chain may be.
     """
 
     __tablename__ = "chains"

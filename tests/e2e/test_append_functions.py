@@ -2,7 +2,8 @@
 
 Their column lists are frozen with their revision, so they must name every column the
 models append; the take's statements must run in the order the key's snapshot relies on
-(AppendStart.earlier); and only the runtime role may call them, as itself.
+(AppendStart.earlier); only the runtime role may call them, and they run as the writer
+role that owns them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Migrations after the Citus baseline use only DDL a distributed database accepts.
 
-A deployment distributed by operator (docs/operations/migrations.md) runs every migration
+A deployment distributed by operator (docs/operations/upgrades.md) runs every migration
 after ``CITUS_BASELINE`` on the coordinator, against distributed tables, where Citus
 refuses some statements PostgreSQL takes: the rule is checked here on the migration files.
 """
