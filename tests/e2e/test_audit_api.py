@@ -130,7 +130,8 @@ def test_twenty_concurrent_settles_at_one_table_form_one_verified_chain_in_time_
 
 def _as_attacker(owner_engine: Engine, *statements: str, **params: Any) -> None:
     with owner_engine.begin() as connection:
-        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        connection.exec_driver_sql("SET LOCAL citus.propagate_set_commands = 'local'; "
+                                   "SET LOCAL session_replication_role = replica")
         for statement in statements:
             connection.execute(text(statement), params)
 
@@ -305,7 +306,8 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
     """Re-score round ``seq`` with its first two players' hands swapped, rebuild its rows,
     re-hash it and re-chain every round after it: what the project's own code would store."""
     with owner_engine.begin() as connection:
-        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        connection.exec_driver_sql("SET LOCAL citus.propagate_set_commands = 'local'; "
+                                   "SET LOCAL session_replication_role = replica")
         session = Session(bind=connection)
         chain = list(session.scalars(select(Round).where(
             Round.operator_id == operator, Round.table_id == table).order_by(Round.chain_seq)))

@@ -233,7 +233,8 @@ def test_a_stored_round_is_read_back_with_the_receipt_made_at_append(auditor):
 def _as_version_1(owner_engine: Engine, round_id: str) -> None:
     """Store a round as the service did before content version 2: its hash over its row."""
     with owner_engine.begin() as connection:
-        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        connection.exec_driver_sql("SET LOCAL citus.propagate_set_commands = 'local'; "
+                                   "SET LOCAL session_replication_role = replica")
         session = Session(bind=connection)
         round_ = session.scalars(select(Round).where(Round.id == uuid.UUID(round_id))).one()
         round_.content_version = 1

@@ -61,13 +61,17 @@ def _chain(sessions: sessionmaker[Session], operator: str, table: str) -> list[R
             .order_by(Round.chain_seq)))
 
 
+# Triggers off for one transaction, as the owner: on Citus the setting reaches the workers.
+REPLICA = ("SET LOCAL citus.propagate_set_commands = 'local'; "
+           "SET LOCAL session_replication_role = replica")
+
+
 def _tamper(engine: Engine, table: str, statement: str, **params: Any) -> None:
-    """Run one statement with the append-only trigger of ``table`` off, in one transaction."""
-    trigger = f"{table}_refuse_update_delete"
+    """Run one statement with the append-only trigger of ``table`` off, in one transaction
+    (the replica role, sent to the workers too on Citus)."""
     with engine.begin() as connection:
-        connection.execute(text(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}"))
+        connection.exec_driver_sql(REPLICA)
         changed = connection.execute(text(statement), params).rowcount
-        connection.execute(text(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}"))
     assert changed >= 1, "the tampering statement changed nothing"
 
 
