@@ -169,6 +169,13 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def on_citus(url: str) -> bool:
+    """Tell whether the database at ``url`` (a libpq or SQLAlchemy URL) has Citus."""
+    with psycopg.connect(libpq_url(normalize_database_url(url))) as connection:
+        return connection.execute(
+            "SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
+
+
 @pytest.fixture(scope="session")
 def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Settings:
     """Return default settings aimed at the session database, ignoring the caller's env.
@@ -179,6 +186,7 @@ def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Set
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
                               "AUDIT_SIGNING_KEY_CREATE": "true",
+                              "DB_CITUS": "true" if on_citus(database_url) else "false",
                               # One app serves every test of a session, with one key and
                               # one address: the limits' own tests set theirs.
                               **{f"RATE_LIMIT_{name.upper()}": "1000000/second"
