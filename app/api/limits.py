@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -72,15 +74,105 @@ class Limit:
     at_once: int
 
 
+@dataclass(frozen=True, slots=True)
+class Count:
+    """A request counted against a rate: allowed or not, what is left, when it resets."""
+
+    allowed: bool
+    remaining: int
+    reset_at: float
+
+
+class SharedCounts:
+    """Counts in the ``limits`` library's storage (Redis), shared by every worker and host."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.windows = MovingWindowRateLimiter(storage)
+
+    def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
+        allowed = self.windows.hit(rate, name, who)
+        stats = self.windows.get_window_stats(rate, name, who)
+        return Count(allowed, stats.remaining, stats.reset_time)
+
+    def take_slot(self, slot: str) -> int:
+        return self.storage.incr(slot, SLOT_EXPIRY_S)
+
+    def free_slot(self, slot: str) -> None:
+        self.storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
+
+
+class LocalCounts:
+    """Counts in this worker's memory: moving windows of request times, and slots in use.
+
+    The ``limits`` library's memory storage starts a thread to expire its entries whenever
+    its last one has finished, which under steady load is nearly every request; here a
+    window drops its old entries as it is counted, and every ``SWEEP_EVERY`` counts the
+    windows with nothing left in them go, under one lock.
+    """
+
+    SWEEP_EVERY = 1024
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, str, str], tuple[float, deque[float]]] = {}
+        self._slots: dict[str, int] = {}
+        self._counted = 0
+
+    def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
+        now = time.time()
+        width = float(rate.get_expiry())
+        with self._lock:
+            self._counted += 1
+            if self._counted % self.SWEEP_EVERY == 0:
+                self._sweep(now)
+            _, times = self._windows.setdefault((str(rate), name, who), (width, deque()))
+            while times and times[0] <= now - width:
+                times.popleft()
+            allowed = len(times) < rate.amount
+            if allowed:
+                times.append(now)
+            reset_at = (times[0] if times else now) + width
+            return Count(allowed, rate.amount - len(times), reset_at)
+
+    def _sweep(self, now: float) -> None:
+        for key, (width, times) in list(self._windows.items()):
+            if not times or times[-1] <= now - width:
+                del self._windows[key]
+
+    def windows(self) -> int:
+        """Return how many windows are kept (for tests of the sweep)."""
+        with self._lock:
+            return len(self._windows)
+
+    def take_slot(self, slot: str) -> int:
+        with self._lock:
+            taken = self._slots.get(slot, 0) + 1
+            self._slots[slot] = taken
+            return taken
+
+    def free_slot(self, slot: str) -> None:
+        with self._lock:
+            left = self._slots.get(slot, 0) - 1
+            if left > 0:
+                self._slots[slot] = left
+            else:
+                self._slots.pop(slot, None)
+
+
 class Limiter:
-    """The app's storage and defaults; counts each request against its key's limits."""
+    """The app's counts and defaults; counts each request against its key's limits."""
 
     def __init__(self, settings: Settings) -> None:
-        storage = storage_from_string(settings.rate_limit_storage_url)
-        if not isinstance(storage, Storage):
-            raise TypeError(f"{settings.rate_limit_storage_url} is not a synchronous storage")
-        self.storage = storage
-        self.windows = MovingWindowRateLimiter(self.storage)
+        self.counts: SharedCounts | LocalCounts
+        if settings.rate_limit_storage_url.startswith("memory://"):
+            self.counts = LocalCounts()
+        else:
+            storage = storage_from_string(settings.rate_limit_storage_url)
+            if not isinstance(storage, Storage):
+                raise TypeError(f"{settings.rate_limit_storage_url} is not a synchronous "
+                                "storage")
+            self.counts = SharedCounts(storage)
         self.defaults = {name: Limit(parse(settings.rate_limits[name]),
                                      settings.concurrency_limits[name]) for name in CLASSES}
 
@@ -131,23 +223,22 @@ def _count() -> None:
     else:
         who = f"key:{caller.key_id}"
         limit = limiter.limit(name, caller.rate_limits, caller.concurrency_limits)
+    slot = f"slots/{name}/{who}"
     try:
-        allowed = limiter.windows.hit(limit.rate, name, who)
-        slot = f"slots/{name}/{who}"
-        taken = allowed and limiter.storage.incr(slot, SLOT_EXPIRY_S)
+        counted = limiter.counts.hit(limit.rate, name, who)
+        taken = limiter.counts.take_slot(slot) if counted.allowed else 0
     except Exception:  # the shared store went away: serve unlimited rather than not at all
         log.warning("the rate limit store does not answer; %s %s goes on unlimited",
                     request.method, request.path, exc_info=True)
         return
-    if not allowed:
-        stats = limiter.windows.get_window_stats(limit.rate, name, who)
-        raise _refusal(name, limit, f"{limit.rate} in class {name}", stats.reset_time)
+    if not counted.allowed:
+        raise _refusal(name, limit, f"{limit.rate} in class {name}", counted.reset_at)
     if taken > limit.at_once:
-        limiter.storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
+        limiter.counts.free_slot(slot)
         raise _refusal(name, limit, f"{limit.at_once} requests at once in class {name}",
                        time.time() + 1)
     g.limit_slot = slot
-    g.limit_shown = (name, who, limit)
+    g.limit_shown = (limit, counted)
 
 
 def _refusal(name: str, limit: Limit, what: str, reset_at: float) -> ProblemError:
@@ -169,14 +260,9 @@ def _rate_headers(limit: Limit, remaining: int, reset_s: int) -> dict[str, str]:
 def _headers(response: Response) -> Response:
     shown = g.get("limit_shown")
     if shown is not None:
-        name, who, limit = shown
-        limiter: Limiter = current_app.extensions[EXTENSION]
-        try:
-            stats = limiter.windows.get_window_stats(limit.rate, name, who)
-        except Exception:  # the store went away since the request was counted
-            return response
-        reset = max(0, math.ceil(stats.reset_time - time.time()))
-        response.headers.update(_rate_headers(limit, stats.remaining, reset))
+        limit, counted = shown
+        reset = max(0, math.ceil(counted.reset_at - time.time()))
+        response.headers.update(_rate_headers(limit, counted.remaining, reset))
     return response
 
 
@@ -184,6 +270,6 @@ def _release(_: BaseException | None) -> None:
     slot = g.pop("limit_slot", None)
     if slot is not None:
         try:
-            current_app.extensions[EXTENSION].storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
+            current_app.extensions[EXTENSION].counts.free_slot(slot)
         except Exception:  # the store went away: the slot expires by itself
             log.warning("could not free a concurrency slot %s", slot, exc_info=True)
