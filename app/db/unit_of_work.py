@@ -12,7 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -121,6 +121,8 @@ class SqlUnitOfWorkFactory:
 
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self.sessions = sessions
+        # The engine the sessions are bound to (make_sessionmaker's), for the key's read.
+        self._engine: Engine = sessions.kw["bind"]
 
     def __call__(self, *, isolation_level: IsolationLevel | None = None,
                  read_only: bool = False) -> UnitOfWork:
@@ -128,4 +130,4 @@ class SqlUnitOfWorkFactory:
 
     def read_key(self, key_id: str) -> KeyCheck | None:
         """Read what authenticates key ``key_id`` in one statement in autocommit."""
-        return check_key(self.sessions.kw["bind"], key_id)
+        return check_key(self._engine, key_id)
