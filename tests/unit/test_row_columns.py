@@ -18,9 +18,9 @@ def _columns(model: type, *database_only: str) -> tuple[str, ...]:
 
 
 def test_a_round_is_every_column_of_the_rounds_table_but_its_txid():
-    assert ROUND_COLUMNS == _columns(Round, "txid")
+    assert _columns(Round, "txid") == ROUND_COLUMNS
 
 
 def test_a_seat_and_a_line_are_their_tables_columns_but_the_copies_of_their_round():
-    assert PLAYER_COLUMNS == _columns(RoundPlayer, *SEAT_COPIES, "operator_id", "round_id")
-    assert LINE_COLUMNS == _columns(LedgerLine, *LINE_COPIES, "id", "txid", "round_id")
+    assert _columns(RoundPlayer, *SEAT_COPIES, "operator_id", "round_id") == PLAYER_COLUMNS
+    assert _columns(LedgerLine, *LINE_COPIES, "id", "txid", "round_id") == LINE_COLUMNS
