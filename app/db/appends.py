@@ -57,21 +57,16 @@ from psycopg.pq import TransactionStatus
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.driver import KEY_CONSTRAINT, driver_of, refusal, send
+from app.db.driver import driver_of, refusal, send
 from app.db.engine import TRANSACTION_SETUP
 from app.json_codec import fragment_value
 from app.services.repositories import (
     LINE_COLUMNS,
-    LINE_COPIES,
     PLAYER_COLUMNS,
     ROUND_COLUMNS,
-    SEAT_COPIES,
     AppendStart,
     KeyUse,
 )
-
-__all__ = ["KEY_CONSTRAINT", "LINE_COLUMNS", "LINE_COPIES", "PLAYER_COLUMNS", "ROUND_COLUMNS",
-           "SEAT_COPIES", "AppendRepository", "AppendStart", "KeyUse", "key_lock_name"]
 
 
 def key_lock_name(operator_id: str, key: str) -> str:

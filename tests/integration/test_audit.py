@@ -167,7 +167,7 @@ def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(s
                                                                                engine):
     from dataclasses import FrozenInstanceError, fields
 
-    from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
+    from app.services.repositories import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
 
     assert sorted(f.name for f in fields(rounds.NewRound) if not f.name.startswith("_")
                   and f.name not in ("players", "lines")) == sorted(ROUND_COLUMNS)
