@@ -24,12 +24,12 @@ from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 from marshmallow import ValidationError
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import citus as citus_layout
 from app.db import get_database, maintenance
 from app.db.engine import database_urls, make_engine, make_sessionmaker
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
+from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
@@ -85,8 +85,8 @@ keys = AppGroup("keys", help="Create, list and revoke API keys (as the schema's 
 
 
 @contextlib.contextmanager
-def owner_sessions() -> Iterator[sessionmaker[Session]]:
-    """Sessions as the schema's owner (MIGRATIONS_DATABASE_URL, else DATABASE_URL).
+def owner_uows() -> Iterator[SqlUnitOfWorkFactory]:
+    """Units of work as the schema's owner (MIGRATIONS_DATABASE_URL, else DATABASE_URL).
 
     The runtime role may only read keys and revocations, so that the service's own
     database login can neither mint a key nor bring a revoked one back.
@@ -94,7 +94,7 @@ def owner_sessions() -> Iterator[sessionmaker[Session]]:
     settings = current_app.config["SETTINGS"]
     engine = make_engine(settings, database_urls(settings).migrations)
     try:
-        yield make_sessionmaker(engine)
+        yield SqlUnitOfWorkFactory(make_sessionmaker(engine))
     except DBAPIError as error:
         if getattr(error.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
             raise
@@ -130,8 +130,8 @@ def create_key(operator: str, scopes: Sequence[str], expires: str | None, name: 
     rate_limits = _pairs(rates, "--rate", str)
     concurrency = _pairs(at_once, "--concurrency", int)
     try:
-        with owner_sessions() as sessions:
-            created = key_service.create_key(sessions, operator, names,
+        with owner_uows() as uows:
+            created = key_service.create_key(uows, operator, names,
                                              expires_at=expires_at, name=name,
                                              rate_limits=rate_limits,
                                              concurrency_limits=concurrency)
@@ -170,8 +170,8 @@ def list_keys(operator: str | None) -> None:
     """List keys (never their secrets): id, operator, scopes, state and dates."""
     now = datetime.now(UTC)
     rows = [("id", "operator", "scopes", "state", "created", "expires", "name")]
-    with owner_sessions() as sessions:
-        found = key_service.list_keys(sessions, operator)
+    with owner_uows() as uows:
+        found = key_service.list_keys(uows, operator)
     for info in found:
         rows.append((
             info.id,
@@ -194,8 +194,8 @@ def list_keys(operator: str | None) -> None:
 def revoke_key(key_id: str) -> None:
     """Revoke a key by its id; it is refused from the next request on."""
     try:
-        with owner_sessions() as sessions:
-            info = key_service.revoke_key(sessions, key_id)
+        with owner_uows() as uows:
+            info = key_service.revoke_key(uows, key_id)
     except key_service.KeyRequestError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"revoked API key {info.id} of operator {info.operator_id} "
@@ -335,7 +335,7 @@ def audit_verify(checkpoint_file: Path, limit: int, keys_file: Path | None) -> N
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
         while True:
             page = checkpoint_service.verify_anchored(
-                get_database().sessions, keys, checkpoint["operator_id"],
+                get_database().uows, keys, checkpoint["operator_id"],
                 checkpoint=checkpoint, receipts=[], limit=limit, cursor=cursor)
             for finding in page.findings:
                 click.echo(f"{finding.what}\ttable {finding.table_id or '-'}\tseq "
@@ -454,11 +454,10 @@ def missing_key_notice(url: str, operator_id: str) -> str | None:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
-    from app.db.engine import make_sessionmaker
-
     engine = create_engine(url, poolclass=NullPool)
     try:
-        if key_service.has_usable_key(make_sessionmaker(engine), operator_id):
+        if key_service.has_usable_key(SqlUnitOfWorkFactory(make_sessionmaker(engine)),
+                                      operator_id):
             return None
     finally:
         engine.dispose()

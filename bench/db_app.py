@@ -34,6 +34,7 @@ from app.api.context import operator_id
 from app.api.schemas import RoundRequestSchema
 from app.config import Settings
 from app.db import get_database
+from app.db.unit_of_work import UnitOfWork
 from app.services.keys import Scope
 from app.services.play import parse_round, play, round_body
 from app.services.rounds import (
@@ -44,7 +45,6 @@ from app.services.rounds import (
     stored_input,
 )
 from app.services.signing import Signer
-from app.services.uow import UnitOfWork
 from bench.load import make_bodies
 
 OPERATOR = "bench"

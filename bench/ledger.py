@@ -63,6 +63,7 @@ from app.db.engine import make_sessionmaker
 from app.db.maintenance import reindex_ledger
 from app.db.models import Round
 from app.db.schema import upgrade
+from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.domain.cards import DECK, format_cards
 from app.domain.settlement import money_text
 from app.services import audit, checkpoints
@@ -72,7 +73,6 @@ from app.services.play import parse_round, play, round_body
 from app.services.reconcile import reconcile
 from app.services.rounds import canonical_json, stored_input
 from app.services.signing import PublicKeys, PublishedKey, Signer
-from app.services.uow import UnitOfWork
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 # What app.services.reconcile sets for its transaction, so its parts time alike here.
@@ -517,7 +517,7 @@ def _ledger_page(sessions: Any) -> Callable[[str], object]:
     def page(player: str) -> object:
         """app.services.ledger.player_ledger"""
         return ledger_service.player_ledger(operator_id=OPERATOR, player_id=player,
-                                            sessions=sessions, limit=50)
+                                            uows=SqlUnitOfWorkFactory(sessions), limit=50)
 
     return page
 
@@ -594,7 +594,7 @@ def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
     """Verify one table's chain over the loaded period (every page) and summarise it."""
     rounds, differences, cursor = 0, [], None
     while True:
-        report = audit.verify(sessions, operator_id=OPERATOR, table_id=table,
+        report = audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=OPERATOR, table_id=table,
                               created_from=loaded.first, created_to=loaded.end,
                               limit=audit.MAX_LIMIT, cursor=cursor)
         rounds += report.rounds
@@ -611,13 +611,13 @@ def _checkpoint_and_verify(sessions: Any) -> None:
     signer = Signer(Ed25519PrivateKey.generate())  # a key of this run only
     keys = PublicKeys((PublishedKey(signer.verifier, datetime.now(UTC), None),))
     t = time.perf_counter()
-    checkpoint = checkpoints.create_checkpoint(sessions, signer, OPERATOR)
+    checkpoint = checkpoints.create_checkpoint(SqlUnitOfWorkFactory(sessions), signer, OPERATOR)
     print(f"checkpoint of every chain head: {(time.perf_counter() - t) * 1000:.1f} ms, "
           f"{checkpoint['tree_size']:,} chains ({load_average()})", flush=True)
     t = time.perf_counter()
     rounds, findings, pages, cursor = 0, 0, 0, None
     while True:
-        page = checkpoints.verify_anchored(sessions, keys, OPERATOR,
+        page = checkpoints.verify_anchored(SqlUnitOfWorkFactory(sessions), keys, OPERATOR,
                                            checkpoint=checkpoint, receipts=[],
                                            limit=checkpoints.MAX_LIMIT, cursor=cursor)
         rounds, findings, pages = rounds + page.rounds, findings + len(page.findings), pages + 1

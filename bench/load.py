@@ -217,11 +217,13 @@ def api_key(url: str, scopes: Sequence[str] = ("rounds:write",),
     from sqlalchemy.orm import sessionmaker
     from sqlalchemy.pool import NullPool
 
+    from app.db.unit_of_work import SqlUnitOfWorkFactory
     from app.services.keys import create_key
 
     engine = create_engine(url, poolclass=NullPool)
     try:
-        return create_key(sessionmaker(engine), OPERATOR, scopes, name=name).token
+        uows = SqlUnitOfWorkFactory(sessionmaker(engine))
+        return create_key(uows, OPERATOR, scopes, name=name).token
     finally:
         engine.dispose()
 

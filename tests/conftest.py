@@ -50,6 +50,7 @@ from app.db.engine import make_engine, make_sessionmaker, start_embedded
 from app.db.models import ALL_TABLES
 from app.db.roles import drop_login, ensure_login
 from app.db.schema import upgrade
+from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services.keys import create_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -223,7 +224,19 @@ def owner_sessions(owner_engine: Engine) -> sessionmaker[Session]:
 
 
 @pytest.fixture(scope="session")
-def make_key(settings: Settings, owner_sessions: sessionmaker[Session]) -> MakeKey:
+def uows(sessions: sessionmaker[Session]) -> SqlUnitOfWorkFactory:
+    """Units of work as the runtime login: what the services are given."""
+    return SqlUnitOfWorkFactory(sessions)
+
+
+@pytest.fixture(scope="session")
+def owner_uows(owner_sessions: sessionmaker[Session]) -> SqlUnitOfWorkFactory:
+    """Units of work as the owner, for the services that make and revoke keys."""
+    return SqlUnitOfWorkFactory(owner_sessions)
+
+
+@pytest.fixture(scope="session")
+def make_key(settings: Settings, owner_uows: SqlUnitOfWorkFactory) -> MakeKey:
     """Return a function that creates an API key and gives its token.
 
     ``make_key()`` is an admin key of the default operator; ``make_key("rounds:read",
@@ -234,7 +247,7 @@ def make_key(settings: Settings, owner_sessions: sessionmaker[Session]) -> MakeK
         *scopes: str, operator_id: str | None = None, expires_at: datetime | None = None
     ) -> str:
         operator = operator_id or settings.default_operator
-        created = create_key(owner_sessions, operator, scopes or ("admin",),
+        created = create_key(owner_uows, operator, scopes or ("admin",),
                              expires_at=expires_at, name="tests")
         return created.token
 

@@ -18,10 +18,8 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_verify_findings
-from app.api.paging import invalid_cursor
 from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySchema, WholeNumber
 from app.db import get_database
-from app.db.repositories import InvalidCursor
 from app.extensions import extension
 from app.services import audit, checkpoints
 from app.services.signing import Keyring, Signer
@@ -77,13 +75,10 @@ class VerifyQuerySchema(RequiredPeriodQuerySchema):
 @bp.get("/verify")
 def verify() -> Response:
     query = VerifyQuerySchema().load(request.args.to_dict())
-    try:
-        verification = audit.verify(
-            get_database().sessions, operator_id=operator_id(), created_from=query["from_"],
-            created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
-            cursor=query.get("cursor"), budget_s=_budget())
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    verification = audit.verify(
+        get_database().uows, operator_id=operator_id(), created_from=query["from_"],
+        created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
+        cursor=query.get("cursor"), budget_s=_budget())
     count_verify_findings("period", (d.what for d in verification.differences))
     return jsonify(verification.to_json())
 
@@ -107,7 +102,7 @@ class PageSchema(Schema):
 
 @bp.post("/checkpoints")
 def create_checkpoint() -> Response:
-    body = checkpoints.create_checkpoint(get_database().sessions, signer(), operator_id())
+    body = checkpoints.create_checkpoint(get_database().uows, signer(), operator_id())
     response = jsonify(body)
     response.status_code = 201
     return response
@@ -116,17 +111,14 @@ def create_checkpoint() -> Response:
 @bp.get("/checkpoints")
 def list_checkpoints() -> Response:
     query = PageSchema().load(request.args.to_dict())
-    try:
-        page = checkpoints.list_checkpoints(get_database().sessions, operator_id(),
-                                            limit=query["limit"], cursor=query.get("cursor"))
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    page = checkpoints.list_checkpoints(get_database().uows, operator_id(),
+                                        limit=query["limit"], cursor=query.get("cursor"))
     return jsonify(page)
 
 
 @bp.get("/checkpoints/<uuid:checkpoint_id>")
 def get_checkpoint(checkpoint_id: uuid.UUID) -> Response:
-    body = checkpoints.get_checkpoint(get_database().sessions, operator_id(), checkpoint_id)
+    body = checkpoints.get_checkpoint(get_database().uows, operator_id(), checkpoint_id)
     if body is None:
         raise ProblemError(404, "Not Found", f"no checkpoint {checkpoint_id}")
     return jsonify(body)
@@ -188,12 +180,9 @@ class VerifyRequestSchema(Schema):
 @bp.post("/verify")
 def verify_kept() -> Response:
     data = VerifyRequestSchema().load(json_body(newlines_at=frozenset({NOTE_PATH})))
-    try:
-        report = checkpoints.verify_anchored(
-            get_database().sessions, keyring().public, operator_id(),
-            checkpoint=data.get("checkpoint"), receipts=data.get("receipts", []),
-            limit=data["limit"], cursor=data.get("cursor"), budget_s=_budget())
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    report = checkpoints.verify_anchored(
+        get_database().uows, keyring().public, operator_id(),
+        checkpoint=data.get("checkpoint"), receipts=data.get("receipts", []),
+        limit=data["limit"], cursor=data.get("cursor"), budget_s=_budget())
     count_verify_findings("kept", (f.what for f in report.findings))
     return jsonify(report.to_json())

@@ -221,7 +221,7 @@ def _caller() -> Caller:
     try:
         if scheme.lower() != "bearer" or not token.strip():
             raise InvalidToken("invalid", "the Authorization header must be 'Bearer KEY'")
-        return authenticate(get_database().sessions, token.strip())
+        return authenticate(get_database().uows, token.strip())
     except InvalidToken as refused:
         raise ProblemError(
             401, "Unauthorized", refused.detail,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import Any, NamedTuple
 
@@ -20,7 +20,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.api.metrics import count_problem, count_unavailable
+from app.api.metrics import count_idempotency_conflict, count_problem, count_unavailable
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.domain.errors import (
     CardError,
@@ -33,6 +33,17 @@ from app.domain.errors import (
 )
 from app.domain.matches import MatchError
 from app.json_codec import NOT_READ, loads_body, loads_decimal
+from app.services.cursors import InvalidCursor
+from app.services.matches import AlreadyLeft, MatchNotFound
+from app.services.rounds import (
+    AlreadyReversed,
+    ChainHeadMismatch,
+    IdempotencyConflict,
+    NotReversible,
+    RoundIdTaken,
+    RoundNotFound,
+)
+from app.services.uow import ConnectionLost, RetryableConflict
 from app.text import text_fault
 
 log = logging.getLogger(__name__)
@@ -441,6 +452,96 @@ def _on_schema(error: SchemaError) -> Response:
     )
 
 
+# --- the services' refusals, each answered the same whichever route raised it -----------
+
+
+def _refused(path: str, message: str, code: str) -> list[dict[str, str]]:
+    return [{"path": path, "message": message, "code": code}]
+
+
+def _retry_after() -> dict[str, str]:
+    return {"Retry-After": str(current_app.config["SETTINGS"].retry_after_s)}
+
+
+def _on_invalid_cursor(error: InvalidCursor) -> Response:
+    # A cursor this list did not hand out: foreign, tampered or of other filters.
+    return problem(400, "Invalid cursor", str(error),
+                   _refused("cursor", "not a cursor from this list", "invalid_cursor"))
+
+
+def _on_idempotency_conflict(conflict: IdempotencyConflict) -> Response:
+    count_idempotency_conflict(conflict.reason)
+    if conflict.reason == "in_flight":
+        return problem(409, "Conflict", "a request with this Idempotency-Key is still being "
+                       "handled; retry shortly", type_="/problems/in-flight",
+                       headers={"Retry-After": "1"})
+    return problem(422, "Idempotency-Key reused", "this Idempotency-Key was used with another "
+                   "body; use a new key for a new request",
+                   _refused("Idempotency-Key", "used before with another body",
+                            "idempotency_key_reused"),
+                   type_="/problems/idempotency-key-reused")
+
+
+def _on_round_id_taken(error: RoundIdTaken) -> Response:
+    return problem(409, "Conflict", "another round already has this round_id",
+                   _refused("round_id", "already used", "round_id_taken"),
+                   type_="/problems/round-id-taken")
+
+
+def _on_chain_head_mismatch(mismatch: ChainHeadMismatch) -> Response:
+    log.error("refusing an append: the chain's head row disagrees with its rounds: %s",
+              mismatch)
+    return problem(503, "Service Unavailable", "this table's chain head disagrees with its "
+                   "rounds, so nothing is appended to it until an operator has checked the "
+                   "chain (GET /v1/audit/verify)", type_="/problems/chain-head-mismatch",
+                   headers=_retry_after())
+
+
+def _on_round_not_found(error: RoundNotFound) -> Response:
+    return problem(404, "Not Found", f"no round {error}")
+
+
+def _on_not_reversible(error: NotReversible) -> Response:
+    return problem(422, "Round cannot be reversed", f"round {error} is itself a reversal; "
+                   "settle the round again instead",
+                   _refused("round_id", "is a reversal", "reversal_not_reversible"),
+                   type_="/problems/not-reversible")
+
+
+def _on_already_reversed(error: AlreadyReversed) -> Response:
+    by = "" if error.reversal_id is None else f" by round {error.reversal_id}"
+    return problem(409, "Conflict", f"round {error.round_id} was already reversed{by}",
+                   _refused("round_id", "already reversed", "already_reversed"),
+                   type_="/problems/already-reversed")
+
+
+def _on_match_not_found(error: MatchNotFound) -> Response:
+    return problem(404, "Not Found", f"no match {error}")
+
+
+def _on_already_left(error: AlreadyLeft) -> Response:
+    return problem(409, "Conflict", f"player {error.player_id!r} already left match "
+                   f"{error.match_id}", _refused("player_id", "already left", "already_left"),
+                   type_="/problems/already-left")
+
+
+# The one table of the services' errors and their problems.
+_SERVICE_PROBLEMS: dict[type[Exception], Callable[[Any], Response]] = {
+    InvalidCursor: _on_invalid_cursor,
+    IdempotencyConflict: _on_idempotency_conflict,
+    RoundIdTaken: _on_round_id_taken,
+    ChainHeadMismatch: _on_chain_head_mismatch,
+    RoundNotFound: _on_round_not_found,
+    NotReversible: _on_not_reversible,
+    AlreadyReversed: _on_already_reversed,
+    MatchNotFound: _on_match_not_found,
+    AlreadyLeft: _on_already_left,
+    # A collision or a lost connection that running again did not get past.
+    RetryableConflict: _on_database_down,
+    ConnectionLost: _on_database_down,
+}
+
+
 def _on_unexpected(error: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path, exc_info=error)
     return problem(
@@ -457,6 +558,8 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(HTTPException, _on_http)
     app.register_error_handler(ValidationError, _on_validation)
     app.register_error_handler(DomainError, _on_domain)
+    for error, handler in _SERVICE_PROBLEMS.items():
+        app.register_error_handler(error, handler)
     for outage in DATABASE_UNAVAILABLE:
         app.register_error_handler(outage, _on_database_down)
     app.register_error_handler(SchemaError, _on_schema)

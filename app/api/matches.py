@@ -12,8 +12,7 @@ from app.api.audit import signer
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body
 from app.api.metrics import count_replay, count_stored_round
-from app.api.paging import invalid_cursor
-from app.api.rounds import _idempotency_conflict, _idempotency_key
+from app.api.rounds import _idempotency_key
 from app.api.schemas import (
     IDENTIFIER_FIELD,
     Money,
@@ -22,10 +21,9 @@ from app.api.schemas import (
     StrictBoolean,
 )
 from app.db import get_database
-from app.db.repositories import InvalidCursor
 from app.domain.matches import LeaveReason
 from app.services import matches
-from app.services.rounds import IdempotencyConflict, Settled
+from app.services.rounds import Settled
 
 bp = Blueprint("matches", __name__, url_prefix="/v1/matches")
 
@@ -87,18 +85,15 @@ def open_match() -> Response:
     key = _idempotency_key()
     raw = json_body()
     data = MATCH_REQUEST.load(raw)
-    try:
-        settled = matches.open_match(data, raw, operator_id=operator_id(),
-                                     idempotency_key=key, sessions=get_database().sessions)
-    except IdempotencyConflict as conflict:
-        raise _idempotency_conflict(conflict) from None
+    settled = matches.open_match(data, raw, operator_id=operator_id(), idempotency_key=key,
+                                 uows=get_database().uows)
     return _answer(settled, url_for("matches.get_match", match_id=settled.body["match_id"]))
 
 
 @bp.get("/<uuid:match_id>")
 def get_match(match_id: uuid.UUID) -> Response:
     found = matches.get_match(match_id, operator_id=operator_id(),
-                              sessions=get_database().sessions)
+                              uows=get_database().uows)
     if found is None:
         raise ProblemError(404, "Not Found", f"no match {match_id}")
     return jsonify(found)
@@ -113,12 +108,9 @@ class MatchQuerySchema(Schema):
 @bp.get("")
 def list_matches() -> Response:
     query = MatchQuerySchema().load(request.args.to_dict())
-    try:
-        return jsonify(matches.list_matches(
-            operator_id=operator_id(), sessions=get_database().sessions,
-            table_id=query.get("table_id"), limit=query["limit"], cursor=query.get("cursor")))
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    return jsonify(matches.list_matches(
+        operator_id=operator_id(), uows=get_database().uows,
+        table_id=query.get("table_id"), limit=query["limit"], cursor=query.get("cursor")))
 
 
 @bp.post("/<uuid:match_id>/leave")
@@ -126,19 +118,9 @@ def leave_match(match_id: uuid.UUID) -> Response:
     key = _idempotency_key()
     raw = json_body()
     data = LEAVE_REQUEST.load(raw)
-    try:
-        settled = matches.leave_match(match_id, data, raw, operator_id=operator_id(),
-                                      idempotency_key=key, sessions=get_database().sessions,
-                                      signer=signer())
-    except IdempotencyConflict as conflict:
-        raise _idempotency_conflict(conflict) from None
-    except matches.MatchNotFound:
-        raise ProblemError(404, "Not Found", f"no match {match_id}") from None
-    except matches.AlreadyLeft:
-        raise ProblemError(409, "Conflict", f"player {data['player_id']!r} already left "
-                           "match {match_id}", [{"path": "player_id", "message": "already left",
-                                                 "code": "already_left"}],
-                           type_="/problems/already-left") from None
+    settled = matches.leave_match(match_id, data, raw, operator_id=operator_id(),
+                                  idempotency_key=key, uows=get_database().uows,
+                                  signer=signer())
     penalty = settled.body.get("penalty")
     if settled.replayed:
         count_replay("leave")

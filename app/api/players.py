@@ -6,10 +6,8 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
 from app.api.context import operator_id
-from app.api.paging import invalid_cursor
 from app.api.schemas import PageQuerySchema
 from app.db import get_database
-from app.db.repositories import InvalidCursor
 from app.services import ledger
 from app.text import IDENTIFIER_RULE, is_identifier
 
@@ -21,10 +19,7 @@ def player_ledger(player_id: str) -> Response:
     if not is_identifier(player_id):
         raise ValidationError({"player_id": [f"must be {IDENTIFIER_RULE}"]})
     query = PageQuerySchema().load(request.args.to_dict())
-    try:
-        return jsonify(ledger.player_ledger(
-            operator_id=operator_id(), player_id=player_id, sessions=get_database().sessions,
-            table_id=query.get("table_id"), created_from=query.get("from_"),
-            created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor")))
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    return jsonify(ledger.player_ledger(
+        operator_id=operator_id(), player_id=player_id, uows=get_database().uows,
+        table_id=query.get("table_id"), created_from=query.get("from_"),
+        created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor")))

@@ -8,14 +8,13 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
 from app.api.context import operator_id
 from app.api.errors import ProblemError, json_body, validation_errors, validation_problem
-from app.api.metrics import count_idempotency_conflict, count_replay, count_stored_round
-from app.api.paging import invalid_cursor
+from app.api.metrics import count_replay, count_stored_round
 from app.api.responses import json_response
 from app.api.schemas import (
     IDENTIFIER_FIELD,
@@ -27,7 +26,6 @@ from app.api.schemas import (
 )
 from app.db import get_database
 from app.db.models import ROUND_KINDS
-from app.db.repositories import InvalidCursor
 from app.domain.games import Game
 from app.services import matches, play, rounds
 
@@ -106,30 +104,9 @@ def settle_round() -> Response:
     if data.get("match_id") is not None:
         data, parameters = matches.without_match_parameters(data)
         check = matches.round_check(data["match_id"], operator_id(), parameters)
-    try:
-        settled = rounds.settle(
-            data, raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions, signer=signer(), check=check)
-    except rounds.IdempotencyConflict as conflict:
-        raise _idempotency_conflict(conflict) from None
-    except rounds.RoundIdTaken:
-        raise ProblemError(409, "Conflict", "another round already has this round_id",
-                           [{"path": "round_id", "message": "already used",
-                             "code": "round_id_taken"}], type_="/problems/round-id-taken") from None
-    except rounds.ChainHeadMismatch as mismatch:
-        raise _chain_head_mismatch(mismatch) from None
+    settled = rounds.settle(data, raw, operator_id=operator_id(), idempotency_key=key,
+                            uows=get_database().uows, signer=signer(), check=check)
     return _stored(settled, "settle")
-
-
-def _chain_head_mismatch(mismatch: rounds.ChainHeadMismatch) -> ProblemError:
-    log.error("refusing an append: the chain's head row disagrees with its rounds: %s",
-              mismatch)
-    return ProblemError(503, "Service Unavailable", "this table's chain head disagrees with "
-                        "its rounds, so nothing is appended to it until an operator has "
-                        "checked the chain (GET /v1/audit/verify)",
-                        type_="/problems/chain-head-mismatch",
-                        headers={"Retry-After": str(
-                            current_app.config["SETTINGS"].retry_after_s)})
 
 
 def _stored(settled: rounds.Settled, route: str) -> Response:
@@ -145,19 +122,6 @@ def _stored(settled: rounds.Settled, route: str) -> Response:
     return response
 
 
-def _idempotency_conflict(conflict: rounds.IdempotencyConflict) -> ProblemError:
-    count_idempotency_conflict(conflict.reason)
-    if conflict.reason == "in_flight":
-        return ProblemError(409, "Conflict", "a request with this Idempotency-Key is still "
-                            "being handled; retry shortly", type_="/problems/in-flight",
-                            headers={"Retry-After": "1"})
-    return ProblemError(422, "Idempotency-Key reused", "this Idempotency-Key was used with "
-                        "another body; use a new key for a new request",
-                        [{"path": "Idempotency-Key", "message": "used before with another "
-                          "body", "code": "idempotency_key_reused"}],
-                        type_="/problems/idempotency-key-reused")
-
-
 class ReversalRequestSchema(Schema):
     reason = fields.String(required=True, validate=validate.Length(1, 500))
 
@@ -167,28 +131,8 @@ def reverse_round(round_id: uuid.UUID) -> Response:
     key = _idempotency_key()
     raw = json_body()
     data = ReversalRequestSchema().load(raw)
-    try:
-        settled = rounds.reverse(
-            round_id, data["reason"], raw, operator_id=operator_id(), idempotency_key=key,
-            sessions=get_database().sessions, signer=signer())
-    except rounds.IdempotencyConflict as conflict:
-        raise _idempotency_conflict(conflict) from None
-    except rounds.RoundNotFound:
-        raise ProblemError(404, "Not Found", f"no round {round_id}") from None
-    except rounds.NotReversible:
-        raise ProblemError(422, "Round cannot be reversed", f"round {round_id} is itself a "
-                           "reversal; settle the round again instead",
-                           [{"path": "round_id", "message": "is a reversal",
-                             "code": "reversal_not_reversible"}],
-                           type_="/problems/not-reversible") from None
-    except rounds.ChainHeadMismatch as mismatch:
-        raise _chain_head_mismatch(mismatch) from None
-    except rounds.AlreadyReversed as already:
-        by = "" if already.reversal_id is None else f" by round {already.reversal_id}"
-        raise ProblemError(409, "Conflict", f"round {round_id} was already reversed{by}",
-                           [{"path": "round_id", "message": "already reversed",
-                             "code": "already_reversed"}],
-                           type_="/problems/already-reversed") from None
+    settled = rounds.reverse(round_id, data["reason"], raw, operator_id=operator_id(),
+                             idempotency_key=key, uows=get_database().uows, signer=signer())
     return _stored(settled, "reversal")
 
 
@@ -211,7 +155,7 @@ def _idempotency_key() -> str:
 @bp.get("/<uuid:round_id>")
 def get_round(round_id: uuid.UUID) -> Response:
     stored = rounds.get_round(round_id, operator_id=operator_id(),
-                              sessions=get_database().sessions)
+                              uows=get_database().uows)
     if stored is None:
         raise ProblemError(404, "Not Found", f"no round {round_id}")
     # The receipt is the one stored at append: the tag names what is shown.
@@ -235,12 +179,9 @@ class RoundQuerySchema(PageQuerySchema):
 def list_rounds() -> Response:
     query = RoundQuerySchema().load(request.args.to_dict())
     created_from: datetime | None = query.get("from_")
-    try:
-        return jsonify(rounds.list_rounds(
-            operator_id=operator_id(), sessions=get_database().sessions,
-            table_id=query.get("table_id"), player_id=query.get("player_id"),
-            created_from=created_from, created_to=query.get("to"), limit=query["limit"],
-            cursor=query.get("cursor"), preset=query.get("preset"), kind=query.get("kind"),
-            game=query.get("game")))
-    except InvalidCursor as error:
-        raise invalid_cursor(error) from None
+    return jsonify(rounds.list_rounds(
+        operator_id=operator_id(), uows=get_database().uows,
+        table_id=query.get("table_id"), player_id=query.get("player_id"),
+        created_from=created_from, created_to=query.get("to"), limit=query["limit"],
+        cursor=query.get("cursor"), preset=query.get("preset"), kind=query.get("kind"),
+        game=query.get("game")))

@@ -28,8 +28,8 @@ from app.console.views import (
     uuid_of,
 )
 from app.db import get_database
-from app.db.repositories import InvalidCursor
 from app.services import checkpoints
+from app.services.cursors import InvalidCursor
 
 AUDIT_PAGE = 20
 MAX_CHECKPOINT_TEXT = 128 * 1024
@@ -44,7 +44,7 @@ def _audit_page(status: int = 200, *, verification: Mapping[str, Any] | None = N
                 kept: str | None = None, verify_error: str | None = None) -> Response:
     args = {k: v for k, v in request.args.items() if k == "cursor" and v}
     try:
-        listed = checkpoints.list_checkpoints(get_database().sessions, _caller().operator_id,
+        listed = checkpoints.list_checkpoints(get_database().uows, _caller().operator_id,
                                               limit=AUDIT_PAGE, cursor=args.get("cursor"))
     except InvalidCursor:
         return _invalid_cursor()
@@ -63,7 +63,7 @@ def _audit_page(status: int = 200, *, verification: Mapping[str, Any] | None = N
 
 @bp.post("/audit/checkpoints")
 def take_checkpoint() -> BaseResponse:
-    body = checkpoints.create_checkpoint(get_database().sessions, signer(),
+    body = checkpoints.create_checkpoint(get_database().uows, signer(),
                                          _caller().operator_id)
     return redirect(url_for("console.audit_page", taken=body["checkpoint_id"]), 303)
 
@@ -73,7 +73,7 @@ def download_checkpoint(checkpoint_id: str) -> Response:
     parsed = uuid_of(checkpoint_id)
     if parsed is None:
         return _not_found(f"checkpoint {checkpoint_id!r}")
-    body = checkpoints.get_checkpoint(get_database().sessions, _caller().operator_id, parsed)
+    body = checkpoints.get_checkpoint(get_database().uows, _caller().operator_id, parsed)
     if body is None:
         return _not_found(f"checkpoint {checkpoint_id}")
     # The same JSON GET /v1/audit/checkpoints/{id} answers, which POST /v1/audit/verify takes.
@@ -140,7 +140,7 @@ def verify_checkpoint() -> Response:
         return _audit_page(422, verify_error=str(error))
     try:
         report = checkpoints.verify_anchored(
-            get_database().sessions, keyring().public, _caller().operator_id,
+            get_database().uows, keyring().public, _caller().operator_id,
             checkpoint=checkpoint, receipts=[], limit=int(limit_text), cursor=cursor,
             budget_s=current_app.config["SETTINGS"].verify_budget_s)
     except InvalidCursor:

@@ -33,8 +33,8 @@ from app.api.rounds import RoundQuerySchema
 from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
 from app.console import CONSOLE_PATH
 from app.db import get_database
-from app.db.repositories import InvalidCursor
 from app.services import audit, ledger, rounds
+from app.services.cursors import InvalidCursor
 from app.services.keys import (
     Caller,
     InvalidToken,
@@ -96,13 +96,13 @@ def _session_caller() -> Caller | None:
     get_database()
     current_app.extensions[SCHEMA_GATE].ensure()
     try:
-        caller = caller_of_key(get_database().sessions, key_id)
+        caller = caller_of_key(get_database().uows, key_id)
     except InvalidToken as refused:
         session.clear()
         session["notice"] = f"Signed out: {refused.detail}."
         return None
     # A copy of the cookie taken before its session signed out opens nothing.
-    if console_session_ended(get_database().sessions, caller.operator_id, session_id):
+    if console_session_ended(get_database().uows, caller.operator_id, session_id):
         session.clear()
         session["notice"] = "This session was signed out; sign in again."
         return None
@@ -218,7 +218,7 @@ def sign_in_post() -> BaseResponse:
     get_database()
     current_app.extensions[SCHEMA_GATE].ensure()
     try:
-        caller = authenticate(get_database().sessions, key)
+        caller = authenticate(get_database().uows, key)
     except InvalidToken as refused:
         return _page("console/sign_in.html", 401, next=target,
                      error=f"Not signed in: {refused.detail}.")
@@ -238,7 +238,7 @@ def sign_out() -> BaseResponse:
     if isinstance(operator, str) and isinstance(session_id, str):
         get_database()
         current_app.extensions[SCHEMA_GATE].ensure()
-        end_console_session(get_database().sessions, operator, session_id)
+        end_console_session(get_database().uows, operator, session_id)
     session.clear()
     return redirect(url_for("console.sign_in"), 303)
 
@@ -252,13 +252,13 @@ def _now() -> datetime:
 @bp.get("/tables")
 def tables() -> Response:
     caller = _caller()
-    sessions = get_database().sessions
-    report = reconcile(sessions, created_from=EPOCH, created_to=_now() + timedelta(minutes=1),
-                       operator_id=caller.operator_id)
+    database = get_database()
+    report = reconcile(database.sessions, created_from=EPOCH,
+                       created_to=_now() + timedelta(minutes=1), operator_id=caller.operator_id)
     rows = []
     for table in report.tables:
         newest = rounds.list_rounds(
-            operator_id=caller.operator_id, sessions=sessions, table_id=table.table_id,
+            operator_id=caller.operator_id, uows=database.uows, table_id=table.table_id,
             player_id=None, created_from=None, created_to=None, limit=1, cursor=None)["items"]
         rows.append({"report": table.to_json(),
                      "last_round_at": newest[0]["created_at"] if newest else None})
@@ -285,22 +285,22 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
         query = RoundQuerySchema().load({**filters, "table_id": table_id})
     except ValidationError as error:
         return _invalid(error)
-    sessions = get_database().sessions
+    uows = get_database().uows
     try:
         page = rounds.list_rounds(
-            operator_id=caller.operator_id, sessions=sessions, table_id=table_id,
+            operator_id=caller.operator_id, uows=uows, table_id=table_id,
             player_id=query.get("player_id"), created_from=query.get("from_"),
             created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor"),
             kind=query.get("kind"), game=query.get("game"))
     except InvalidCursor:
         return _invalid_cursor()
-    newest = rounds.list_rounds(operator_id=caller.operator_id, sessions=sessions,
+    newest = rounds.list_rounds(operator_id=caller.operator_id, uows=uows,
                                 table_id=table_id, player_id=None, created_from=None,
                                 created_to=None, limit=1, cursor=None)["items"]
     if not newest:
         return _not_found(f"table {table_id!r} with rounds of yours")
     head = rounds.get_round(uuid.UUID(newest[0]["round_id"]), operator_id=caller.operator_id,
-                            sessions=sessions)
+                            uows=uows)
     next_link = None
     if page["next_cursor"]:
         kept = {k: v for k, v in filters.items() if k != "cursor"}
@@ -340,7 +340,7 @@ def verify_table(table_id: str) -> Response:
         detail = "; ".join(f"{'from' if k == 'from_' else k}: {' '.join(map(str, v))}"
                            for k, v in _messages(error).items())
         return _table_page(table_id, None, verify_error=detail, status=422)
-    result = audit.verify(get_database().sessions, operator_id=_caller().operator_id,
+    result = audit.verify(get_database().uows, operator_id=_caller().operator_id,
                           created_from=period["from_"], created_to=period["to"],
                           table_id=table_id,
                           budget_s=current_app.config["SETTINGS"].verify_budget_s)
@@ -403,7 +403,7 @@ def round_page(round_id: str) -> Response:
     if parsed is None:
         return _not_found(f"round {round_id!r}")
     stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
-                              sessions=get_database().sessions)
+                              uows=get_database().uows)
     if stored is None:
         return _not_found(f"round {round_id}")
     body = stored.body  # with the receipt stored at append, as the API shows it
@@ -426,7 +426,7 @@ def player(player_id: str) -> Response:
     try:
         page = ledger.player_ledger(
             operator_id=_caller().operator_id, player_id=player_id,
-            sessions=get_database().sessions, table_id=query.get("table_id"),
+            uows=get_database().uows, table_id=query.get("table_id"),
             limit=query["limit"], cursor=query.get("cursor"))
     except InvalidCursor:
         return _invalid_cursor()

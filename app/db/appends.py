@@ -5,8 +5,10 @@ A settle is two messages, each one round trip (app.db.driver binds the values):
 chain's row and returns the head and the key's earlier use; ``APPEND; COMMIT`` calls
 ``ledger_append`` with the round, its seats and its lines as JSON. These functions, and
 those that write matches and checkpoints, run as the NOLOGIN writer role: the only way
-the runtime role writes those rows. Errors come back as SQLAlchemy's. Why this path skips
-SQLAlchemy, the writer role and the chain's row lock: docs/architecture.md.
+the runtime role writes those rows. Errors come back as SQLAlchemy's; a refusal by a
+constraint as the services' ConstraintViolation, a key used twice as RetryableConflict.
+Why this path skips SQLAlchemy, the writer role and the chain's row lock:
+docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ from typing import Any
 import psycopg
 from psycopg.pq import ExecStatus, TransactionStatus
 from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.engine import TRANSACTION_SETUP
+from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:
@@ -94,3 +95,35 @@ def constraint_of(error: DBAPIError) -> str | None:
     from its message, which quotes the values, an Idempotency-Key among them)."""
     name = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
     return name if isinstance(name, str) else None
+
+
+# The unique constraint that stops a second round with one Idempotency-Key, whatever the
+# locks did (app.db.appends).
+KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
+# SQLSTATEs after which running the whole transaction again can succeed.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+
+def retryable(error: DBAPIError) -> Exception | None:
+    """Return the app.services.uow exception that makes the service run its transaction
+    again after ``error``, or None when running again would not help.
+
+    A connection the pool invalidated is ConnectionLost. A serialization failure, a
+    deadlock, or a second round refused by the Idempotency-Key's unique constraint (the
+    key's lock and its read leave no way to it; should one be found, running again finds
+    the first round and replays it) is RetryableConflict.
+    """
+    said = str(error.orig)
+    if error.connection_invalidated:
+        return ConnectionLost(said)
+    if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
+        return RetryableConflict(said)
+    if isinstance(error, IntegrityError) and constraint_of(error) == KEY_CONSTRAINT:
+        return RetryableConflict(said)
+    return None
+
+
+def refusal(error: IntegrityError) -> Exception:
+    """Return what a write refused by a constraint means to a service: RetryableConflict
+    for the Idempotency-Key's, else ConstraintViolation naming the constraint."""
+    return retryable(error) or ConstraintViolation(constraint_of(error), str(error.orig))

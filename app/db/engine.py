@@ -8,7 +8,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import InvalidatePoolError
@@ -17,6 +17,9 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from app.config import ConfigError, Settings, normalize_database_url
 from app.db.deadline import bound_checkouts
+
+if TYPE_CHECKING:
+    from app.db.unit_of_work import SqlUnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +30,12 @@ _embedded: dict[Path, Any] = {}
 
 @dataclass(frozen=True, slots=True)
 class Database:
-    """The engine and the session factory one app uses."""
+    """The engine, the session factory and the units of work (what services are given)
+    one app uses."""
 
     engine: Engine
     sessions: sessionmaker[Session]
+    uows: SqlUnitOfWorkFactory
 
     def dispose(self) -> None:
         """Close every pooled connection."""
@@ -277,6 +282,10 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 
 
 def make_database(settings: Settings, url: str | None = None) -> Database:
-    """Create the engine and session factory for ``settings``."""
+    """Create the engine, session factory and units of work for ``settings``."""
+    # Here, not at the top: the units of work's repositories import this module.
+    from app.db.unit_of_work import SqlUnitOfWorkFactory
+
     engine = make_engine(settings, url)
-    return Database(engine=engine, sessions=make_sessionmaker(engine))
+    sessions = make_sessionmaker(engine)
+    return Database(engine=engine, sessions=sessions, uows=SqlUnitOfWorkFactory(sessions))

@@ -8,8 +8,6 @@ runtime role reads them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects.postgresql import insert
@@ -18,22 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.driver import read_outside_transaction
 from app.db.models import ApiKey, ApiKeyRevocation, ConsoleSignOut
-
-
-@dataclass(frozen=True, slots=True)
-class KeyCheck:
-    """What authenticating a request reads of a key, with the database's clock."""
-
-    id: str
-    operator_id: str
-    scopes: list[str]
-    secret_hash: str
-    expires_at: datetime | None
-    revoked_at: datetime | None
-    now: datetime
-    rate_limits: dict[str, str] | None
-    concurrency_limits: dict[str, int] | None
-
+from app.services.repositories import KeyCheck, NewApiKey, StoredKey
 
 # Every authenticated request reads its key, so this read is sent on psycopg directly
 # (app.db.driver): one round trip, without SQLAlchemy's statement layer.
@@ -63,14 +46,6 @@ def _read_key(engine: Engine, key_id: str) -> KeyCheck | None:
     return None if row is None else KeyCheck(*row)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredKey:
-    """A key's row and its revocation's time, if any."""
-
-    key: ApiKey
-    revoked_at: datetime | None
-
-
 _REVOKED_AT = (select(ApiKeyRevocation.revoked_at)
                .where(ApiKeyRevocation.key_id == ApiKey.id).scalar_subquery())
 
@@ -81,8 +56,11 @@ class ApiKeyRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, key: ApiKey) -> StoredKey:
+    def add(self, new: NewApiKey) -> StoredKey:
         """Store a new key; flush so the database's defaults and checks apply here."""
+        key = ApiKey(id=new.id, operator_id=new.operator_id, scopes=list(new.scopes),
+                     secret_hash=new.secret_hash, name=new.name, expires_at=new.expires_at,
+                     rate_limits=new.rate_limits, concurrency_limits=new.concurrency_limits)
         self._session.add(key)
         self._session.flush()
         self._session.refresh(key)

@@ -10,11 +10,10 @@ the same way (``app.services.ledger.player_ledger``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from sqlalchemy import (
     exists,
@@ -27,63 +26,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Chain, LedgerLine, Round, RoundPlayer
-
-T = TypeVar("T")
-
-MAX_PAGE = 500
-
-
-class InvalidCursor(ValueError):
-    """A pagination cursor this service did not hand out."""
-
-
-@dataclass(frozen=True, slots=True)
-class Cursor:
-    """The position after the last round of a page, in commit order: its txid and id."""
-
-    txid: int
-    id: uuid.UUID
-
-    def position(self) -> list[Any]:
-        return [self.txid, str(self.id)]
-
-    @classmethod
-    def at(cls, position: list[Any]) -> Cursor:
-        """Read a position back; raise InvalidCursor on anything ``position()`` never wrote."""
-        try:
-            txid, ident = position
-            if not isinstance(txid, int) or isinstance(txid, bool) or txid < 0:
-                raise ValueError(txid)
-            return cls(txid, uuid.UUID(ident))
-        except (TypeError, ValueError, AttributeError):
-            raise InvalidCursor("the cursor's position is not one this list issued") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    """One page of a list and the cursor of the next, None on the last page."""
-
-    items: Sequence[T]
-    next_cursor: Cursor | LineCursor | None
-
-
-@dataclass(frozen=True, slots=True)
-class LineCursor:
-    """The position after the last line of a player's ledger page: its txid and line id."""
-
-    txid: int
-    id: int
-
-    def position(self) -> list[Any]:
-        return [self.txid, self.id]
-
-    @classmethod
-    def at(cls, position: list[Any]) -> LineCursor:
-        """Read a position back; raise InvalidCursor on anything ``position()`` never wrote."""
-        if (len(position) != 2 or any(not isinstance(v, int) or isinstance(v, bool) or v < 0
-                                      for v in position)):
-            raise InvalidCursor("the cursor's position is not one this list issued")
-        return cls(position[0], position[1])
+from app.services.cursors import Cursor, Page, page_limit
+from app.services.repositories import ChainHead, ChainSpan, PlayerSummary, RoundSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,43 +81,6 @@ def commit_horizon(session: Session) -> CommitHorizon:
 _LOWEST_ID = uuid.UUID(int=0)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """A player's ledger line with the running total of its lines at that table so far."""
-
-    id: int
-    round_id: uuid.UUID
-    line_no: int
-    table_id: str
-    kind: str
-    amount: Decimal
-    balance_before: Decimal | None
-    balance_after: Decimal | None
-    created_at: datetime
-    txid: int
-    running_total: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class ChainSpan:
-    """The rounds of one chain created in a period, by their first and last ``chain_seq``."""
-
-    operator_id: str
-    table_id: str
-    first_seq: int
-    last_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class ChainHead:
-    """The last round of a chain: its table, ``chain_seq``, content hash and time."""
-
-    table_id: str
-    seq: int
-    content_hash: str
-    created_at: datetime
-
-
 # Each table of an operator in order (a recursive skip over the chain index), then its
 # last round by one backward probe of the same index.
 _HEADS = text("""
@@ -200,40 +107,6 @@ WHERE t.table_id IS NOT NULL
 ORDER BY t.table_id
 LIMIT :limit
 """)
-
-
-def _page_limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-    return limit
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerSummary:
-    """What a list shows of one seat of a round."""
-
-    player_id: str
-    points: int
-    amount: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class RoundSummary:
-    """What a list shows of a round: plain values, read without ORM objects."""
-
-    id: uuid.UUID
-    operator_id: str
-    table_id: str
-    kind: str
-    ruleset_name: str
-    stake: Decimal
-    created_at: datetime
-    chain_seq: int
-    reverses_round_id: uuid.UUID | None
-    txid: int
-    # The stored ruleset's money precision; None if the ruleset was changed to lack it.
-    precision: int | None
-    players: tuple[PlayerSummary, ...]
 
 
 # The columns of a round a list shows, and the one value of its ruleset it needs.
@@ -349,6 +222,18 @@ class RoundRepository:
         row = self._session.execute(stmt).one_or_none()
         return None if row is None else (row[0], row[1])
 
+    def walk_chain(self, span: ChainSpan, after_seq: int, batch: int) -> Iterator[Round]:
+        """Yield a span's rounds after ``after_seq`` in chain order, with players and
+        lines, ``batch`` at a time; the session forgets each batch before the next, so a
+        walk keeps no more than a batch however long the chain."""
+        while True:
+            found = self.chain_rounds(span, after_seq, batch)
+            yield from found
+            if len(found) < batch:
+                return
+            after_seq = found[-1].chain_seq
+            self._session.expunge_all()
+
     def chain_rounds(self, span: ChainSpan, after_seq: int, limit: int) -> list[Round]:
         """Return up to ``limit`` rounds of a span after ``after_seq``, with players and lines."""
         stmt = (
@@ -438,7 +323,7 @@ class RoundRepository:
         ``preset`` matches the ruleset's name, ``kind`` the round's kind. A page may hold
         fewer than ``limit`` rounds with a next cursor while an append is in progress.
         """
-        limit = _page_limit(limit)
+        limit = page_limit(limit)
         stmt = select(*_SUMMARY_COLUMNS).where(Round.operator_id == operator_id)
         if table_id is not None:
             stmt = stmt.where(Round.table_id == table_id)
@@ -507,16 +392,3 @@ class RoundRepository:
         for round_id, player_id, points, amount in self._session.execute(stmt):
             seats.setdefault(round_id, []).append(PlayerSummary(player_id, points, amount))
         return {round_id: tuple(found) for round_id, found in seats.items()}
-
-
-class LedgerRepository:
-    """Ledger lines, read by round or by account."""
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def for_round(self, operator_id: str, round_id: uuid.UUID) -> Sequence[LedgerLine]:
-        """Return a round's lines in line order."""
-        stmt = select(LedgerLine).where(LedgerLine.operator_id == operator_id,
-                                        LedgerLine.round_id == round_id)
-        return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))

@@ -30,28 +30,30 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.appends import LINE_COPIES, SEAT_COPIES
-from app.db.models import Round
-from app.db.repositories import ChainSpan, InvalidCursor
 from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
 from app.json_codec import as_stored
 from app.services import cursors
+from app.services.cursors import InvalidCursor
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play, round_body
+from app.services.repositories import (
+    LINE_COPIES,
+    SEAT_COPIES,
+    ChainSpan,
+    RoundColumns,
+    RoundWithRows,
+)
 from app.services.rounds import content_hash, utc_text
-from app.services.uow import UnitOfWork
+from app.services.uow import UnitOfWork, UnitOfWorkFactory
 
 BATCH = 200
 # Re-scoring is the work: a request does at most this many rounds (about 100 a second on
@@ -123,7 +125,7 @@ class Verification:
 
 
 def verify(
-    sessions: sessionmaker[Session],
+    uows: UnitOfWorkFactory,
     *,
     operator_id: str | None,
     created_from: datetime,
@@ -154,10 +156,8 @@ def verify(
     differences: list[Difference] = []
     ends: list[ChainEnd] = []
     next_cursor = None
-    with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
-        uow.session.execute(text("SET TRANSACTION READ ONLY"))
-        present = uow.session.execute(text("SELECT now() < :to"),
-                                      {"to": created_to}).scalar_one()
+    with uows(isolation_level="REPEATABLE READ", read_only=True) as uow:
+        present = uow.now() < created_to
         spans = uow.rounds.chain_spans(operator_id, created_from, created_to,
                                        table_id=table_id, to_head=present)
         for span in spans:
@@ -204,7 +204,7 @@ def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int, budget: int,
         else:
             prev_hash, prev_time = before
     last = after
-    for round_ in _rounds(uow, span, after):
+    for round_ in uow.rounds.walk_chain(span, after, BATCH):
         if checked >= budget or (deadline is not None and (checked or not at_least_one)
                                  and time.monotonic() > deadline):
             break
@@ -227,18 +227,7 @@ def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int, budget: int,
     return checked, found, last
 
 
-def _rounds(uow: UnitOfWork, span: ChainSpan, after: int) -> Iterator[Round]:
-    """Yield the span's rounds in chain order, a batch at a time, forgetting each batch."""
-    while True:
-        batch = uow.rounds.chain_rounds(span, after, BATCH)
-        yield from batch
-        if len(batch) < BATCH:
-            return
-        after = batch[-1].chain_seq
-        uow.session.expunge_all()
-
-
-def check_round(uow: UnitOfWork, round_: Round) -> list[Difference]:
+def check_round(uow: UnitOfWork, round_: RoundWithRows) -> list[Difference]:
     """Return every difference between a stored round and what it should hold."""
     found: list[Difference] = []
     recomputed = content_hash(round_, round_.players, round_.lines)
@@ -267,7 +256,7 @@ def _verb(kind: str) -> str:
     return {REVERSAL_KIND: "mirrored", PENALTY_ROUND_KIND: "decided"}.get(kind, "scored")
 
 
-def _stored_ruleset(round_: Round, found: list[Difference]) -> AnyRules | None:
+def _stored_ruleset(round_: RoundColumns, found: list[Difference]) -> AnyRules | None:
     try:
         rules = rules_from_dict(round_.ruleset)
     except (DomainError, KeyError, TypeError, ValueError) as error:
@@ -306,7 +295,7 @@ def _decimal(value: Any) -> Decimal:
     return Decimal(value)
 
 
-def _rescored(round_: Round, rules: AnyRules,
+def _rescored(round_: RoundColumns, rules: AnyRules,
               found: list[Difference]) -> Mapping[str, Any] | None:
     """Score the stored request again by the stored ruleset; play() re-checks its deal."""
     try:
@@ -318,7 +307,8 @@ def _rescored(round_: Round, rules: AnyRules,
     return expected
 
 
-def _mirror(uow: UnitOfWork, round_: Round, found: list[Difference]) -> Mapping[str, Any] | None:
+def _mirror(uow: UnitOfWork, round_: RoundColumns,
+            found: list[Difference]) -> Mapping[str, Any] | None:
     """Mirror the voided round's stored result again, as the reversal was written."""
     target = round_.reverses_round_id
     named = round_.request.get("reverses_round_id") if isinstance(round_.request, dict) else None
@@ -342,7 +332,7 @@ def _mirror(uow: UnitOfWork, round_: Round, found: list[Difference]) -> Mapping[
         return None
 
 
-def _penalty(round_: Round, found: list[Difference]) -> Mapping[str, Any] | None:
+def _penalty(round_: RoundColumns, found: list[Difference]) -> Mapping[str, Any] | None:
     """Decide a leave penalty again from its stored request and its round's ruleset."""
     try:
         expected: Mapping[str, Any] = as_stored(penalty_result(
@@ -403,7 +393,7 @@ def _line_changes(round_: Any, result: Mapping[str, Any], lines: Sequence[Any]) 
     return details
 
 
-def _copies_of_round(label: str, row: Any, round_: Round, names: Sequence[str]) -> list[str]:
+def _copies_of_round(label: str, row: Any, round_: RoundColumns, names: Sequence[str]) -> list[str]:
     """Say where a row's copy of its round's columns (``names``) differs from the round."""
     return [f"{label} carries {name} {getattr(row, name)}, the round's is {getattr(round_, name)}"
             for name in names if getattr(row, name) != getattr(round_, name)]
@@ -481,7 +471,7 @@ def _short(value: Any) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def _difference(round_: Round, what: str, detail: str) -> Difference:
+def _difference(round_: RoundColumns, what: str, detail: str) -> Difference:
     return Difference(str(round_.id), round_.operator_id, round_.table_id, round_.chain_seq,
                       what, detail)
 

@@ -29,20 +29,17 @@ import hashlib
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select, text
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.models import AuditCheckpoint
-from app.db.repositories import ChainHead, InvalidCursor
 from app.services import audit, cursors
 from app.services.audit import ChainEnd, money_row_changes
+from app.services.cursors import InvalidCursor
+from app.services.repositories import ChainHead, CheckpointColumns
 from app.services.rounds import content_hash, utc_text
 from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
-from app.services.uow import UnitOfWork
+from app.services.uow import UnitOfWork, UnitOfWorkFactory
 
 ORIGIN = "thirteen-settlement"
 BATCH = 500
@@ -105,7 +102,21 @@ def _heads_json(heads: Iterable[ChainHead]) -> list[dict[str, Any]]:
     return [{"table_id": h.table_id, "seq": h.seq, "head_hash": h.content_hash} for h in heads]
 
 
-def checkpoint_json(row: AuditCheckpoint) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class NewCheckpoint:
+    """A checkpoint about to be stored: its columns."""
+
+    id: uuid.UUID
+    operator_id: str
+    created_at: datetime
+    tree_size: int
+    root_hash: str
+    heads: dict[str, Any]
+    note: str
+    key_id: str
+
+
+def checkpoint_json(row: CheckpointColumns) -> dict[str, Any]:
     """Return a stored checkpoint as the API shows it (and ``verify`` takes it back)."""
     return {"checkpoint_id": str(row.id), "operator_id": row.operator_id,
             "created_at": utc_text(row.created_at), "tree_size": row.tree_size,
@@ -113,27 +124,26 @@ def checkpoint_json(row: AuditCheckpoint) -> dict[str, Any]:
             "heads": row.heads["heads"], "note": row.note}
 
 
-def create_checkpoint(sessions: sessionmaker[Session], signer: Signer,
+def create_checkpoint(uows: UnitOfWorkFactory, signer: Signer,
                       operator_id: str) -> dict[str, Any]:
     """Sign and store the head of every chain of ``operator_id``, read in one snapshot."""
-    with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
-        now = uow.session.execute(text("SELECT statement_timestamp()")).scalar_one()
+    with uows(isolation_level="REPEATABLE READ") as uow:
+        now = uow.now()
         heads = _heads_json(uow.rounds.heads(operator_id))
         root = merkle_root([leaf(h["table_id"], h["seq"], h["head_hash"]) for h in heads])
         checkpoint_id = uuid.uuid4()
         note = signer.sign_note(note_text(operator_id, checkpoint_id, now, len(heads), root))
-        row = AuditCheckpoint(id=checkpoint_id, operator_id=operator_id, created_at=now,
-                              tree_size=len(heads), root_hash=root.hex(),
-                              heads={"heads": heads}, note=note, key_id=signer.key_id)
-        uow.appends.add_checkpoint({c.key: getattr(row, c.key)
-                                    for c in AuditCheckpoint.__table__.columns})
+        row = NewCheckpoint(id=checkpoint_id, operator_id=operator_id, created_at=now,
+                            tree_size=len(heads), root_hash=root.hex(),
+                            heads={"heads": heads}, note=note, key_id=signer.key_id)
+        uow.appends.add_checkpoint(asdict(row))
         return checkpoint_json(row)
 
 
-def get_checkpoint(sessions: sessionmaker[Session], operator_id: str,
+def get_checkpoint(uows: UnitOfWorkFactory, operator_id: str,
                    checkpoint_id: uuid.UUID) -> dict[str, Any] | None:
-    with UnitOfWork(sessions) as uow:
-        row = uow.session.get(AuditCheckpoint, (operator_id, checkpoint_id))
+    with uows() as uow:
+        row = uow.checkpoints.get(operator_id, checkpoint_id)
         if row is None:
             return None
         return checkpoint_json(row)
@@ -142,18 +152,13 @@ def get_checkpoint(sessions: sessionmaker[Session], operator_id: str,
 LIST = "checkpoints"
 
 
-def list_checkpoints(sessions: sessionmaker[Session], operator_id: str, *, limit: int,
+def list_checkpoints(uows: UnitOfWorkFactory, operator_id: str, *, limit: int,
                      cursor: str | None) -> dict[str, Any]:
     """Return the operator's checkpoints, newest first, a page at a time."""
-    stmt = select(AuditCheckpoint).where(AuditCheckpoint.operator_id == operator_id)
-    if cursor is not None:
-        stamp, ident = _checkpoint_position(cursors.decode(cursor, LIST, {}))
-        stmt = stmt.where(or_(AuditCheckpoint.created_at < stamp,
-                              and_(AuditCheckpoint.created_at == stamp,
-                                   AuditCheckpoint.id < ident)))
-    stmt = stmt.order_by(AuditCheckpoint.created_at.desc(), AuditCheckpoint.id.desc())
-    with UnitOfWork(sessions) as uow:
-        rows = list(uow.session.scalars(stmt.limit(limit + 1)))
+    before = (None if cursor is None
+              else _checkpoint_position(cursors.decode(cursor, LIST, {})))
+    with uows() as uow:
+        rows = uow.checkpoints.list(operator_id, before=before, limit=limit + 1)
         items = [checkpoint_json(row) for row in rows[:limit]]
     next_cursor = None
     if len(rows) > limit:
@@ -221,7 +226,7 @@ class AnchoredVerification:
 VERIFY = "audit.verify"
 
 
-def verify_anchored(sessions: sessionmaker[Session], keys: PublicKeys, operator_id: str, *,
+def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str, *,
                     checkpoint: Mapping[str, Any] | None,
                     receipts: Sequence[Mapping[str, Any]], limit: int = DEFAULT_LIMIT,
                     cursor: str | None = None,
@@ -252,8 +257,7 @@ def verify_anchored(sessions: sessionmaker[Session], keys: PublicKeys, operator_
     tables = sorted(t for t in anchors if start_table is None or t >= start_table)
     budget = limit
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
-        uow.session.execute(text("SET TRANSACTION READ ONLY"))
+    with uows(isolation_level="REPEATABLE READ", read_only=True) as uow:
         for table_id in tables:
             resume = after_seq if table_id == start_table else 0
             done, checked, last = _walk(uow, operator_id, table_id, anchors[table_id], resume,

@@ -20,16 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.keys import (
-    ApiKeyRepository,
-    ConsoleSignOutRepository,
-    KeyCheck,
-    StoredKey,
-    check_key,
-)
-from app.db.models import ApiKey
+from app.services.repositories import KeyCheck, NewApiKey, StoredKey
+from app.services.uow import UnitOfWorkFactory
 from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
 log = logging.getLogger(__name__)
@@ -152,7 +144,7 @@ def parse_token(token: str) -> tuple[str, str]:
 
 
 def create_key(
-    sessions: sessionmaker[Session],
+    uows: UnitOfWorkFactory,
     operator_id: str,
     scopes: Iterable[str],
     *,
@@ -177,7 +169,7 @@ def create_key(
     at_once = dict(concurrency_limits or {})
     _check_limits(rates, at_once)
     key_id, secret, token = new_token()
-    row = ApiKey(
+    row = NewApiKey(
         id=key_id,
         operator_id=operator_id,
         scopes=sorted_scopes(granted),
@@ -187,8 +179,8 @@ def create_key(
         rate_limits=rates or None,
         concurrency_limits=at_once or None,
     )
-    with sessions.begin() as session:
-        info = _info(ApiKeyRepository(session).add(row))
+    with uows() as uow:
+        info = _info(uow.keys.add(row))
     log.info("created API key %s for operator %s with scopes %s", key_id, operator_id,
              ",".join(sorted(granted)))
     return NewKey(info, token)
@@ -214,17 +206,17 @@ def _check_limits(rates: Mapping[str, str], at_once: Mapping[str, int]) -> None:
             raise KeyRequestError(f"{name}={count!r}: requests at once must be 1-10000")
 
 
-def list_keys(sessions: sessionmaker[Session], operator_id: str | None = None) -> list[KeyInfo]:
+def list_keys(uows: UnitOfWorkFactory, operator_id: str | None = None) -> list[KeyInfo]:
     """Return the keys (of ``operator_id`` when given), oldest first."""
-    with sessions.begin() as session:
-        return [_info(row) for row in ApiKeyRepository(session).list(operator_id)]
+    with uows() as uow:
+        return [_info(row) for row in uow.keys.list(operator_id)]
 
 
-def revoke_key(sessions: sessionmaker[Session], key_id: str) -> KeyInfo:
+def revoke_key(uows: UnitOfWorkFactory, key_id: str) -> KeyInfo:
     """Revoke a key by id (or by its token's ``t13_<id>`` start); it fails from the next request."""
     key_id = _bare_id(key_id)
-    with sessions.begin() as session:
-        row = ApiKeyRepository(session).revoke(key_id)
+    with uows() as uow:
+        row = uow.keys.revoke(key_id)
         if row is None:
             raise KeyRequestError(f"no API key {key_id!r}")
         info = _info(row)
@@ -232,17 +224,16 @@ def revoke_key(sessions: sessionmaker[Session], key_id: str) -> KeyInfo:
     return info
 
 
-def has_usable_key(sessions: sessionmaker[Session], operator_id: str) -> bool:
+def has_usable_key(uows: UnitOfWorkFactory, operator_id: str) -> bool:
     """Tell whether ``operator_id`` holds a key that is neither revoked nor expired."""
-    with sessions.begin() as session:
-        return ApiKeyRepository(session).has_usable(operator_id)
+    with uows() as uow:
+        return uow.keys.has_usable(operator_id)
 
 
-def authenticate(sessions: sessionmaker[Session], token: str) -> Caller:
+def authenticate(uows: UnitOfWorkFactory, token: str) -> Caller:
     """Return who ``token`` belongs to, read from the database now; raise InvalidToken."""
     key_id, secret = parse_token(token)
-    engine = sessions.kw["bind"]
-    found = check_key(engine, key_id)
+    found = uows.read_key(key_id)
     if found is None:
         raise InvalidToken("invalid", "the API key is not valid")
     # Constant-time, so response timing does not reveal how much of a guess was right.
@@ -286,13 +277,13 @@ def sorted_scopes(scopes: Iterable[Scope]) -> Sequence[str]:
     return [s.value for s in Scope if s in chosen]
 
 
-def caller_of_key(sessions: sessionmaker[Session], key_id: str) -> Caller:
+def caller_of_key(uows: UnitOfWorkFactory, key_id: str) -> Caller:
     """Return who key ``key_id`` is now, for a console session that signed in with it.
 
     The session holds the key's id, never its secret (which was checked at sign-in); the
     key is read again here so a revoked or expired key ends its sessions at once.
     """
-    found = check_key(sessions.kw["bind"], key_id)
+    found = uows.read_key(key_id)
     if found is None:
         raise InvalidToken("invalid", "the API key is not valid")
     if found.revoked_at is not None:
@@ -302,15 +293,15 @@ def caller_of_key(sessions: sessionmaker[Session], key_id: str) -> Caller:
     return _caller_of(found)
 
 
-def end_console_session(sessions: sessionmaker[Session], operator_id: str,
+def end_console_session(uows: UnitOfWorkFactory, operator_id: str,
                         session_id: str) -> None:
     """Remember that a console session signed out: a copy of its cookie opens nothing."""
-    with sessions.begin() as session:
-        ConsoleSignOutRepository(session).add(operator_id, session_id)
+    with uows() as uow:
+        uow.sign_outs.add(operator_id, session_id)
 
 
-def console_session_ended(sessions: sessionmaker[Session], operator_id: str,
+def console_session_ended(uows: UnitOfWorkFactory, operator_id: str,
                           session_id: str) -> bool:
     """Tell whether the console session ``session_id`` of ``operator_id`` signed out."""
-    with sessions.begin() as session:
-        return ConsoleSignOutRepository(session).signed_out(operator_id, session_id)
+    with uows() as uow:
+        return uow.sign_outs.signed_out(operator_id, session_id)

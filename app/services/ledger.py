@@ -18,13 +18,11 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor, commit_horizon
 from app.domain.settlement import LineKind, money_text
 from app.services import cursors
-from app.services.uow import UnitOfWork
+from app.services.cursors import LineCursor, page_limit
+from app.services.repositories import LedgerEntry, LineFilter
+from app.services.uow import UnitOfWorkFactory
 
 REVERSAL_KIND = "reversal"
 
@@ -101,56 +99,6 @@ def money(value: Decimal) -> str:
     return format(value, "f")
 
 
-# A page of a player's lines by index first (ix_ledger_lines_operator_id_account_txid_id,
-# in commit order: txid, then id) up to the commit horizon, then each table's running
-# total: one index-only sum of the player's lines at that table before the page's first
-# line there (ix_ledger_lines_operator_id_table_id_account_id), plus a running sum over the
-# page's id span at that table. Both read in id order (ORDER BY in a subquery, which the
-# planner keeps), so they take that index even before the table was first analysed: with
-# no statistics the player's index looked as cheap and was 10,000 times slower (a 5 s
-# statement timeout on a busy new database). A table's lines are appended under its chain's lock, so
-# there id order is commit order. The span also holds any line a time filter left off the
-# page, so totals count every line up to each one. The work is the page plus one sum per
-# table on it, not a window over the player's whole history.
-PLAYER_PAGE = """
-WITH page AS MATERIALIZED (
-    SELECT l.id, l.round_id, l.line_no, l.table_id, l.kind, l.amount, l.balance_before,
-        l.balance_after, l.created_at, l.txid
-    FROM ledger_lines l
-    WHERE l.operator_id = :operator AND l.account = :player AND l.txid < :bound{filters}
-    ORDER BY l.txid, l.id
-    LIMIT :limit
-), tables AS (
-    SELECT p.table_id, min(p.id) AS first_id, max(p.id) AS last_id,
-        (SELECT coalesce(sum(e.amount), 0) FROM (
-            SELECT e.amount FROM ledger_lines e
-            WHERE e.operator_id = :operator AND e.table_id = p.table_id
-                AND e.account = :player AND e.id < min(p.id)
-            ORDER BY e.id) e) AS before
-    FROM page p
-    GROUP BY p.table_id
-), span AS (
-    SELECT s.id, t.before + sum(s.amount) OVER (PARTITION BY t.table_id ORDER BY s.id)
-        AS running_total
-    FROM tables t
-    CROSS JOIN LATERAL (
-        SELECT s.id, s.amount FROM ledger_lines s
-        WHERE s.operator_id = :operator AND s.table_id = t.table_id
-            AND s.account = :player AND s.id BETWEEN t.first_id AND t.last_id
-        ORDER BY s.id) s
-)
-SELECT page.*, span.running_total
-FROM page JOIN span USING (id)
-ORDER BY page.txid, page.id
-"""
-
-# Whether the list goes on past a position: a line committed there since, or one beyond
-# the horizon the page stopped at.
-MORE_AFTER = """
-SELECT EXISTS (SELECT 1 FROM ledger_lines l
-               WHERE l.operator_id = :operator AND l.account = :player{filters})
-"""
-
 LEDGER_LIST = "players.ledger"
 
 
@@ -158,7 +106,7 @@ def player_ledger(
     *,
     operator_id: str,
     player_id: str,
-    sessions: sessionmaker[Session],
+    uows: UnitOfWorkFactory,
     table_id: str | None = None,
     created_from: datetime | None = None,
     created_to: datetime | None = None,
@@ -173,32 +121,18 @@ def player_ledger(
     and ends with a cursor while lines remain past it. Raises InvalidCursor on a cursor of
     another list, other filters, or none of ours.
     """
-    if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    page_limit(limit)
     bound = {"player": player_id, "table_id": table_id,
              "from": None if created_from is None else created_from.isoformat(),
              "to": None if created_to is None else created_to.isoformat()}
     after = (LineCursor(0, 0) if cursor is None
              else LineCursor.at(cursors.decode(cursor, LEDGER_LIST, bound)))
-    params: dict[str, Any] = {"operator": operator_id, "player": player_id, "limit": limit + 1,
-                              "after_txid": after.txid, "after_id": after.id}
-    filters = " AND (l.txid, l.id) > (:after_txid, :after_id)"
-    for column, op, name, value in (("table_id", "=", "table", table_id),
-                                    ("created_at", ">=", "from", created_from),
-                                    ("created_at", "<", "to", created_to)):
-        if value is not None:
-            filters += f" AND l.{column} {op} :{name}"
-            params[name] = value
-    with UnitOfWork(sessions) as uow:
-        params["bound"] = commit_horizon(uow.session).bound()
-        rows = [LedgerEntry(*row) for row in uow.session.execute(
-            text(PLAYER_PAGE.format(filters=filters)), params)]
+    lines = LineFilter(operator_id, player_id, table_id, created_from, created_to)
+    with uows() as uow:
+        rows = uow.ledger.player_page(lines, after, limit + 1)
         shown = rows[:limit]
         last = after if not shown else LineCursor(shown[-1].txid, shown[-1].id)
-        more = len(rows) > limit
-        if not more:
-            more = bool(uow.session.execute(text(MORE_AFTER.format(filters=filters)), {
-                **params, "after_txid": last.txid, "after_id": last.id}).scalar_one())
+        more = len(rows) > limit or uow.ledger.any_after(lines, last)
     return {
         "player_id": player_id,
         "items": [_entry_json(entry) for entry in shown],

@@ -17,13 +17,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select, tuple_
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.driver import constraint_of
-from app.db.models import LedgerLine, Match, MatchLeave, MatchRound
-from app.db.repositories import MAX_PAGE, Cursor, commit_horizon
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
@@ -43,9 +36,11 @@ from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand
 from app.domain.settlement import check_amounts, money_text
 from app.services import cursors
+from app.services.cursors import Cursor, page_limit
 from app.services.ledger import line_rows, player_rows
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_outcome, penalty_result
 from app.services.play import PlayedRound, ruleset_json
+from app.services.repositories import MatchColumns, MatchLeaveColumns, MatchRepository
 from app.services.rounds import (
     AppendCheck,
     IdempotencyConflict,
@@ -57,7 +52,7 @@ from app.services.rounds import (
     utc_text,
 )
 from app.services.signing import Signer
-from app.services.uow import UnitOfWork, run_with_retry
+from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
 
 class MatchNotFound(LookupError):
@@ -65,7 +60,12 @@ class MatchNotFound(LookupError):
 
 
 class AlreadyLeft(Exception):
-    """The player left the match before, with another Idempotency-Key."""
+    """Player ``player_id`` left match ``match_id`` before, with another Idempotency-Key."""
+
+    def __init__(self, player_id: str, match_id: uuid.UUID) -> None:
+        super().__init__(player_id)
+        self.player_id = player_id
+        self.match_id = match_id
 
 
 # --- opening -------------------------------------------------------------------------------
@@ -144,25 +144,24 @@ def _banker_rotates(rules: AnyRules) -> bool:
 
 
 def open_match(data: Mapping[str, Any], raw: Mapping[str, Any], *, operator_id: str,
-               idempotency_key: str, sessions: sessionmaker[Session]) -> Settled:
+               idempotency_key: str, uows: UnitOfWorkFactory) -> Settled:
     """Open a match once per key: 201 with the match, or the first answer again (200)."""
     spec = resolve_match(data)
     body_hash = sha256({"match": raw})
-    return run_with_retry(lambda: _open(spec, operator_id, idempotency_key, body_hash,
-                                        sessions))
+    return run_with_retry(lambda: _open(spec, operator_id, idempotency_key, body_hash, uows))
 
 
 def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
-          sessions: sessionmaker[Session]) -> Settled:
-    with UnitOfWork(sessions) as uow:
+          uows: UnitOfWorkFactory) -> Settled:
+    with uows() as uow:
         if not uow.appends.try_lock_key(operator_id, key):
-            earlier = _match_by_key(uow.session, operator_id, key)
+            earlier = uow.matches.by_key(operator_id, key)
             if earlier is None:
                 raise IdempotencyConflict("in_flight")
-            return _match_replay(uow.session, earlier, body_hash)
-        earlier = _match_by_key(uow.session, operator_id, key)
+            return _match_replay(uow.matches, earlier, body_hash)
+        earlier = uow.matches.by_key(operator_id, key)
         if earlier is not None:
-            return _match_replay(uow.session, earlier, body_hash)
+            return _match_replay(uow.matches, earlier, body_hash)
         if uow.appends.committed_use(operator_id, key) is not None:
             raise IdempotencyConflict("mismatch")
         rules_json = ruleset_json(spec.rules)
@@ -174,55 +173,34 @@ def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
             "stake": spec.stake,
             "seats": [{"player_id": p, "house": p in spec.house} for p in spec.seats],
             "idempotency_key": key, "body_hash": body_hash})
-        match = uow.session.get_one(Match, (operator_id, match_id))
-        return Settled(201, match_json(uow.session, match), replayed=False)
+        match = uow.matches.get(operator_id, match_id)
+        if match is None:
+            raise RuntimeError(f"match {match_id} is not there after its opening")
+        return Settled(201, match_json(uow.matches, match), replayed=False)
 
 
-def _match_by_key(session: Session, operator_id: str, key: str) -> Match | None:
-    return session.scalars(select(Match).where(
-        Match.operator_id == operator_id, Match.idempotency_key == key)).one_or_none()
-
-
-def _match_replay(session: Session, match: Match, body_hash: str) -> Settled:
+def _match_replay(matches: MatchRepository, match: MatchColumns, body_hash: str) -> Settled:
     if match.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
-    return Settled(200, match_json(session, match), replayed=True)
+    return Settled(200, match_json(matches, match), replayed=True)
 
 
 # --- reading -------------------------------------------------------------------------------
 
 
-def _rounds_of(session: Session, match: Match) -> list[MatchRound]:
-    return list(session.scalars(select(MatchRound).where(
-        MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)
-                                .order_by(MatchRound.number)))
-
-
-def _leaves_of(session: Session, match: Match) -> list[MatchLeave]:
-    return list(session.scalars(select(MatchLeave).where(
-        MatchLeave.operator_id == match.operator_id, MatchLeave.match_id == match.id)
-                                .order_by(MatchLeave.created_at, MatchLeave.player_id)))
-
-
-def _played(session: Session, match: Match) -> int:
-    """Return how many rounds of ``match`` were played."""
-    return session.scalar(select(func.count()).select_from(MatchRound).where(
-        MatchRound.operator_id == match.operator_id, MatchRound.match_id == match.id)) or 0
-
-
-def _seat_ids(match: Match) -> list[str]:
+def _seat_ids(match: MatchColumns) -> list[str]:
     return [s["player_id"] for s in match.seats]
 
 
-def _precision(match: Match) -> int:
+def _precision(match: MatchColumns) -> int:
     return int(match.ruleset["precision"])
 
 
-def match_json(session: Session, match: Match) -> dict[str, Any]:
+def match_json(matches: MatchRepository, match: MatchColumns) -> dict[str, Any]:
     """Return a match as the API shows it: seats, rules, its rounds and leaves, its status."""
     rules = rules_from_dict(match.match_rules)
-    rounds = _rounds_of(session, match)
-    leaves = _leaves_of(session, match)
+    rounds = matches.rounds_of(match)
+    leaves = matches.leaves_of(match)
     seats = _seat_ids(match)
     left = [leave_.player_id for leave_ in leaves]
     played = len(rounds)
@@ -250,11 +228,11 @@ def match_json(session: Session, match: Match) -> dict[str, Any]:
     }
 
 
-def _round_rules(match: Match) -> AnyRules:
+def _round_rules(match: MatchColumns) -> AnyRules:
     return round_rules_from_dict(match.ruleset)
 
 
-def _status(match: Match, rules: MatchRules, played: int, left: Sequence[str]) -> str:
+def _status(match: MatchColumns, rules: MatchRules, played: int, left: Sequence[str]) -> str:
     low, _ = _player_range(_round_rules(match))
     if played >= rules.rounds_per_match or len(seated(_seat_ids(match), left)) < low:
         return "closed"
@@ -262,18 +240,18 @@ def _status(match: Match, rules: MatchRules, played: int, left: Sequence[str]) -
 
 
 def get_match(match_id: uuid.UUID, *, operator_id: str,
-              sessions: sessionmaker[Session]) -> dict[str, Any] | None:
-    with UnitOfWork(sessions) as uow:
-        match = uow.session.get(Match, (operator_id, match_id))
+              uows: UnitOfWorkFactory) -> dict[str, Any] | None:
+    with uows() as uow:
+        match = uow.matches.get(operator_id, match_id)
         if match is None:
             return None
-        return match_json(uow.session, match)
+        return match_json(uow.matches, match)
 
 
 MATCHES_LIST = "matches"
 
 
-def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
+def list_matches(*, operator_id: str, uows: UnitOfWorkFactory, table_id: str | None,
                  limit: int, cursor: str | None) -> dict[str, Any]:
     """Return matches newest first by commit, a page at a time; the cursor is bound to the
     filters.
@@ -282,30 +260,16 @@ def list_matches(*, operator_id: str, sessions: sessionmaker[Session], table_id:
     commit among those already passed), as the rounds' list does. Raises InvalidCursor on
     a cursor of another list, other filters, or none of ours (app.services.cursors).
     """
-    if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    page_limit(limit)
     filters = {"table_id": table_id}
     after = (None if cursor is None
              else Cursor.at(cursors.decode(cursor, MATCHES_LIST, filters)))
-    with UnitOfWork(sessions) as uow:
-        horizon = commit_horizon(uow.session)
-        floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
-        stmt = select(Match).where(Match.operator_id == operator_id,
-                                   Match.txid < horizon.next_xid, Match.txid > floor)
-        if table_id is not None:
-            stmt = stmt.where(Match.table_id == table_id)
-        if after is not None:
-            stmt = stmt.where(tuple_(Match.txid, Match.id) < tuple_(after.txid, after.id))
-        rows = list(uow.session.scalars(
-            stmt.order_by(Match.txid.desc(), Match.id.desc()).limit(limit + 1)))
-        items = [match_json(uow.session, m) for m in rows[:limit]]
-        if len(rows) > limit:
-            next_at: Cursor | None = Cursor(rows[limit - 1].txid, rows[limit - 1].id)
-        else:  # cut short above an opening in progress: go on below it once committed
-            next_at = None if floor == 0 else Cursor(floor + 1, uuid.UUID(int=0))
+    with uows() as uow:
+        page = uow.matches.list(operator_id, table_id=table_id, limit=limit, after=after)
+        items = [match_json(uow.matches, m) for m in page.items]
     return {"items": items,
-            "next_cursor": None if next_at is None else cursors.encode(
-                MATCHES_LIST, filters, next_at.position())}
+            "next_cursor": None if page.next_cursor is None else cursors.encode(
+                MATCHES_LIST, filters, page.next_cursor.position())}
 
 
 # --- a round of a match --------------------------------------------------------------------
@@ -337,8 +301,7 @@ def round_check(match_id: uuid.UUID, operator_id: str,
     """
 
     def check(uow: UnitOfWork, played: PlayedRound, round_id: uuid.UUID) -> None:
-        session = uow.session
-        match = session.get(Match, (operator_id, match_id))
+        match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise MatchError(Problem("match_id", f"no match {match_id}", "unknown_match"))
         r = played.input
@@ -364,8 +327,8 @@ def round_check(match_id: uuid.UUID, operator_id: str,
         if problems:
             raise MatchError(problems)
         rules = rules_from_dict(match.match_rules)
-        played_count = _played(session, match)
-        left = [leave_.player_id for leave_ in _leaves_of(session, match)]
+        played_count = uow.matches.played(match)
+        left = [leave_.player_id for leave_ in uow.matches.leaves_of(match)]
         players = [p.player_id for p in r.players]
         banker = next((p.player_id for p in r.players
                        if isinstance(p, BankerSeat | PlayerHand) and p.banker), None)
@@ -396,29 +359,28 @@ class LeaveRequest:
 
 def leave_match(match_id: uuid.UUID, data: Mapping[str, Any], raw: Mapping[str, Any], *,
                 operator_id: str, idempotency_key: str,
-                sessions: sessionmaker[Session], signer: Signer) -> Settled:
+                uows: UnitOfWorkFactory, signer: Signer) -> Settled:
     """Record a player's leaving once per key, with its penalty entry or none and why."""
     request = LeaveRequest(data["player_id"], LeaveReason(data["reason"]), data["balance"],
                            dict(data.get("balances") or {}))
     body_hash = sha256({"leaves_match_id": str(match_id), "body": raw})
     return run_with_retry(lambda: _leave(match_id, request, operator_id, idempotency_key,
-                                         body_hash, sessions, signer))
+                                         body_hash, uows, signer))
 
 
 def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
-           body_hash: str, sessions: sessionmaker[Session], signer: Signer) -> Settled:
-    with UnitOfWork(sessions) as uow:
-        session = uow.session
-        match = session.get(Match, (operator_id, match_id))
+           body_hash: str, uows: UnitOfWorkFactory, signer: Signer) -> Settled:
+    with uows() as uow:
+        match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise MatchNotFound(str(match_id))
         start = uow.appends.start(operator_id, match.table_id, key)
         if start is None:
-            earlier = _leave_by_key(session, operator_id, key)
+            earlier = uow.matches.leave_by_key(operator_id, key)
             if earlier is None:
                 raise IdempotencyConflict("in_flight")
             return _leave_replay(earlier, body_hash)
-        earlier = _leave_by_key(session, operator_id, key)
+        earlier = uow.matches.leave_by_key(operator_id, key)
         if earlier is not None:
             return _leave_replay(earlier, body_hash)
         if start.earlier is not None:  # the key made a round, not this leave
@@ -430,11 +392,11 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         if any(s["house"] and s["player_id"] == req.player_id for s in match.seats):
             raise MatchError(Problem("player_id", "the house seat does not leave a match",
                                      "house_seat_leaves"))
-        leaves = _leaves_of(session, match)
+        leaves = uow.matches.leaves_of(match)
         if any(leave_.player_id == req.player_id for leave_ in leaves):
-            raise AlreadyLeft(req.player_id)
+            raise AlreadyLeft(req.player_id, match.id)
         rules = rules_from_dict(match.match_rules)
-        played = _played(session, match)
+        played = uow.matches.played(match)
         if played >= rules.rounds_per_match:
             raise MatchError(Problem("match_id", "the match is closed: its "
                                      f"{rules.rounds_per_match} rounds were played",
@@ -460,7 +422,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
             given = req.balances.get(player)
             if given is not None:
                 return money_text(given, precision)
-            return _last_balance(session, match, player)
+            after = uow.matches.last_balance(match, player)
+            return None if after is None else money_text(after, precision)
         stored = {
             "match_id": str(match.id), "player_id": req.player_id,
             "seat": seats.index(req.player_id), "reason": req.reason.value,
@@ -501,30 +464,15 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
                 "reason": req.reason.value, "rounds_played": played,
                 "penalty_round_id": penalty_round_id, "result": answer,
                 "idempotency_key": key, "body_hash": body_hash})
-        except IntegrityError as error:
-            if constraint_of(error) == "pk_match_leaves":
-                raise AlreadyLeft(req.player_id) from None
+        except ConstraintViolation as refused:
+            if refused.constraint == "pk_match_leaves":
+                raise AlreadyLeft(req.player_id, match.id) from None
             raise
         return Settled(201, answer, replayed=False)
 
 
-def _leave_by_key(session: Session, operator_id: str, key: str) -> MatchLeave | None:
-    return session.scalars(select(MatchLeave).where(
-        MatchLeave.operator_id == operator_id,
-        MatchLeave.idempotency_key == key)).one_or_none()
-
-
-def _leave_replay(earlier: MatchLeave, body_hash: str) -> Settled:
+def _leave_replay(earlier: MatchLeaveColumns, body_hash: str) -> Settled:
     if earlier.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
     return Settled(200, earlier.result, replayed=True)
 
-
-def _last_balance(session: Session, match: Match, player_id: str) -> str | None:
-    """Return the player's balance after its last line at the match's table, if any."""
-    after = session.scalar(
-        select(LedgerLine.balance_after).where(
-            LedgerLine.operator_id == match.operator_id, LedgerLine.table_id == match.table_id,
-            LedgerLine.account == player_id, LedgerLine.kind != "reversal")
-        .order_by(LedgerLine.id.desc()).limit(1))
-    return None if after is None else money_text(after, _precision(match))

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from app.db.models import HOUSE
 from app.domain.matches import LeaveOutcome, LeaveReason, leave, rules_from_dict
-from app.domain.settlement import money_text
+from app.domain.settlement import HOUSE, money_text
 
 PENALTY_ROUND_KIND = "penalty"
 

@@ -61,9 +61,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import HOUSE
+from app.db.unit_of_work import UnitOfWork
 from app.domain.games import Game, presets_of
 from app.domain.matches import HOUSE_GAME
-from app.services.uow import UnitOfWork
 
 CHAIN_CHECK = "links"
 T = TypeVar("T")

@@ -5,7 +5,7 @@ so bad input writes nothing; then one transaction takes the Idempotency-Key's ad
 without waiting (held: a replay when a committed round holds the key, else 409 in
 flight), then the chain's row lock, reads the chain's head and the key's earlier use (same
 body: replay 200 rebuilt from the stored round; another body: 422), and appends the round,
-its players, its ledger lines and the key (app.db.appends). Nothing is committed before the
+its players, its ledger lines and the key (app/db/appends.py). Nothing is committed before the
 round is whole, so a failure, or a worker killed mid-request, leaves no trace: PostgreSQL
 rolls the transaction back and releases its locks, and a retry can settle at once.
 
@@ -25,24 +25,29 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 import orjson
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS, KeyUse
-from app.db.driver import constraint_of
-from app.db.repositories import Cursor, Page, RoundSummary
 from app.domain.games import Game, game_of_preset, presets_of
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
 from app.json_codec import as_stored, canonical_json
 from app.services import cursors
+from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play, round_body
+from app.services.repositories import (
+    LINE_COLUMNS,
+    PLAYER_COLUMNS,
+    ROUND_COLUMNS,
+    KeyUse,
+    RoundColumns,
+    RoundSummary,
+    StoredColumns,
+)
 from app.services.signing import Signer, receipt_statement
-from app.services.uow import UnitOfWork, run_with_retry
+from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
 ROUND_KIND = "settlement"
 # Runs inside an append's transaction, after its rows: may refuse the round by raising.
@@ -76,10 +81,12 @@ class NotReversible(Exception):
 
 
 class AlreadyReversed(Exception):
-    """The round was reversed before, by ``reversal_id``."""
+    """Round ``round_id`` was reversed before, by ``reversal_id`` (None: by a reversal
+    committed while this one was being made)."""
 
-    def __init__(self, reversal_id: uuid.UUID | None) -> None:
+    def __init__(self, round_id: uuid.UUID, reversal_id: uuid.UUID | None) -> None:
         super().__init__(str(reversal_id))
+        self.round_id = round_id
         self.reversal_id = reversal_id
 
 
@@ -101,75 +108,6 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-class RoundColumns(Protocol):
-    """A round's columns, read only: a Round, a NewRound, or a plain row of the rounds
-    table."""
-
-    @property
-    def id(self) -> uuid.UUID: ...
-
-    @property
-    def operator_id(self) -> str: ...
-
-    @property
-    def table_id(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def created_at(self) -> datetime: ...
-
-    @property
-    def chain_seq(self) -> int: ...
-
-    @property
-    def prev_hash(self) -> str | None: ...
-
-    @property
-    def ruleset_name(self) -> str: ...
-
-    @property
-    def ruleset(self) -> dict[str, Any]: ...
-
-    @property
-    def ruleset_hash(self) -> str: ...
-
-    @property
-    def stake(self) -> Decimal: ...
-
-    @property
-    def request(self) -> dict[str, Any]: ...
-
-    @property
-    def result(self) -> dict[str, Any]: ...
-
-    @property
-    def idempotency_key(self) -> str | None: ...
-
-    @property
-    def body_hash(self) -> str | None: ...
-
-    @property
-    def reverses_round_id(self) -> uuid.UUID | None: ...
-
-    @property
-    def content_version(self) -> int: ...
-
-
-class StoredColumns(RoundColumns, Protocol):
-    """A round's columns with its content hash and receipt: what the API shows of it."""
-
-    @property
-    def content_hash(self) -> str: ...
-
-    @property
-    def receipt_key_id(self) -> str | None: ...
-
-    @property
-    def receipt_signature(self) -> str | None: ...
-
-
 # What a round's content hash covers: 1, the round's row (rounds stored before seats and
 # lines were covered); 2, the row, its seats and its lines. New rounds are written at 2.
 CONTENT_VERSION = 2
@@ -180,7 +118,7 @@ Row = Mapping[str, Any] | Any  # a mapping of column values, or an object with t
 class NewRound:
     """A round about to be appended: its columns, seats and lines as plain values, sealed
     by its content hash and its receipt when it is made (frozen, so nothing can change
-    after). The append writes them in one statement (app.db.appends), so no ORM object is
+    after). The append writes them in one statement (app/db/appends.py), so no ORM object is
     built for them."""
 
     id: uuid.UUID
@@ -295,7 +233,7 @@ def settle(
     *,
     operator_id: str,
     idempotency_key: str,
-    sessions: sessionmaker[Session],
+    uows: UnitOfWorkFactory,
     signer: Signer,
     check: AppendCheck | None = None,
 ) -> Settled:
@@ -310,7 +248,7 @@ def settle(
     played = play(parse_round(data))
 
     return run_with_retry(lambda: _append(played, data, operator_id, idempotency_key,
-                                          body_hash, sessions, signer, check))
+                                          body_hash, uows, signer, check))
 
 
 def reverse(
@@ -320,7 +258,7 @@ def reverse(
     *,
     operator_id: str,
     idempotency_key: str,
-    sessions: sessionmaker[Session],
+    uows: UnitOfWorkFactory,
     signer: Signer,
 ) -> Settled:
     """Void a round by appending its mirror to its chain, once per key (201, or 200 replayed).
@@ -331,7 +269,7 @@ def reverse(
     """
     body_hash = sha256({"reverses_round_id": str(round_id), "body": raw})
     return run_with_retry(lambda: _append_reversal(round_id, reason, operator_id,
-                                                   idempotency_key, body_hash, sessions,
+                                                   idempotency_key, body_hash, uows,
                                                    signer))
 
 
@@ -363,7 +301,7 @@ def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
-            body_hash: str, sessions: sessionmaker[Session], signer: Signer,
+            body_hash: str, uows: UnitOfWorkFactory, signer: Signer,
             check: AppendCheck | None = None) -> Settled:
     """Hold the key, append the round at the head of its chain and store the key, or replay.
 
@@ -374,7 +312,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
     result = round_body(played)
-    with UnitOfWork(sessions) as uow:
+    with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key)
         if start is None:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
@@ -393,31 +331,29 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             # Without a check nothing follows the rows: the append commits in its round trip.
             uow.appends.append(round_.row(), round_.players, round_.lines,
                                commit=check is None)
-        except IntegrityError as error:
-            _refused(error, round_id)
+        except ConstraintViolation as refused:
+            _refused(refused, round_id)
         if check is not None:
             check(uow, played, round_id)
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 
-def _refused(error: IntegrityError, round_id: uuid.UUID) -> NoReturn:
+def _refused(refused: ConstraintViolation, round_id: uuid.UUID) -> NoReturn:
     """Raise what an append's refusal means: a round id the operator already used, or a
-    chain head (in ``chains``) that no longer matches the chain's rounds. Anything else,
-    the key's unique constraint among them (run_with_retry runs the request again),
+    chain head (in ``chains``) that no longer matches the chain's rounds. Anything else
     is raised as it came."""
-    constraint = constraint_of(error)
-    if constraint == "pk_rounds":
+    if refused.constraint == "pk_rounds":
         raise RoundIdTaken(str(round_id)) from None
-    if constraint == "uq_rounds_operator_id_table_id_chain_seq":
-        raise ChainHeadMismatch(str(error.orig)) from None
-    raise error
+    if refused.constraint == "uq_rounds_operator_id_table_id_chain_seq":
+        raise ChainHeadMismatch(refused.detail) from None
+    raise refused
 
 
 def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: str,
-                     body_hash: str, sessions: sessionmaker[Session],
+                     body_hash: str, uows: UnitOfWorkFactory,
                      signer: Signer) -> Settled:
     """Hold the key, append the mirror of ``round_id`` to its chain and store the key."""
-    with UnitOfWork(sessions) as uow:
+    with uows() as uow:
         if not uow.appends.try_lock_key(operator_id, key):
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         original = uow.rounds.get_plain(operator_id, round_id)
@@ -435,7 +371,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         # the unique constraint on reverses_round_id stops any other writer.
         earlier = uow.rounds.reversal_of(operator_id, original.id)
         if earlier is not None:
-            raise AlreadyReversed(earlier.id)
+            raise AlreadyReversed(original.id, earlier.id)
         result = reversal_result(original.result, reverses_round_id=str(original.id),
                                  reason=reason)
         reversal = NewRound(
@@ -449,10 +385,10 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         )
         try:
             uow.appends.append(reversal.row(), reversal.players, reversal.lines, commit=True)
-        except IntegrityError as error:
-            if constraint_of(error) == "uq_rounds_operator_id_reverses_round_id":
-                raise AlreadyReversed(None) from None
-            _refused(error, reversal.id)
+        except ConstraintViolation as refused:
+            if refused.constraint == "uq_rounds_operator_id_reverses_round_id":
+                raise AlreadyReversed(original.id, None) from None
+            _refused(refused, reversal.id)
         return Settled(201, round_json(reversal, reversed_by=None), replayed=False)
 
 
@@ -526,8 +462,8 @@ def round_etag(content_hash_: str, reversed_by: uuid.UUID | None) -> str:
 
 
 def get_round(round_id: uuid.UUID, *, operator_id: str,
-              sessions: sessionmaker[Session]) -> StoredRound | None:
-    with UnitOfWork(sessions) as uow:
+              uows: UnitOfWorkFactory) -> StoredRound | None:
+    with uows() as uow:
         round_ = uow.rounds.get(round_id, operator_id)
         if round_ is None:
             return None
@@ -539,7 +475,7 @@ def get_round(round_id: uuid.UUID, *, operator_id: str,
 ROUNDS_LIST = "rounds"
 
 
-def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: str | None,
+def list_rounds(*, operator_id: str, uows: UnitOfWorkFactory, table_id: str | None,
                 player_id: str | None, created_from: datetime | None,
                 created_to: datetime | None, limit: int, cursor: str | None,
                 preset: str | None = None, kind: str | None = None,
@@ -553,7 +489,7 @@ def list_rounds(*, operator_id: str, sessions: sessionmaker[Session], table_id: 
                "from": None if created_from is None else created_from.isoformat(),
                "to": None if created_to is None else created_to.isoformat()}
     after = None if cursor is None else Cursor.at(cursors.decode(cursor, ROUNDS_LIST, filters))
-    with UnitOfWork(sessions) as uow:
+    with uows() as uow:
         page: Page[RoundSummary] = uow.rounds.list(
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
             created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,

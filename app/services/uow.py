@@ -1,4 +1,11 @@
-"""The unit of work: one session, one transaction, committed only when the block succeeds."""
+"""The unit of work the services use, and when to run one again.
+
+A service opens a unit of work from the factory it is given (``with uows() as uow:``):
+everything done through its repositories inside the block is one transaction, committed
+only when the block succeeds. app/db/unit_of_work.py implements it on PostgreSQL; the tests
+also in memory. The implementation tells the service about the failures worth another run
+with this module's exceptions, so the retry policy here needs no database driver.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +13,20 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from datetime import datetime
 from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, Protocol, Self, TypeVar
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.db.appends import KEY_CONSTRAINT, AppendRepository
-from app.db.driver import constraint_of
-from app.db.repositories import LedgerRepository, RoundRepository
+from app.services.repositories import (
+    AppendRepository,
+    CheckpointRepository,
+    KeyCheck,
+    KeyRepository,
+    LedgerRepository,
+    MatchRepository,
+    RoundRepository,
+    SignOutRepository,
+)
 
 log = logging.getLogger(__name__)
 
@@ -22,73 +34,77 @@ T = TypeVar("T")
 
 IsolationLevel = Literal["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"]
 
-# SQLSTATEs after which running the whole transaction again can succeed.
-RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+class RetryableConflict(Exception):
+    """The transaction collided with another (a serialization failure, a deadlock, or a
+    second round under one Idempotency-Key) and was rolled back: running it again can
+    succeed."""
 
 
-class UnitOfWork:
-    """Open a session on enter; commit on a clean exit, roll back on an exception.
+class ConnectionLost(Exception):
+    """The database connection broke during the transaction; a fresh one may work."""
 
-    Use as ``with UnitOfWork(sessions) as uow: uow.rounds.add(...)``. The repositories
-    share the one session, so everything done inside the block is one transaction.
-    ``commit()`` inside the block ends a transaction early; work after it starts a new one.
+
+class ConstraintViolation(Exception):
+    """The database refused a write by the constraint ``constraint``; ``detail`` is what
+    it said."""
+
+    def __init__(self, constraint: str | None, detail: str) -> None:
+        super().__init__(detail)
+        self.constraint = constraint
+        self.detail = detail
+
+
+class UnitOfWork(Protocol):
+    """One transaction and the repositories that work in it.
+
+    On a clean exit from the ``with`` block it commits, on an exception it rolls back.
     """
 
-    session: Session
-    rounds: RoundRepository
-    appends: AppendRepository
-    ledger: LedgerRepository
+    @property
+    def rounds(self) -> RoundRepository: ...
 
-    def __init__(
-        self, sessions: sessionmaker[Session], *, isolation_level: IsolationLevel | None = None
-    ) -> None:
-        self._sessions = sessions
-        self._isolation_level = isolation_level
+    @property
+    def appends(self) -> AppendRepository: ...
 
-    def __enter__(self) -> Self:
-        self.session = self._sessions()
-        if self._isolation_level is not None:
-            self.session.connection(execution_options={"isolation_level": self._isolation_level})
-        self.rounds = RoundRepository(self.session)
-        self.appends = AppendRepository(self.session)
-        self.ledger = LedgerRepository(self.session)
-        return self
+    @property
+    def ledger(self) -> LedgerRepository: ...
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            if exc_type is None:
-                self.session.commit()
-            else:
-                self.session.rollback()
-        finally:
-            self.session.close()
+    @property
+    def matches(self) -> MatchRepository: ...
 
-    def commit(self) -> None:
-        """Commit what was done so far; later work runs in a new transaction."""
-        self.session.commit()
-        if self._isolation_level is not None:
-            self.session.connection(execution_options={"isolation_level": self._isolation_level})
+    @property
+    def checkpoints(self) -> CheckpointRepository: ...
 
-    def rollback(self) -> None:
-        """Discard what was done since the last commit."""
-        self.session.rollback()
+    @property
+    def keys(self) -> KeyRepository: ...
+
+    @property
+    def sign_outs(self) -> SignOutRepository: ...
+
+    def now(self) -> datetime:
+        """Return the database's clock (the time stored rows are given)."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
 
 
-def is_retryable(error: BaseException) -> bool:
-    """Tell whether ``error`` is worth running the transaction again for: a serialization
-    failure, a deadlock, or a second round refused by the Idempotency-Key's unique
-    constraint. The key's lock and its read (app.db.appends.AppendStart) leave no way to
-    it; should one be found, running again finds the first round and replays it."""
-    if not isinstance(error, DBAPIError):
-        return False
-    if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
-        return True
-    return isinstance(error, IntegrityError) and constraint_of(error) == KEY_CONSTRAINT
+class UnitOfWorkFactory(Protocol):
+    """Opens units of work; what a service is given instead of a database."""
+
+    def __call__(self, *, isolation_level: IsolationLevel | None = None,
+                 read_only: bool = False) -> UnitOfWork:
+        """Return a unit of work; ``isolation_level`` None is the database's default,
+        ``read_only`` refuses every write."""
+        ...
+
+    def read_key(self, key_id: str) -> KeyCheck | None:
+        """Read what authenticates API key ``key_id``, outside any unit of work (every
+        request does it, so it is one read and nothing more), or None."""
+        ...
 
 
 def run_with_retry(
@@ -98,14 +114,13 @@ def run_with_retry(
     base_delay_s: float = 0.02,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Run ``block`` (which opens its own unit of work) again after a retryable failure.
+    """Run ``block`` (which opens its own unit of work) again after a RetryableConflict.
 
     Waits grow exponentially with jitter so two transactions that collided do not collide
-    again in step. After ``attempts`` tries the last error propagates. A pooled connection
-    the server had dropped (``connection_invalidated``: SQLAlchemy has then discarded the
-    pool's connections of its age) earns one more immediate try on a fresh connection, so
-    ``block`` must be safe to run twice: a settle is, by its Idempotency-Key, even if the
-    connection died after its commit (the second run replays it).
+    again in step. After ``attempts`` tries the last error propagates. A lost connection
+    earns one more immediate try on a fresh connection, so ``block`` must be safe to run
+    twice: a settle is, by its Idempotency-Key, even if the connection died after its
+    commit (the second run replays it).
     """
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
@@ -114,14 +129,15 @@ def run_with_retry(
     while True:
         try:
             return block()
-        except DBAPIError as error:
-            if error.connection_invalidated and not reconnected:
-                reconnected = True
-                log.info("retrying on a fresh connection after %s", error.orig)
-                continue
-            if attempt >= attempts or not is_retryable(error):
+        except ConnectionLost as error:
+            if reconnected:
+                raise
+            reconnected = True
+            log.info("retrying on a fresh connection after %s", error)
+        except RetryableConflict as error:
+            if attempt >= attempts:
                 raise
             delay = base_delay_s * 2 ** (attempt - 1) * (1 + random.random())
-            log.info("retrying after %s (attempt %d of %d)", error.orig, attempt, attempts)
+            log.info("retrying after %s (attempt %d of %d)", error, attempt, attempts)
             sleep(delay)
             attempt += 1

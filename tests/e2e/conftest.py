@@ -173,6 +173,7 @@ def own_ledger(make_app: Callable[..., Any], make_database: Callable[[], str],
     from sqlalchemy.pool import NullPool
 
     from app.db.schema import upgrade
+    from app.db.unit_of_work import SqlUnitOfWorkFactory
     from app.services.keys import create_key
 
     def build(**overrides: Any) -> OwnLedger:
@@ -185,7 +186,8 @@ def own_ledger(make_app: Callable[..., Any], make_database: Callable[[], str],
         owner_engine = create_engine(owner, poolclass=NullPool)
         try:
             client.environ_base["HTTP_AUTHORIZATION"] = "Bearer " + create_key(
-                sessionmaker(owner_engine), "default", ("admin",), name="own ledger").token
+                SqlUnitOfWorkFactory(sessionmaker(owner_engine)), "default", ("admin",),
+                name="own ledger").token
         finally:
             owner_engine.dispose()
         return OwnLedger(app, client, owner, runtime)

@@ -95,10 +95,10 @@ def api_module(app: Flask) -> Any:
 
 
 @pytest.fixture(scope="module")
-def tokens(make_key: Any, owner_sessions: Any) -> dict[str, str | None]:
+def tokens(make_key: Any, owner_uows: Any) -> dict[str, str | None]:
     """Return a token for every case of the matrix (None: send no key)."""
     revoked = make_key("admin")
-    revoke_key(owner_sessions, parse_token(revoked)[0])
+    revoke_key(owner_uows, parse_token(revoked)[0])
     found: dict[str, str | None] = {
         "no key": None,
         "bad key": new_token()[2],  # well formed, never stored
@@ -236,11 +236,11 @@ def test_the_contract_declares_each_operations_security_as_the_table_does():
             assert {"401", "403"} <= set(operation["responses"]), route
 
 
-def test_revoking_a_key_refuses_its_very_next_request(api, make_key, owner_sessions):
+def test_revoking_a_key_refuses_its_very_next_request(api, make_key, owner_uows):
     token = make_key("rounds:read")
     caller = api.with_key(token)
     assert caller.get("/v1/rounds?limit=1").status_code == 200
-    revoke_key(owner_sessions, parse_token(token)[0])
+    revoke_key(owner_uows, parse_token(token)[0])
     refused = caller.get("/v1/rounds?limit=1")
     assert refused.status_code == 401
     assert refused.get_json()["errors"][0]["code"] == "revoked_token"
@@ -318,10 +318,10 @@ def test_one_idempotency_key_settles_once_per_operator(api, make_key):
     assert first.get_json()["round_id"] != second.get_json()["round_id"]
 
 
-def test_key_material_never_reaches_the_logs(app, api, owner_sessions, caplog):
+def test_key_material_never_reaches_the_logs(app, api, owner_uows, caplog):
     for name in (None, "app", "sqlalchemy.engine"):
         caplog.set_level(logging.DEBUG, logger=name)
-    created = create_key(owner_sessions, OTHER_OPERATOR, ["rounds:read"], name="log check")
+    created = create_key(owner_uows, OTHER_OPERATOR, ["rounds:read"], name="log check")
     runner = app.test_cli_runner()
     printed = runner.invoke(args=["keys", "create", "--operator", OTHER_OPERATOR,
                                   "--scope", "rounds:write"])
@@ -332,7 +332,7 @@ def test_key_material_never_reaches_the_logs(app, api, owner_sessions, caplog):
         caller.get("/v1/rounds?limit=1")
         caller.post("/v1/eligibility", json={"ruleset": "bonus3", "stake": "1",
                                              "balance": "100"})
-    revoke_key(owner_sessions, created.info.id)
+    revoke_key(owner_uows, created.info.id)
     api.with_key(created.token).get("/v1/rounds?limit=1")
     runner.invoke(args=["keys", "list", "--operator", OTHER_OPERATOR])
     assert caplog.records, "nothing was logged, so the check would prove nothing"
@@ -417,12 +417,12 @@ def test_flask_app_command_line_manages_keys_as_the_owner_only(settings):
     assert f"revoked API key {key_id}" in revoked.stdout
 
 
-def test_the_service_says_how_to_get_a_key_until_one_exists(database_url, make_key, owner_sessions):
+def test_the_service_says_how_to_get_a_key_until_one_exists(database_url, make_key, owner_uows):
     operator = f"fresh-{uuid.uuid4().hex[:8]}"
     notice = missing_key_notice(database_url, operator)
     assert notice is not None
     assert f".venv/bin/flask --app app keys create --operator {operator} --scope admin" in notice
     token = make_key("admin", operator_id=operator)
     assert missing_key_notice(database_url, operator) is None
-    revoke_key(owner_sessions, parse_token(token)[0])
+    revoke_key(owner_uows, parse_token(token)[0])
     assert missing_key_notice(database_url, operator) is not None

@@ -15,7 +15,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from app.config import runtime_role_from_env
-from app.db.appends import LINE_COLUMNS, LINE_COPIES, PLAYER_COLUMNS, ROUND_COLUMNS, SEAT_COPIES
+from app.services.repositories import (
+    LINE_COLUMNS,
+    LINE_COPIES,
+    PLAYER_COLUMNS,
+    ROUND_COLUMNS,
+    SEAT_COPIES,
+)
 
 INSUFFICIENT_PRIVILEGE = "42501"
 FUNCTIONS = ("ledger_take(text,text,text,text)", "ledger_append(jsonb,jsonb,jsonb)")

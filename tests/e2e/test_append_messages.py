@@ -25,7 +25,7 @@ from sqlalchemy import Engine, event, text
 
 from app.db import get_database
 from app.db.appends import AppendRepository
-from app.services.uow import UnitOfWork
+from app.db.unit_of_work import UnitOfWork
 from tests.worked_examples import EX_000, EX_004, round_request
 
 

@@ -198,12 +198,12 @@ def test_an_expired_session_goes_back_to_sign_in(app, admin_key):
     assert "Your session has expired" in text(again)
 
 
-def test_a_revoked_key_ends_its_console_sessions_at_once(app, make_key, owner_sessions):
+def test_a_revoked_key_ends_its_console_sessions_at_once(app, make_key, owner_uows):
     token = make_key("admin")
     client = browser(app)
     sign_in(client, token)
     assert client.get("/console/tables").status_code == 200
-    revoke_key(owner_sessions, parse_token(token)[0])
+    revoke_key(owner_uows, parse_token(token)[0])
     assert client.get("/console/tables").status_code == 302
 
 

@@ -83,13 +83,13 @@ INSIDER_WRITES = {"add-lines": ADD_LINES, "add-seat": ADD_SEAT, "add-round": ADD
 
 @pytest.mark.parametrize("statement", list(INSIDER_WRITES.values()), ids=list(INSIDER_WRITES))
 def test_the_service_login_cannot_write_money_rows_or_keys_outside_the_append(
-        auditor, api, engine, make_key, owner_sessions, count_rows, statement):
+        auditor, api, engine, make_key, owner_uows, count_rows, statement):
     from app.services.keys import parse_token, revoke_key
 
     body = _settle(auditor, _table())
     token = make_key("rounds:read", operator_id=body["operator_id"])
     key_id = parse_token(token)[0]
-    revoke_key(owner_sessions, key_id)
+    revoke_key(owner_uows, key_id)
     before = count_rows()
     with engine.begin() as connection, pytest.raises(DBAPIError) as caught:
         connection.execute(text(statement), {"round_id": body["round_id"], "key_id": key_id,

@@ -78,9 +78,9 @@ def test_a_key_over_its_settle_rate_gets_429_writes_nothing_and_others_go_on(
     assert _settle(theirs, _table()).status_code == 201
 
 
-def test_a_keys_own_advisor_rate_holds_while_its_dry_runs_pass(make_api, owner_sessions):
+def test_a_keys_own_advisor_rate_holds_while_its_dry_runs_pass(make_api, owner_uows):
     api = make_api()
-    token = create_key(owner_sessions, _operator(), ["rounds:write"],
+    token = create_key(owner_uows, _operator(), ["rounds:write"],
                        rate_limits={"advisor": "1/minute"}).token
     mine = api.with_key(token)
     assert _arrange(mine, "best").status_code == 200
@@ -88,13 +88,13 @@ def test_a_keys_own_advisor_rate_holds_while_its_dry_runs_pass(make_api, owner_s
     assert _arrange(mine, "keep_back").status_code == 200
 
 
-def test_a_key_made_with_an_unknown_class_or_a_bad_rate_is_refused(owner_sessions):
+def test_a_key_made_with_an_unknown_class_or_a_bad_rate_is_refused(owner_uows):
     from app.services.keys import KeyRequestError
 
     for given in ({"rate_limits": {"payouts": "1/second"}}, {"rate_limits": {"settle": "lots"}},
                   {"concurrency_limits": {"audit": 0}}):
         with pytest.raises(KeyRequestError):
-            create_key(owner_sessions, _operator(), ["rounds:read"], **given)
+            create_key(owner_uows, _operator(), ["rounds:read"], **given)
 
 
 def test_requests_at_once_over_the_keys_limit_get_429(make_api, make_key):

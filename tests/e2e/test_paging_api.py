@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from app.db.unit_of_work import UnitOfWork
 from app.services import cursors
-from app.services.uow import UnitOfWork
 from tests.integration.ledger_rows import make_round
 from tests.worked_examples import EX_000, round_request
 

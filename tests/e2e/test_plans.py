@@ -93,7 +93,7 @@ FROM generate_series(1, 40000) AS g
 
 
 def test_a_player_page_reads_each_table_by_its_index_before_the_first_analyze(make_database):
-    from app.services.ledger import PLAYER_PAGE
+    from app.db.ledger import PLAYER_PAGE
 
     owner = make_database()
     upgrade(owner)

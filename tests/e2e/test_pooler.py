@@ -32,7 +32,7 @@ from sqlalchemy import make_url
 
 from app.config import Settings, libpq_url
 from app.db import get_database
-from app.services.uow import UnitOfWork
+from app.db.unit_of_work import UnitOfWork
 from tests.e2e.conftest import ContractClient
 from tests.e2e.test_operator_keys import (  # noqa: F401  (collected here, on the pooler)
     test_a_reversal_voids_the_asking_operators_round_alone,

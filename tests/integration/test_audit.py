@@ -24,10 +24,10 @@ from app.api.schemas import RoundRequestSchema
 from app.config import Settings
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Round
+from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.domain.cards import DECK
 from app.services import audit, rounds
 from app.services.signing import Signer
-from app.services.uow import UnitOfWork
 from tests.worked_examples import EX_000, EX_004, round_request
 
 # Receipts are signed at append; these tests verify chains, not signatures.
@@ -37,20 +37,21 @@ def _settle(sessions: sessionmaker[Session], operator: str, table: str,
             case: dict[str, Any] = EX_004) -> dict[str, Any]:
     raw = round_request(case, table)
     return rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                         idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                         idempotency_key=uuid.uuid4().hex, uows=SqlUnitOfWorkFactory(sessions),
                             signer=SIGNER).body
 
 
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> dict[str, Any]:
     raw = {"reason": "wrong table"}
     return rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                          idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                          idempotency_key=uuid.uuid4().hex, uows=SqlUnitOfWorkFactory(sessions),
                             signer=SIGNER).body
 
 
 def _verify(sessions: sessionmaker[Session], operator: str, **kwargs: Any) -> audit.Verification:
     now = datetime.now(UTC)
-    return audit.verify(sessions, operator_id=operator, created_from=now - timedelta(hours=1),
+    return audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=operator,
+                        created_from=now - timedelta(hours=1),
                         created_to=now + timedelta(hours=1), **kwargs)
 
 
@@ -170,7 +171,7 @@ def test_a_new_round_is_every_column_of_the_rounds_table_and_is_stored_as_made(s
                                                                                engine):
     from dataclasses import FrozenInstanceError, fields
 
-    from app.db.appends import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
+    from app.services.repositories import LINE_COLUMNS, PLAYER_COLUMNS, ROUND_COLUMNS
 
     assert sorted(f.name for f in fields(rounds.NewRound) if not f.name.startswith("_")
                   and f.name not in ("players", "lines")) == sorted(ROUND_COLUMNS)
@@ -346,4 +347,5 @@ def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, ow
 def test_verify_refuses_an_empty_period(sessions):
     now = datetime.now(UTC)
     with pytest.raises(ValueError, match="empty"):
-        audit.verify(sessions, operator_id="x", created_from=now, created_to=now)
+        audit.verify(SqlUnitOfWorkFactory(sessions), operator_id="x", created_from=now,
+                     created_to=now)

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
+from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services import audit, rounds
 from app.services.reconcile import reconcile
 from app.services.signing import Signer
@@ -24,7 +25,7 @@ SIGNER = Signer(Ed25519PrivateKey.generate())
 
 def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any]) -> dict[str, Any]:
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                            idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            idempotency_key=uuid.uuid4().hex, uows=SqlUnitOfWorkFactory(sessions),
                             signer=SIGNER)
     assert settled.status == 201
     return settled.body
@@ -49,13 +50,13 @@ def test_banker_rounds_verify_clean_and_an_edited_21_card_is_named(
     operator, table = fresh_id("op"), fresh_id("t")
     first = _settle(sessions, operator, banker_request(QIANG21_EXAMPLE, table))
     second = _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, table))
-    clean = audit.verify(sessions, operator_id=operator, **_period())
+    clean = audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=operator, **_period())
     assert clean.ok, clean.to_json()
     assert clean.rounds == 2
     # P2's 9♣ 8♠ (17, a push) becomes 9♣ 2♠ (11): the stored result no longer follows.
     _tamper(owner_engine, "UPDATE rounds SET request = jsonb_set(request, '{players,2,cards,1}', "
             "'\"2s\"') WHERE id = :r", r=first["round_id"])
-    found = audit.verify(sessions, operator_id=operator, **_period())
+    found = audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=operator, **_period())
     named = {(d.round_id, d.what) for d in found.differences}
     assert (first["round_id"], "result") in named
     assert (first["round_id"], "content_hash") in named
@@ -115,7 +116,7 @@ def test_money_by_game_from_one_game_tables_equals_every_round_joined_with_its_l
         p["player_id"]: f"{p['player_id']}-2" for p in EX_004["players"]}))
     reversal = rounds.reverse(uuid.UUID(voided["round_id"]), "dealt twice", {"reason": "x"},
                               operator_id=operator, idempotency_key=uuid.uuid4().hex,
-                              sessions=sessions, signer=SIGNER)
+                              uows=SqlUnitOfWorkFactory(sessions), signer=SIGNER)
     assert reversal.status == 201
     _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, mixed))
     _settle(sessions, operator, round_request(EX_004, mixed))

@@ -11,7 +11,7 @@ from ledger_rows import fresh_id, make_round
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from app.services.uow import UnitOfWork
+from app.db.unit_of_work import UnitOfWork
 
 PROHIBITED = "2F003"  # prohibited_sql_statement_attempted, raised by the trigger
 

@@ -359,7 +359,7 @@ def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_down
     from ledger_rows import make_round
 
     from app.db.engine import make_sessionmaker
-    from app.services.uow import UnitOfWork
+    from app.db.unit_of_work import UnitOfWork
 
     url = make_database()
     upgrade(url)

@@ -30,9 +30,9 @@ from app.config import normalize_database_url, runtime_role_from_env
 from app.db import get_database
 from app.db.roles import RuntimeRoleError, check_runtime_role, runtime_powers
 from app.db.schema import current_revisions, head_revisions, upgrade
+from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.services import rounds
 from app.services.signing import Signer
-from app.services.uow import UnitOfWork
 from tests.worked_examples import EX_004, round_request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_the_runtime_role_still_appends_through_the_functions_and_reads(sessions
     before = count_rows()
     raw = round_request(EX_004, fresh_id("append"))
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id="default",
-                            idempotency_key=fresh_id("key"), sessions=sessions,
+                            idempotency_key=fresh_id("key"), uows=SqlUnitOfWorkFactory(sessions),
                             signer=Signer(Ed25519PrivateKey.generate()))
     with UnitOfWork(sessions) as uow:
         assert uow.rounds.get(uuid.UUID(settled.body["round_id"]), "default") is not None

@@ -46,6 +46,7 @@ from app.db import get_database
 from app.db.appends import key_lock_name
 from app.db.roles import ensure_login
 from app.db.schema import upgrade
+from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services.keys import create_key
 from app.services.rounds import settle
 from app.services.signing import Signer
@@ -96,8 +97,8 @@ def fault_db(signing_key_file: Path) -> Iterator[FaultDb]:
         install_faults(server.url(DATABASE))
         engine = create_engine(url, poolclass=NullPool)
         try:
-            token = create_key(sessionmaker(engine), OPERATOR, ["rounds:write", "rounds:read"],
-                               name="fault tests").token
+            token = create_key(SqlUnitOfWorkFactory(sessionmaker(engine)), OPERATOR,
+                               ["rounds:write", "rounds:read"], name="fault tests").token
         finally:
             engine.dispose()
         # The fault trigger runs as its owner (SECURITY DEFINER), so the runtime login the
@@ -781,7 +782,7 @@ def test_connections_dropped_under_load_are_replaced_and_the_settle_retried(
         assert db.server.terminate(DATABASE, SERVICE_PREFIX) >= 2
         raw, key = _round(table), uuid.uuid4().hex
         settled = settle(RoundRequestSchema().load(raw), raw, operator_id=OPERATOR,
-                         idempotency_key=key, sessions=get_database(app).sessions,
+                         idempotency_key=key, uows=get_database(app).uows,
                          signer=Signer(Ed25519PrivateKey.generate()))
         assert settled.status == 201
         assert _rounds_for_key(db, key) == [settled.body["round_id"]]

@@ -26,11 +26,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
 from app.db.engine import make_sessionmaker
+from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.services import reconcile as reconcile_module
 from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
 from app.services.signing import Signer
-from app.services.uow import UnitOfWork
 from tests.integration.ledger_rows import fresh_id, make_round
 from tests.worked_examples import EX_004, round_request
 
@@ -54,7 +54,7 @@ def _request(table_id: str, names: dict[str, str] | None = None,
 
 def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any]) -> dict[str, Any]:
     settled = rounds.settle(RoundRequestSchema().load(raw), raw, operator_id=operator,
-                            idempotency_key=uuid.uuid4().hex, sessions=sessions,
+                            idempotency_key=uuid.uuid4().hex, uows=SqlUnitOfWorkFactory(sessions),
                             signer=SIGNER)
     assert settled.status == 201
     return settled.body
@@ -63,8 +63,8 @@ def _settle(sessions: sessionmaker[Session], operator: str, raw: dict[str, Any])
 def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> None:
     raw = {"reason": "dealt from a short deck"}
     reversed_ = rounds.reverse(uuid.UUID(round_id), raw["reason"], raw, operator_id=operator,
-                               idempotency_key=uuid.uuid4().hex, sessions=sessions,
-                            signer=SIGNER)
+                               idempotency_key=uuid.uuid4().hex,
+                               uows=SqlUnitOfWorkFactory(sessions), signer=SIGNER)
     assert reversed_.status == 201
 
 

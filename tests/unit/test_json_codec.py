@@ -260,7 +260,8 @@ def _new_round(ruleset: dict[str, Any], request: dict[str, Any]) -> Any:
     ({"precision": 2, "big": 2 ** 70}, {"stake": "200"}),  # the round's text: stdlib's
 ])
 def test_a_new_rounds_hash_and_row_hold_its_fragments_as_their_values(ruleset, request_) -> None:
-    from app.db.appends import ROUND_COLUMNS, _json_of
+    from app.db.appends import _json_of
+    from app.services.repositories import ROUND_COLUMNS
     from app.services.rounds import content_hash, round_content
 
     made = _new_round(ruleset, request_)
