@@ -16,52 +16,30 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import orjson
 from psycopg.pq import TransactionStatus
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.driver import driver_of, send
+from app.db.driver import driver_of, refusal, send
 from app.db.engine import TRANSACTION_SETUP
-from app.db.models import LedgerLine, Round, RoundPlayer
 from app.json_codec import fragment_value
+from app.services.repositories import (
+    LINE_COLUMNS,
+    PLAYER_COLUMNS,
+    ROUND_COLUMNS,
+    AppendStart,
+    KeyUse,
+)
 
 
 def key_lock_name(operator_id: str, key: str) -> str:
     """Return the advisory lock name of an Idempotency-Key (operator ids hold no separator)."""
     return f"{operator_id}\x1fkey\x1f{key}"
-
-
-@dataclass(frozen=True, slots=True)
-class KeyUse:
-    """What an ``Idempotency-Key`` was used for: the body's hash and the round it made.
-
-    A key is stored on the round it made (``rounds.idempotency_key``, unique per operator),
-    in the round's own transaction, so there is no key without its round.
-    """
-
-    body_hash: str
-    round_id: uuid.UUID
-
-
-@dataclass(frozen=True, slots=True)
-class AppendStart:
-    """An append's locks are held: where the round goes, when, and the key's earlier use.
-
-    ``earlier`` is the key's committed use, read by a statement that starts after the
-    key's lock is held (ledger_take locks the key in a statement of its own first): under
-    READ COMMITTED its snapshot holds every round the key's earlier holder committed,
-    which PostgreSQL makes visible before it releases the lock.
-    """
-
-    seq: int
-    prev_hash: str | None
-    created_at: datetime
-    earlier: KeyUse | None
 
 
 # The take and the append are functions of the schema (migration 0014_append_functions):
@@ -88,21 +66,13 @@ _TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s,
 # COMMITTED its snapshot sees every round committed until then.
 _KEY_USE = ("SELECT body_hash, id FROM rounds "
             "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
-# The unique constraint that stops a second round with one key, whatever the locks did.
-KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
 _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
-# The JSON keys of the rows ledger_append inserts. txid is the database's (the inserting
-# transaction), a line's id its identity; a seat's and a line's copies of their round's
-# columns are the round's, which ledger_append writes itself (migration 0019), so no row
-# can be written for another round than the one appended with it.
-SEAT_COPIES = ("table_id", "chain_seq")
-LINE_COPIES = ("operator_id", "table_id", "created_at")
-ROUND_COLUMNS = tuple(c.key for c in Round.__table__.columns if c.key != "txid")
-PLAYER_COLUMNS = tuple(c.key for c in RoundPlayer.__table__.columns
-                       if c.key not in (*SEAT_COPIES, "operator_id", "round_id"))
-LINE_COLUMNS = tuple(c.key for c in LedgerLine.__table__.columns
-                     if c.key not in (*LINE_COPIES, "id", "txid", "round_id"))
+# The JSON keys of the rows ledger_append inserts are the content's columns
+# (app.services.repositories: ROUND_COLUMNS, PLAYER_COLUMNS, LINE_COLUMNS); a seat's and a
+# line's copies of their round's columns are the round's, which ledger_append writes
+# itself (migration 0019), so no row can be written for another round than the one
+# appended with it.
 
 
 class AppendRepository:
@@ -143,8 +113,8 @@ class AppendRepository:
         chain's head; with ``commit``, COMMIT in the same message (the unit of work's own
         commit then finds nothing left to do).
 
-        Refusals (a taken round id, a second reversal, a key used twice) raise
-        IntegrityError, and the transaction is left to be rolled back.
+        Refusals (a taken round id, a second reversal) raise ConstraintViolation, a key
+        used twice RetryableConflict; the transaction is left to be rolled back.
         """
         params = {"round": _json_of({name: round_[name] for name in ROUND_COLUMNS}),
                   "players": _json_of([{name: p[name] for name in PLAYER_COLUMNS}
@@ -192,7 +162,11 @@ class AppendRepository:
         if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
             setup = connection.get_execution_options().get(TRANSACTION_SETUP)
             sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
-        return send(connection, sql, params, rows=rows)
+        try:
+            return send(connection, sql, params, rows=rows)
+        except IntegrityError as error:
+            # A refusal the service answers (or runs again for) inside its unit of work.
+            raise refusal(error) from error
 
 
 def _json_of(value: Any) -> str:
