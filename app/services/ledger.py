@@ -22,7 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.repositories import MAX_PAGE, LedgerEntry, LineCursor, commit_horizon
-from app.domain.settlement import LineKind, money_text
+from app.domain.settlement import LineKind, money, money_text
 from app.services import cursors
 from app.services.uow import UnitOfWork
 
@@ -94,11 +94,6 @@ def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _optional(text: str | None) -> Decimal | None:
     return None if text is None else Decimal(text)
-
-
-def money(value: Decimal) -> str:
-    """Write an amount as plain digits, never in exponent form."""
-    return format(value, "f")
 
 
 # A page of a player's lines by index first (ix_ledger_lines_operator_id_account_txid_id,
