@@ -1,21 +1,12 @@
 """Reconciliation (settlement.md §6-7): period totals per operator and table, and discrepancies.
 
 A report covers the rounds created in ``[from, to)``, read from one snapshot of the ledger
-so that its figures agree with each other. For each table it gives the money of the
-period's lines (``MoneyTotals``) and three checks:
-
-- the zero-sum check lists each round whose lines do not sum to zero;
-- the balance chain follows each player at a table in chain order and lists every break:
-  a line whose balance before differs from the previous line's balance after. A reversal
-  is not a played round and has no wallet snapshot of its own: the balance expected
-  after it is the previous played line's balance after plus the reversal's amount;
-- the hash chain check follows each table's rounds in ``chain_seq`` order: no gap, and
-  each ``prev_hash`` the content hash of the round before (looked up outside the period
-  when needed). It checks links only; re-hashing and re-scoring is verify's job.
-
-``games`` breaks the same money down by operator and game; summed over games it equals
-the tables' figures. Breaks are found between rounds that both lie in the period:
-reconcile overlapping or whole periods to see one across a period boundary.
+so that its figures agree. Each table gets its money (``MoneyTotals``) and three checks:
+the rounds whose lines do not sum to zero; the breaks in each player's balance chain (a
+reversal has no wallet snapshot: it moves the expected balance by its amount); and the
+links of the table's hash chain (re-hashing and re-scoring is verify's job). The money is
+also broken down by operator and game. Breaks are found between rounds that both lie in
+the period: reconcile overlapping or whole periods to see one across a boundary.
 """
 
 from __future__ import annotations
