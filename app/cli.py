@@ -28,11 +28,13 @@ from sqlalchemy.exc import DBAPIError
 from app.db import citus as citus_layout
 from app.db import get_database, maintenance
 from app.db.engine import database_urls, make_engine, make_sessionmaker
+from app.db.reconcile_reader import LedgerReader
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services import checkpoints as checkpoint_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
+from app.services.reconcile_csv import report_csv
 from app.text import IDENTIFIER_RULE, is_identifier
 
 INSUFFICIENT_PRIVILEGE = "42501"
@@ -236,20 +238,20 @@ def reconcile_command(from_: str, to: str, out: Path, table_id: str | None,
             raise click.BadParameter(f"{value!r} is not an id: {IDENTIFIER_RULE}",
                                      param_hint=hint)
     _writable_folder(out)
-    sessions = get_database().sessions
-    unknown = reconcile_service.unknown_scope(sessions, operator_id=operator_id,
+    ledger = LedgerReader(get_database().sessions)
+    unknown = reconcile_service.unknown_scope(ledger, operator_id=operator_id,
                                               table_id=table_id)
     if unknown is not None:
         raise click.UsageError(f"{unknown}: check the id (nothing was written)")
     # Off-line and possibly over a long period: no statement timeout.
-    report = reconcile_service.reconcile(sessions, created_from=start, created_to=end,
+    report = reconcile_service.reconcile(ledger, created_from=start, created_to=end,
                                          operator_id=operator_id, table_id=table_id,
                                          statement_timeout_ms=0)
     try:
         (out / "reconciliation.json").write_text(
             json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
             encoding="utf-8")
-        (out / "reconciliation.csv").write_text(report.to_csv(), encoding="utf-8", newline="")
+        (out / "reconciliation.csv").write_text(report_csv(report), encoding="utf-8", newline="")
     except OSError as error:
         raise click.ClickException(f"cannot write the reports to {out}: {error}") from None
     click.echo(f"reconciled {len(report.tables)} table(s) from {_moment(start)} to "

@@ -62,6 +62,7 @@ from app.config import libpq_url, normalize_database_url
 from app.db.engine import make_sessionmaker
 from app.db.maintenance import reindex_ledger
 from app.db.models import Round
+from app.db.reconcile_reader import LedgerReader
 from app.db.schema import upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.domain.cards import DECK, format_cards
@@ -75,7 +76,7 @@ from app.services.rounds import canonical_json, stored_input
 from app.services.signing import PublicKeys, PublishedKey, Signer
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
-# What app.services.reconcile sets for its transaction, so its parts time alike here.
+# What app.db.reconcile_connections sets for a report, so its parts time alike here.
 RECONCILE_SETTINGS = ("SET work_mem = '256MB'", "SET random_page_cost = 1.1", "SET jit = off")
 OPERATOR = "bench-op"
 PRESETS = ("classic4", "dagiang4", "swap3")
@@ -475,22 +476,24 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random,
     for attempt in (1, 2):
         with Statements(pooled) as reconciled:
             t = time.perf_counter()
-            report = reconcile(sessions, created_from=loaded.first, created_to=loaded.end)
+            report = reconcile(LedgerReader(sessions), created_from=loaded.first,
+                               created_to=loaded.end)
             seconds = time.perf_counter() - t
         print(f"reconciliation of the whole period (run {attempt}): {seconds:.2f} s, "
               f"{len(report.tables)} tables, {sum(r.rounds for r in report.tables):,} rounds, "
-              f"{sum(r.lines for r in report.tables):,} lines, "
+              f"{sum(r.money.lines for r in report.tables):,} lines, "
               f"{report.discrepancies} discrepancies ({load_average()})")
     # The same report with no connection to spare: the parts one after the other.
     single = create_engine(url, pool_size=1, max_overflow=0)
     t = time.perf_counter()
-    reconcile(make_sessionmaker(single), created_from=loaded.first, created_to=loaded.end)
+    reconcile(LedgerReader(make_sessionmaker(single)), created_from=loaded.first,
+              created_to=loaded.end)
     print(f"reconciliation of the whole period on one connection: "
           f"{time.perf_counter() - t:.2f} s ({load_average()})")
     single.dispose()
     reconcile_parts(engine, reconciled.seen)
     t = time.perf_counter()
-    reconcile(sessions, created_from=loaded.first, created_to=loaded.end,
+    reconcile(LedgerReader(sessions), created_from=loaded.first, created_to=loaded.end,
               operator_id=OPERATOR, table_id=tables[0])
     print(f"reconciliation of one table: {(time.perf_counter() - t) * 1000:.1f} ms")
 
@@ -581,7 +584,7 @@ def run_cold(url: str, loaded: Loaded, samples: int, rng: random.Random, restart
     how = chill(url, restart)
     pooled = create_engine(url, pool_size=2)
     t = time.perf_counter()
-    report = reconcile(make_sessionmaker(pooled), created_from=loaded.first,
+    report = reconcile(LedgerReader(make_sessionmaker(pooled)), created_from=loaded.first,
                        created_to=loaded.end)
     seconds = time.perf_counter() - t
     pooled.dispose()

@@ -33,6 +33,7 @@ from app.api.rounds import RoundQuerySchema
 from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
 from app.console import CONSOLE_PATH
 from app.db import get_database
+from app.db.reconcile_reader import LedgerReader
 from app.services import audit, ledger, rounds
 from app.services.cursors import InvalidCursor
 from app.services.keys import (
@@ -45,6 +46,7 @@ from app.services.keys import (
     end_console_session,
 )
 from app.services.reconcile import reconcile
+from app.services.reconcile_csv import report_csv
 from app.text import is_identifier, text_fault
 
 bp = Blueprint("console", __name__, url_prefix=CONSOLE_PATH, template_folder="templates",
@@ -253,7 +255,7 @@ def _now() -> datetime:
 def tables() -> Response:
     caller = _caller()
     database = get_database()
-    report = reconcile(database.sessions, created_from=EPOCH,
+    report = reconcile(LedgerReader(database.sessions), created_from=EPOCH,
                        created_to=_now() + timedelta(minutes=1), operator_id=caller.operator_id)
     rows = []
     for table in report.tables:
@@ -359,7 +361,7 @@ def _reconciliation(table_id: str) -> tuple[Any, dict[str, str]] | Response:
         period = _period(args, RequiredPeriodQuerySchema())
     except ValidationError as error:
         return _invalid(error)
-    report = reconcile(get_database().sessions, created_from=period["from_"],
+    report = reconcile(LedgerReader(get_database().sessions), created_from=period["from_"],
                        created_to=period["to"], operator_id=_caller().operator_id,
                        table_id=table_id)
     return report, args
@@ -382,7 +384,7 @@ def table_reconciliation_csv(table_id: str) -> Response:
     if isinstance(found, Response):
         return found
     report, _ = found
-    return Response(report.to_csv(), mimetype="text/csv", headers={
+    return Response(report_csv(report), mimetype="text/csv", headers={
         "Content-Disposition": f"attachment; filename=reconciliation-{table_id}.csv",
         "Cache-Control": "no-store"})
 

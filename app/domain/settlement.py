@@ -535,6 +535,11 @@ def money_text(amount: Decimal, precision: int) -> str:
     return format(quantize(amount, precision), "f")
 
 
+def money(value: Decimal) -> str:
+    """Write an amount as plain digits at its own scale, never in exponent form (``0E-8``)."""
+    return format(value, "f")
+
+
 # --- helpers -------------------------------------------------------------------------------
 
 

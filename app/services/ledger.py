@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from app.domain.settlement import LineKind, money_text
+from app.domain.settlement import LineKind, money, money_text
 from app.services import cursors
 from app.services.cursors import LineCursor, page_limit
 from app.services.repositories import LedgerEntry, LineFilter
@@ -93,10 +93,6 @@ def line_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _optional(text: str | None) -> Decimal | None:
     return None if text is None else Decimal(text)
 
-
-def money(value: Decimal) -> str:
-    """Write an amount as plain digits, never in exponent form."""
-    return format(value, "f")
 
 
 LEDGER_LIST = "players.ledger"

@@ -230,7 +230,7 @@ def test_the_zero_sum_check_sums_each_rounds_lines_in_its_index_order(make_datab
     table of every round of the period. (The unique index, which leads with operator_id,
     is a sixth wider: the pass read 15% more pages from it and ran 20% slower at a
     million rounds, so that index stays.)"""
-    from app.services.reconcile import UNBALANCED
+    from app.db.reconcile_queries import UNBALANCED
 
     owner = make_database()
     upgrade(owner)

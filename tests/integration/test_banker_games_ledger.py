@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
+from app.db.reconcile_reader import LedgerReader
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services import audit, rounds
 from app.services.reconcile import reconcile
@@ -71,16 +72,17 @@ def test_reconciliation_breaks_the_money_down_by_game(sessions: sessionmaker[Ses
     _settle(sessions, operator, banker_request(QIANG21_EXAMPLE, table, suffix="x"))
     _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, table))
     _settle(sessions, operator, round_request(EX_004, table))
-    report = reconcile(sessions, operator_id=operator, **_period())
+    report = reconcile(LedgerReader(sessions), operator_id=operator, **_period())
     games = {g.game: g for g in report.games}
     assert sorted(games) == ["erbagang", "qiang21", "thirteen"]
-    assert (games["qiang21"].rounds, games["qiang21"].fees) == (2, Decimal("70.00"))
-    assert (games["erbagang"].rounds, games["erbagang"].fees) == (1, Decimal("2.00"))
-    assert games["thirteen"].fees == Decimal("6.00")  # 004's capped example
-    assert all(g.net == 0 for g in games.values())
+    assert (games["qiang21"].rounds, games["qiang21"].money.fees) == (2, Decimal("70.00"))
+    assert (games["erbagang"].rounds, games["erbagang"].money.fees) == (1, Decimal("2.00"))
+    assert games["thirteen"].money.fees == Decimal("6.00")  # 004's capped example
+    assert all(g.money.net == 0 for g in games.values())
     (row,) = report.tables
-    for name in ("rounds", "lines", "won", "lost", "fees", "rounding"):
-        assert sum(getattr(g, name) for g in games.values()) == getattr(row, name), name
+    assert sum(g.rounds for g in games.values()) == row.rounds
+    for name in ("lines", "won", "lost", "fees", "rounding"):
+        assert sum(getattr(g.money, name) for g in games.values()) == getattr(row.money, name), name
     assert report.to_json()["games"][0]["operator_id"] == operator
 
 
@@ -120,14 +122,15 @@ def test_money_by_game_from_one_game_tables_equals_every_round_joined_with_its_l
     assert reversal.status == 201
     _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, mixed))
     _settle(sessions, operator, round_request(EX_004, mixed))
-    report = reconcile(sessions, operator_id=operator, **_period())
+    report = reconcile(LedgerReader(sessions), operator_id=operator, **_period())
     with engine.connect() as connection:
         expected = connection.execute(text(EVERY_ROUND_BY_GAME), {
             "operator": operator, "qiang21": list(presets_of(Game.QIANG21)),
             "erbagang": list(presets_of(Game.ERBAGANG))}).mappings().all()
-    got = [{"game": g.game, "rounds": g.rounds, "reversals": g.reversals, "lines": g.lines,
-            "net": g.net, "won": g.won, "lost": g.lost, "fees": g.fees,
-            "reversal_total": g.reversal_total} for g in report.games]
+    got = [{"game": g.game, "rounds": g.rounds, "reversals": g.reversals,
+            "lines": g.money.lines, "net": g.money.net, "won": g.money.won,
+            "lost": g.money.lost, "fees": g.money.fees,
+            "reversal_total": g.money.reversal_total} for g in report.games]
     assert got == [dict(row) for row in expected]
     assert [g.game for g in report.games] == ["erbagang", "qiang21", "thirteen"]
     assert next(g for g in report.games if g.game == "thirteen").reversals == 1

@@ -25,11 +25,13 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
+from app.db import reconcile_connections, reconcile_reader
 from app.db.engine import make_sessionmaker
+from app.db.reconcile_reader import LedgerReader
 from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
-from app.services import reconcile as reconcile_module
 from app.services import rounds
 from app.services.reconcile import Report, TableReport, reconcile
+from app.services.reconcile_csv import report_csv
 from app.services.signing import Signer
 from tests.integration.ledger_rows import fresh_id, make_round
 from tests.worked_examples import EX_004, round_request
@@ -99,9 +101,13 @@ def ledger(sessions: sessionmaker[Session], engine: Engine) -> dict[str, Any]:
             "broken": broken, "dealt": dealt, "after": after}
 
 
+def _reconcile(sessions: sessionmaker[Session], **kwargs: Any) -> Report:
+    return reconcile(LedgerReader(sessions), **kwargs)
+
+
 def _report(sessions: sessionmaker[Session], ledger: dict[str, Any], **kwargs: Any) -> Report:
-    return reconcile(sessions, created_from=ledger["start"], created_to=ledger["end"],
-                     operator_id=ledger["operator"], **kwargs)
+    return _reconcile(sessions, created_from=ledger["start"], created_to=ledger["end"],
+                      operator_id=ledger["operator"], **kwargs)
 
 
 def test_004_capped_rounds_reconcile_to_the_cent(sessions: sessionmaker[Session],
@@ -161,8 +167,9 @@ def test_totals_equal_direct_sums_of_the_lines(sessions: sessionmaker[Session], 
     assert set(sums) == {t.table_id for t in report.tables}
     for table in report.tables:
         expected = sums[table.table_id]
-        assert (table.lines, table.won, table.lost, table.fees, table.rounding,
-                table.reversal_total, table.net) == (
+        money = table.money
+        assert (money.lines, money.won, money.lost, money.fees, money.rounding,
+                money.reversal_total, money.net) == (
             expected.lines, expected.won, expected.lost, expected.fees, expected.rounding,
             expected.reversal_total, expected.net)
 
@@ -172,22 +179,22 @@ def test_the_period_is_half_open_and_a_table_filter_keeps_one_row(
     through = _report(sessions, {**ledger, "end": ledger["end"] + timedelta(microseconds=1)},
                       table_id=ledger["table"])
     assert [t.table_id for t in through.tables] == [ledger["table"]]
-    assert (through.tables[0].rounds, through.tables[0].lines) == (5, 40)
-    starting_late = reconcile(sessions, created_from=_created_at(engine, ledger["again"]
-                                                                ["round_id"]),
-                              created_to=ledger["end"], operator_id=ledger["operator"],
-                              table_id=ledger["table"])
+    assert (through.tables[0].rounds, through.tables[0].money.lines) == (5, 40)
+    starting_late = _reconcile(sessions, created_from=_created_at(engine, ledger["again"]
+                                                                 ["round_id"]),
+                               created_to=ledger["end"], operator_id=ledger["operator"],
+                               table_id=ledger["table"])
     row = starting_late.tables[0]
     # The first round of the period links to a round before it: the link is looked up.
     assert (row.rounds, row.hash_chain.ok, len(row.balance_breaks)) == (2, True, 1)
-    nobody = reconcile(sessions, created_from=ledger["start"], created_to=ledger["end"],
-                       operator_id=fresh_id("op"))
+    nobody = _reconcile(sessions, created_from=ledger["start"], created_to=ledger["end"],
+                        operator_id=fresh_id("op"))
     assert nobody.tables == () and nobody.discrepancies == 0
 
 
 def test_csv_has_one_line_per_table_with_breaks_counted(sessions: sessionmaker[Session],
                                                        ledger: dict[str, Any]) -> None:
-    lines = _report(sessions, ledger).to_csv().splitlines()
+    lines = report_csv(_report(sessions, ledger)).splitlines()
     assert lines[0] == ("operator_id,table_id,rounds,reversals,rounds_without_deal,lines,won,"
                         "lost,fees,rounding,reversal_total,penalties,house_penalties,house_game,net,"
                         "zero_sum_ok,"
@@ -210,9 +217,9 @@ def test_a_break_right_after_a_reversal_expects_the_balance_the_reversal_gave_ba
     first = _settle(sessions, operator, _request(table))
     _reverse(sessions, operator, first["round_id"])
     short = _settle(sessions, operator, _request(table, balances={"A": "900.00"}))
-    report = reconcile(sessions, created_from=start,
-                       created_to=_created_at(engine, short["round_id"]) + timedelta(seconds=1),
-                       operator_id=operator)
+    report = _reconcile(sessions, created_from=start,
+                        created_to=_created_at(engine, short["round_id"]) + timedelta(seconds=1),
+                        operator_id=operator)
     assert [b.to_json() for b in _row(report, table).balance_breaks] == [{
         "player_id": "A", "table_id": table, "previous_round_id": first["round_id"],
         "round_id": short["round_id"], "expected": "1000.00", "found": "900.00"}]
@@ -227,9 +234,9 @@ def test_a_break_at_a_table_without_reversals_is_found(sessions: sessionmaker[Se
     first = _settle(sessions, operator, _request(table))
     chained = {"D": "598.00", "B": "285.72", "C": "396.00"}
     second = _settle(sessions, operator, _request(table, balances={"A": "950.00", **chained}))
-    report = reconcile(sessions, created_from=start,
-                       created_to=_created_at(engine, second["round_id"]) + timedelta(seconds=1),
-                       operator_id=operator, table_id=table)
+    report = _reconcile(sessions, created_from=start,
+                        created_to=_created_at(engine, second["round_id"]) + timedelta(seconds=1),
+                        operator_id=operator, table_id=table)
     assert [b.to_json() for b in _row(report, table).balance_breaks] == [{
         "player_id": "A", "table_id": table, "previous_round_id": first["round_id"],
         "round_id": second["round_id"], "expected": "914.29", "found": "950.00"}]
@@ -268,8 +275,8 @@ def test_unbalanced_rounds_and_broken_links_are_named(
     _append_raw(owner_sessions, forged, operator, 4, _hash_of(engine, bad_link))
     one = _append_raw(owner_sessions, gap, operator, 1, None)
     after_gap = _append_raw(owner_sessions, gap, operator, 3, _hash_of(engine, one))
-    report = reconcile(sessions, created_from=start, created_to=datetime.now(UTC),
-                       operator_id=operator)
+    report = _reconcile(sessions, created_from=start, created_to=datetime.now(UTC),
+                        operator_id=operator)
 
     row = _row(report, forged).to_json()
     assert row["zero_sum"] == {"ok": False, "failed_rounds": [unbalanced]}
@@ -318,14 +325,14 @@ def test_a_report_is_the_same_on_one_connection_as_on_two(
         sessions: sessionmaker[Session], engine: Engine, ledger: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
     readers: list[bool] = []
-    second_reader = reconcile_module._second_reader
+    second_reader = reconcile_connections.second_reader
 
     def watched(session: Session, timeout: int | None) -> Any:
         reader = second_reader(session, timeout)
         readers.append(reader is not None)
         return reader
 
-    monkeypatch.setattr(reconcile_module, "_second_reader", watched)
+    monkeypatch.setattr(reconcile_reader, "second_reader", watched)
     both = _report(sessions, ledger)
     # A pool of one with no overflow has nothing to spare: the report reads on one.
     single = create_engine(engine.url, pool_size=1, max_overflow=0, pool_timeout=1)
@@ -347,7 +354,7 @@ def test_the_second_connection_reads_the_first_ones_snapshot(
         before = uow.session.scalar(count, {"op": operator})
         # Committed after the snapshot was taken: neither connection may see it.
         _append_raw(owner_sessions, table, operator, 1, None)
-        reader = reconcile_module._second_reader(uow.session, None)
+        reader = reconcile_connections.second_reader(uow.session, None)
         assert reader is not None
         with reader as connection:
             assert connection.scalar(count, {"op": operator}) == before == 0
@@ -363,7 +370,7 @@ def test_a_report_cut_in_parts_is_the_report_in_one(
     # table's lines, and the zero-sum check, come from more than one part.
     tables = sorted([(ledger["operator"], ledger["table"]), (ledger["operator"], ledger["other"])])
     ids = sorted(uuid.UUID(ledger[r]["round_id"]) for r in ("first", "again", "broken"))
-    monkeypatch.setattr(reconcile_module, "_sample", lambda db, operator: (tables, ids))
+    monkeypatch.setattr(reconcile_reader, "_sample", lambda db, operator: (tables, ids))
     cut = _report(sessions, ledger)
     assert cut.to_json() == whole.to_json()
     assert [len(t.balance_breaks) for t in cut.tables] == [
@@ -381,18 +388,18 @@ def test_unbalanced_rounds_from_parts_come_in_round_order(
                                 skew=Decimal("0.01") * (seq % 2)))
         prev = _hash_of(engine, made[-1])
     end = datetime.now(UTC)
-    whole = reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
+    whole = _reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
     assert _row(whole, table).zero_sum_failures == tuple(sorted(made[0::2]))
     ids = sorted(uuid.UUID(r) for r in made)
-    monkeypatch.setattr(reconcile_module, "_sample", lambda db, op: ([], ids))
-    cut = reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
+    monkeypatch.setattr(reconcile_reader, "_sample", lambda db, op: ([], ids))
+    cut = _reconcile(sessions, created_from=start, created_to=end, operator_id=operator)
     assert cut.to_json() == whole.to_json()
 
 
 def test_the_table_parts_cover_each_table_once(engine: Engine) -> None:
     # Operators o and p hold a part's worth of the sample each, a and q do not.
     sample = [("a", "x"), *[("o", "a")] * 10, *[("o", "b")] * 10, *[("p", "z")] * 6]
-    chunks = reconcile_module._table_chunks(sample)
+    chunks = reconcile_reader._table_chunks(sample)
     assert len(chunks) > 3
     keys = [("a", "x"), ("b", "y"), ("o", "0"), ("o", "a"), ("o", "ab"), ("o", "b"),
             ("o", "c"), ("oo", "a"), ("p", "z"), ("p", "zz"), ("q", "q")]
