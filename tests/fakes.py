@@ -195,8 +195,11 @@ class FakeUnitOfWork:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if exc_type is None:
-            self._committed.ledger = self._ledger
-            self._committed.commits += 1
+            self.commit()
+
+    def commit(self) -> None:
+        self._committed.ledger = copy.deepcopy(self._ledger)
+        self._committed.commits += 1
 
     def now(self) -> datetime:
         return self._ledger.tick()

@@ -42,6 +42,11 @@ def key_lock_name(operator_id: str, key: str) -> str:
     return f"{operator_id}\x1fkey\x1f{key}"
 
 
+def chain_lock_name(operator_id: str, table_id: str) -> str:
+    """Return the advisory lock name ``ledger_take`` waits for to take a table's chain."""
+    return f"{operator_id}\x1fchain\x1f{table_id}"
+
+
 # The take and the append are functions of the schema (migration 0014_append_functions):
 # PostgreSQL parses and plans their statements once per connection rather than on every
 # settle. ``ledger_take`` takes the key without waiting (a transaction-level advisory lock,

@@ -12,7 +12,7 @@ from its stored request (``app.services.penalties``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -173,6 +173,9 @@ def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
             "stake": spec.stake,
             "seats": [{"player_id": p, "house": p in spec.house} for p in spec.seats],
             "idempotency_key": key, "body_hash": body_hash})
+        # Read back in a transaction of its own: on Citus a transaction may not read what
+        # another role (the writer, whose function inserted it) changed in it.
+        uow.commit()
         match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise RuntimeError(f"match {match_id} is not there after its opening")
@@ -295,12 +298,13 @@ def round_check(match_id: uuid.UUID, operator_id: str,
                 match_parameters: Mapping[str, Any] | None = None) -> AppendCheck:
     """Return the check a round of ``match_id`` passes inside its append, under the chain lock.
 
-    It refuses (MatchError, 422 naming the field) a round the match does not allow and
-    counts the round by inserting its ``match_rounds`` row; the append's transaction rolls
-    both back on any refusal.
+    It refuses (MatchError, 422 naming the field) a round the match does not allow, before
+    the round's rows, and counts the round after them by inserting its ``match_rounds``
+    row; the append's transaction rolls both back on any refusal.
     """
 
-    def check(uow: UnitOfWork, played: PlayedRound, round_id: uuid.UUID) -> None:
+    def check(uow: UnitOfWork, played: PlayedRound,
+              round_id: uuid.UUID) -> Callable[[], None]:
         match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise MatchError(Problem("match_id", f"no match {match_id}", "unknown_match"))
@@ -340,8 +344,10 @@ def round_check(match_id: uuid.UUID, operator_id: str,
             at = players.index(named) if named in players else 0
             raise MatchError(Problem(f"players[{at}].house", f"the match's house seat is "
                                      f"{house!r}", "match_house_seat"))
-        uow.appends.add_match_round(match.operator_id, match.id, played_count + 1, round_id,
-                                    banker if _has_banker(r.ruleset) else None)
+        number = played_count + 1
+        counted_banker = banker if _has_banker(r.ruleset) else None
+        return lambda: uow.appends.add_match_round(match.operator_id, match.id, number,
+                                                   round_id, counted_banker)
 
     return check
 

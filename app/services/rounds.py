@@ -50,8 +50,11 @@ from app.services.signing import Signer, receipt_statement
 from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
 ROUND_KIND = "settlement"
-# Runs inside an append's transaction, after its rows: may refuse the round by raising.
-AppendCheck = Callable[[UnitOfWork, PlayedRound, uuid.UUID], None]
+# Runs inside an append's transaction, under the chain's lock, before the round's rows:
+# reads what it needs and may refuse the round by raising; returns what to write after
+# them. No read follows a write there: on Citus a transaction may not read what another
+# role (the writer, whose functions append) changed in it.
+AppendCheck = Callable[[UnitOfWork, PlayedRound, uuid.UUID], Callable[[], None]]
 
 
 class IdempotencyConflict(Exception):
@@ -241,8 +244,8 @@ def settle(
 
     ``data`` is the validated request and ``raw`` the JSON as received; the key is bound to
     the hash of ``raw``, so a retry must send the same body. ``check`` runs in the append's
-    transaction, under the chain's lock, after the round's rows (a match counts its round
-    there); whatever it raises rolls the round back.
+    transaction, under the chain's lock, before the round's rows, and the write it returns
+    after them (a match counts its round there); whatever it raises rolls the round back.
     """
     body_hash = sha256(raw)
     played = play(parse_round(data))
@@ -318,6 +321,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
+        after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
@@ -330,11 +334,11 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         try:
             # Without a check nothing follows the rows: the append commits in its round trip.
             uow.appends.append(round_.row(), round_.players, round_.lines,
-                               commit=check is None)
+                               commit=after is None)
         except ConstraintViolation as refused:
             _refused(refused, round_id)
-        if check is not None:
-            check(uow, played, round_id)
+        if after is not None:
+            after()
         return Settled(201, round_json(round_, reversed_by=None), replayed=False)
 
 

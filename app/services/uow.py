@@ -86,6 +86,10 @@ class UnitOfWork(Protocol):
         """Return the database's clock (the time stored rows are given)."""
         ...
 
+    def commit(self) -> None:
+        """Commit what was done so far; later work in the block runs in a new transaction."""
+        ...
+
     def __enter__(self) -> Self: ...
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

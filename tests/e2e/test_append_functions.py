@@ -9,12 +9,14 @@ role that owns them.
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from app.config import runtime_role_from_env
+from app.db.appends import chain_lock_name
 from app.services.repositories import (
     LINE_COLUMNS,
     LINE_COPIES,
@@ -61,12 +63,14 @@ def test_the_append_writes_each_seat_and_line_for_the_round_it_appends(owner_eng
 
 def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_engine):
     """Each statement of a volatile function takes a new snapshot under READ COMMITTED, so
-    the key's lookup, after both locks, sees every round the key's holder committed."""
+    the head's read and the key's lookup, after both locks, see every round committed
+    before them; the take writes nothing."""
     definition = _definition(owner_engine, "ledger_take")
     order = [definition.index(part) for part in (
-        "pg_try_advisory_xact_lock", "INSERT INTO chains",
+        "pg_try_advisory_xact_lock", "PERFORM pg_advisory_xact_lock", "FROM chains c",
         "WHERE operator_id = $1 AND idempotency_key = $2")]
     assert order == sorted(order), definition
+    assert not re.search(r"\b(INSERT|UPDATE|DELETE)\b", definition), definition
     with owner_engine.connect() as connection:
         assert connection.scalar(text(
             "SELECT provolatile FROM pg_proc WHERE proname = 'ledger_take'")) == "v"
@@ -124,3 +128,21 @@ def test_the_appends_json_fields_have_their_columns_types(owner_engine, table):
             "WHERE attrelid = CAST(:table AS regclass) AND attnum > 0 AND NOT attisdropped"),
             {"table": table}).all())
     assert fields == {name: columns[name] for name in fields}
+
+
+def test_the_take_holds_the_chains_lock_by_its_name_until_the_transaction_ends(
+        engine, owner_engine):
+    table = f"lock-{uuid.uuid4().hex[:8]}"
+    probe = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:name, 0))")
+    with engine.begin() as taker:
+        taken = taker.execute(text("SELECT taken FROM ledger_take(:lock, 'default', :table, "
+                                   ":key)"), {"lock": f"k-{table}", "table": table,
+                                              "key": f"k-{table}"}).scalar_one()
+        assert taken is True
+        with owner_engine.begin() as other:
+            assert other.execute(probe, {"name": chain_lock_name("default", table)}).scalar() \
+                is False
+            assert other.execute(probe, {"name": chain_lock_name("default", "elsewhere")}) \
+                .scalar() is True
+    with owner_engine.begin() as other:
+        assert other.execute(probe, {"name": chain_lock_name("default", table)}).scalar() is True

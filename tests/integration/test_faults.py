@@ -43,7 +43,7 @@ from app.__main__ import gunicorn_command
 from app.api.schemas import RoundRequestSchema
 from app.config import DEFAULT_RUNTIME_ROLE, Settings
 from app.db import get_database
-from app.db.appends import key_lock_name
+from app.db.appends import chain_lock_name, key_lock_name
 from app.db.roles import ensure_login
 from app.db.schema import upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory
@@ -597,11 +597,11 @@ def test_a_frozen_database_fails_requests_within_the_deadline_and_never_half_wri
 
 @contextmanager
 def _holding_chain(db: FaultDb, table_id: str) -> Iterator[psycopg.Connection[Any]]:
-    """Hold the table's chain from another session (its ``chains`` row), so a settle blocks."""
+    """Hold the table's chain from another session, as an append in progress does (its
+    advisory lock), so a settle blocks in its take."""
     with psycopg.connect(db.libpq) as holder:
-        holder.execute("INSERT INTO chains (operator_id, table_id) VALUES (%s, %s) "
-                       "ON CONFLICT (operator_id, table_id) DO UPDATE SET locked_at = now()",
-                       (OPERATOR, table_id))
+        holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                       (chain_lock_name(OPERATOR, table_id),))
         try:
             yield holder
         finally:
@@ -609,12 +609,12 @@ def _holding_chain(db: FaultDb, table_id: str) -> Iterator[psycopg.Connection[An
 
 
 def _blocked_backend(db: FaultDb, within_s: float) -> tuple[int, str]:
-    """Wait for a service connection stuck on the chain's row lock; return its pid and name."""
+    """Wait for a service connection stuck on the chain's lock; return its pid and name."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         rows = _query(db, "SELECT pid, application_name FROM pg_stat_activity "
                           "WHERE application_name LIKE %s AND wait_event_type = 'Lock' "
-                          "AND wait_event IN ('transactionid', 'tuple')", SERVICE_PREFIX + "%")
+                          "AND wait_event = 'advisory'", SERVICE_PREFIX + "%")
         if rows:
             return rows[0]
         time.sleep(0.02)
