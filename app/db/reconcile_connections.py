@@ -3,7 +3,8 @@
 A report of many tables is a handful of passes, each one index scan and aggregate. The
 first connection exports its snapshot (``pg_export_snapshot``) and a second connection
 imports it, so both read the same rows; psycopg waits for the server without the GIL, so
-the server then works on two passes at once, one core each.
+the server then works on two passes at once, one core each. Not on Citus: an exported
+snapshot is the coordinator's alone, so there every pass reads in the one transaction.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def second_reader(session: Session, statement_timeout_ms: int | None
     """
     engine = session.get_bind()
     if not isinstance(engine, Engine) or not _has_spare(engine.pool):
+        return None
+    if session.execute(text("SELECT current_setting('citus.version', true)")).scalar():
         return None
     snapshot = session.execute(text("SELECT pg_export_snapshot()")).scalar_one()
     if not _SNAPSHOT_ID.fullmatch(snapshot):
