@@ -11,6 +11,7 @@ through SQLAlchemy would, so retries and 503 answers work the same.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -21,6 +22,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.engine import TRANSACTION_SETUP
+from app.db.models import Base
 from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict
 
 
@@ -92,9 +94,30 @@ def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[Non
 
 def constraint_of(error: DBAPIError) -> str | None:
     """Return the name of the constraint ``error`` broke, from the server's report (never
-    from its message, which quotes the values, an Idempotency-Key among them)."""
-    name = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
-    return name if isinstance(name, str) else None
+    from its detail, which quotes the values, an Idempotency-Key among them).
+
+    Citus reports a refusal on a shard without the constraint's name, which only its
+    message's first line gives, with the shard's id appended (``pk_rounds_102008``):
+    that line holds no value, and a name is taken from it only if it is one of the
+    schema's constraints.
+    """
+    diag = getattr(error.orig, "diag", None)
+    name = getattr(diag, "constraint_name", None)
+    if isinstance(name, str):
+        return name
+    primary = getattr(diag, "message_primary", None)
+    found = _SHARD_CONSTRAINT.search(primary) if isinstance(primary, str) else None
+    if found is not None and found["name"] in CONSTRAINTS:
+        return found["name"]
+    return None
+
+
+# A constraint of a shard, as a Citus worker names it in a refusal's message.
+_SHARD_CONSTRAINT = re.compile(r'constraint "(?P<name>[a-z0-9_]+)_[0-9]+"')
+CONSTRAINTS = frozenset(
+    [str(c.name) for table in Base.metadata.tables.values() for c in table.constraints]
+    + [str(i.name) for table in Base.metadata.tables.values() for i in table.indexes
+       if i.unique])
 
 
 # The unique constraint that stops a second round with one Idempotency-Key, whatever the
