@@ -419,7 +419,9 @@ def citus_distribute() -> None:
     engine = make_engine(settings, database_urls(settings).migrations)
     try:
         with engine.begin() as connection:
-            placed = citus_layout.distribute(connection, say=click.echo)
+            placed = citus_layout.distribute(
+                connection, say=click.echo, lock_timeout_ms=settings.db_lock_timeout_ms,
+                statement_timeout_ms=settings.db_statement_timeout_ms)
     except citus_layout.NotCitus as error:
         raise click.ClickException(str(error)) from None
     finally:

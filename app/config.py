@@ -53,9 +53,6 @@ class Settings:
     # "transaction": DATABASE_URL is a pooler in transaction mode (PgBouncer): the session
     # timeouts are set in each transaction instead of at connect (app.db.engine).
     db_pooler: str = "none"
-    # DATABASE_URL is a Citus coordinator: each transaction's timeouts are set with SET
-    # LOCAL and sent on to the workers its statements reach (app.db.engine).
-    db_citus: bool = False
     migrate_on_start: bool = False
     check_schema_on_start: bool = True
     log_level: str = "INFO"
@@ -109,7 +106,6 @@ class Settings:
             db_max_overflow=_int(env, "DB_MAX_OVERFLOW", 4, minimum=0),
             db_pool_timeout_s=_int(env, "DB_POOL_TIMEOUT_S", 5, minimum=1),
             db_pooler=_choice(env, "DB_POOLER", POOLERS),
-            db_citus=_bool(env, "DB_CITUS", False),
             migrate_on_start=_bool(env, "MIGRATE_ON_START", False),
             check_schema_on_start=_bool(env, "CHECK_SCHEMA_ON_START", True),
             log_level=_log_level(env),

@@ -120,7 +120,10 @@ def migrate(url: str) -> None:
         with engine.begin() as connection:
             if connection.execute(text(
                     "SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first():
-                distribute(connection, say=lambda _: None)
+                defaults = Settings()
+                distribute(connection, say=lambda _: None,
+                           lock_timeout_ms=defaults.db_lock_timeout_ms,
+                           statement_timeout_ms=defaults.db_statement_timeout_ms)
     finally:
         engine.dispose()
 
@@ -178,6 +181,12 @@ def on_citus(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
+def citus(database_url: str) -> bool:
+    """Whether the suite runs on a Citus coordinator (TEST_DATABASE_URL naming one)."""
+    return on_citus(database_url)
+
+
+@pytest.fixture(scope="session")
 def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Settings:
     """Return default settings aimed at the session database, ignoring the caller's env.
 
@@ -187,7 +196,6 @@ def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Set
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
                               "AUDIT_SIGNING_KEY_CREATE": "true",
-                              "DB_CITUS": "true" if on_citus(database_url) else "false",
                               # One app serves every test of a session, with one key and
                               # one address: the limits' own tests set theirs.
                               **{f"RATE_LIMIT_{name.upper()}": "1000000/second"

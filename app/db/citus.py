@@ -9,11 +9,13 @@ distribute a table with triggers), and so do the table grants: the runtime role 
 SELECT only, the writer role what its functions need.
 
 The append functions run as the writer role (SECURITY DEFINER), and Citus reaches a
-worker's shards by logging in to it as the current role: the writer may log in on the
-workers (never on the coordinator, where the service connects). Give it inter-node
-credentials (``pg_dist_authinfo``) and let ``pg_hba.conf`` on the workers accept it from
-the coordinator only. A worker added later gets the role from the coordinator without
-LOGIN: run the command again.
+worker's shards by logging in to it as the current role: the writer may log in. It has
+no password; give it inter-node credentials (``pg_dist_authinfo``) and let
+``pg_hba.conf`` accept it from the cluster's nodes only. Citus keeps a role the same on
+every node, so the change is made on the coordinator and reaches the workers, those
+added later included. So are the writer's own lock and statement timeouts: the service's
+timeouts are its session's, on the coordinator, and the workers' locks are waited for on
+the writer's connections.
 """
 
 from __future__ import annotations
@@ -26,11 +28,8 @@ from sqlalchemy import Connection, text
 # The owners of the SECURITY DEFINER functions the runtime role calls to write.
 WRITERS = ("SELECT DISTINCT proowner::regrole::text FROM pg_proc "
            "WHERE prosecdef AND proname IN ('ledger_take', 'ledger_append')")
-# Changed on each worker alone: with propagation the change would reach the coordinator.
-WORKER_LOGIN = ("SELECT nodename || ':' || nodeport, success, result "
-                "FROM run_command_on_workers(format("
-                "'SET citus.enable_ddl_propagation TO off; ALTER ROLE %I LOGIN', "
-                "CAST(:role AS text)))")
+# Made on the coordinator, which sends it on to every worker.
+LOGIN = "SELECT format('ALTER ROLE %I LOGIN', CAST(:role AS text))"
 
 # In the order they can be distributed: a table after every table its foreign keys name.
 DISTRIBUTED = ("rounds", "round_players", "ledger_lines", "chains", "matches",
@@ -70,7 +69,8 @@ def layout(connection: Connection) -> Layout:
                   {table: placed.get(table, "local") for table in (*DISTRIBUTED, *REFERENCE)})
 
 
-def distribute(connection: Connection, say: Callable[[str], None] = print) -> Layout:
+def distribute(connection: Connection, say: Callable[[str], None] = print, *,
+               lock_timeout_ms: int, statement_timeout_ms: int) -> Layout:
     """Distribute every ledger table not yet placed; run as the tables' owner.
 
     Safe to run again: a table already distributed or referenced is left as it is. A
@@ -97,9 +97,15 @@ def distribute(connection: Connection, say: Callable[[str], None] = print) -> La
                 {"t": table, "c": DISTRIBUTION_COLUMN,
                  "with": "default" if table == DISTRIBUTED[0] else DISTRIBUTED[0]})
             say(f"{table}: distributed by {DISTRIBUTION_COLUMN}")
-    for role in connection.execute(text(WRITERS)).scalars():
-        for node, done, said in connection.execute(text(WORKER_LOGIN), {"role": role}):
-            if not done:
-                raise NotCitus(f"could not let {role} log in on worker {node}: {said}")
-        say(f"{role}: may log in on the workers")
+    timeouts = {"lock_timeout": int(lock_timeout_ms),
+                "statement_timeout": int(statement_timeout_ms)}
+    for role in list(connection.execute(text(WRITERS)).scalars()):
+        connection.execute(text(connection.execute(text(LOGIN), {"role": role}).scalar_one()))
+        for name, ms in timeouts.items():
+            connection.execute(text(connection.execute(
+                text(f"SELECT format('ALTER ROLE %I SET {name} = %L', "
+                     "CAST(:role AS text), CAST(:value AS text))"),
+                {"role": role, "value": f"{ms}ms"}).scalar_one()))
+        say(f"{role}: may log in, for Citus to reach the workers as it; lock_timeout "
+            f"{lock_timeout_ms} ms, statement_timeout {statement_timeout_ms} ms")
     return layout(connection)

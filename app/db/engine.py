@@ -158,9 +158,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     transaction mode may hand the next transaction another server connection, where the
     prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
     the session either: the timeouts are set in each transaction, as it begins
-    (``TRANSACTION_SETUP``). So they are with ``DB_CITUS``, where Citus sends a
-    transaction's ``SET LOCAL`` on to every worker it reaches (``propagate_set_commands``)
-    and a session setting would bound the coordinator alone.
+    (``TRANSACTION_SETUP``).
     """
     timeouts = {
         "statement_timeout": settings.db_statement_timeout_ms,
@@ -182,11 +180,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     }
     if not pooled:
         connect_args["options"] = " ".join(f"-c {name}={ms}" for name, ms in timeouts.items())
-    setup = ""
-    if settings.db_citus:
-        setup = f"{CITUS_PROPAGATE}; {transaction_setup(timeouts)}"
-    elif pooled:
-        setup = transaction_setup(timeouts)
+    setup = transaction_setup(timeouts) if pooled else ""
     engine = create_engine(
         url or database_urls(settings).runtime,
         pool_size=settings.db_pool_size,
@@ -212,8 +206,6 @@ KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 # The execution option holding what each transaction runs first ("" for nothing). The
 # append path (app.db.appends) opens its transactions itself and sends it with its BEGIN.
 TRANSACTION_SETUP = "thirteen_transaction_setup"
-# On Citus: the transaction's later SET LOCALs go to the workers it reaches as well.
-CITUS_PROPAGATE = "SET LOCAL citus.propagate_set_commands = 'local'"
 
 
 def transaction_setup(values: dict[str, int]) -> str:

@@ -7,20 +7,14 @@ set-up exactly as the command does it; these tests check what it left.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 from flask import Flask
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import OperationalError
 
 from app.config import Settings
 from app.db.citus import DISTRIBUTED, REFERENCE, layout
-from app.db.engine import make_engine
-
-LOCK_NOT_AVAILABLE = "55P03"
 
 
 def _is_citus(engine: Engine) -> bool:
@@ -71,25 +65,18 @@ def test_on_citus_every_shard_grants_each_role_what_its_table_grants(
     assert on_shards == [granted]
 
 
-def test_with_db_citus_a_lock_held_on_a_chain_times_out_at_the_lock_timeout(
-        settings: Settings, database_url: str, owner_engine: Engine) -> None:
-    """The lock timeout bounds a wait wherever the row lives: on Citus, on a worker."""
-    citus = replace(settings, db_citus=True, db_lock_timeout_ms=300,
-                    db_statement_timeout_ms=60_000)
-    engine = make_engine(citus, database_url)
-    key = {"operator": f"op-{uuid.uuid4().hex[:8]}", "table": "held"}
-    try:
-        with owner_engine.begin() as holder:
-            holder.execute(text("INSERT INTO chains (operator_id, table_id) "
-                                "VALUES (:operator, :table)"), key)
-        with owner_engine.begin() as holder:
-            holder.execute(text("SELECT 1 FROM chains WHERE operator_id = :operator "
-                                "AND table_id = :table FOR UPDATE"), key)
-            with pytest.raises(OperationalError) as caught, engine.begin() as waiter:
-                assert waiter.execute(text("SHOW citus.propagate_set_commands")).scalar() \
-                    == "local"
-                waiter.execute(text("SELECT 1 FROM chains WHERE operator_id = :operator "
-                                    "AND table_id = :table FOR UPDATE"), key)
-        assert caught.value.orig.sqlstate == LOCK_NOT_AVAILABLE, caught.value.orig
-    finally:
-        engine.dispose()
+def test_on_citus_the_writer_logs_in_to_every_worker_with_the_services_timeouts(
+        owner_engine: Engine) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    defaults = Settings()
+    check = ("SELECT rolcanlogin::text || ' ' || array_to_string(array("
+             "SELECT unnest(setconfig) ORDER BY 1), ',') FROM pg_roles "
+             "LEFT JOIN pg_db_role_setting ON setrole = oid AND setdatabase = 0 "
+             "WHERE rolname = 'thirteen_runtime_writer'")
+    with owner_engine.connect() as connection:
+        on_workers = connection.execute(text(
+            "SELECT DISTINCT result FROM run_command_on_workers(:check)"),
+            {"check": check}).scalars().all()
+    assert on_workers == [f"true lock_timeout={defaults.db_lock_timeout_ms}ms,"
+                          f"statement_timeout={defaults.db_statement_timeout_ms}ms"]

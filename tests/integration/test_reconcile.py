@@ -25,7 +25,6 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
-from app.config import Settings
 from app.db import reconcile_connections, reconcile_reader
 from app.db.engine import make_sessionmaker
 from app.db.reconcile_reader import LedgerReader
@@ -348,7 +347,7 @@ def test_a_report_is_the_same_on_one_connection_as_on_two(
 
 def test_the_second_connection_reads_the_first_ones_snapshot(
         sessions: sessionmaker[Session], owner_sessions: sessionmaker[Session],
-        engine: Engine, settings: Settings) -> None:
+        engine: Engine, citus: bool) -> None:
     operator, table = fresh_id("op"), fresh_id("t")
     count = text("SELECT count(*) FROM rounds WHERE operator_id = :op")
     with UnitOfWork(sessions, isolation_level="REPEATABLE READ") as uow:
@@ -356,7 +355,7 @@ def test_the_second_connection_reads_the_first_ones_snapshot(
         # Committed after the snapshot was taken: neither connection may see it.
         _append_raw(owner_sessions, table, operator, 1, None)
         reader = reconcile_connections.second_reader(uow.session, None)
-        if settings.db_citus:  # an exported snapshot would be the coordinator's alone
+        if citus:  # an exported snapshot would be the coordinator's alone
             assert reader is None
             return
         assert reader is not None
