@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     # Before auth and every view: no control character or lone surrogate reaches them.
     app.before_request(refuse_text_faults_in_url)
     # After metrics, so refused requests are timed and counted too.
-    init_auth(app)
+    init_auth(app, key_cache_s=settings.api_key_cache_s)
     # After auth: a key is counted against its own limits, an address on public routes.
     init_limits(app, settings)
     register_blueprints(app)

@@ -194,14 +194,16 @@ def list_keys(operator: str | None) -> None:
 @click.argument("key_id")
 @needs_database
 def revoke_key(key_id: str) -> None:
-    """Revoke a key by its id; it is refused from the next request on."""
+    """Revoke a key by its id; it is refused within API_KEY_CACHE_S seconds (5 by default)."""
     try:
         with owner_uows() as uows:
             info = key_service.revoke_key(uows, key_id)
     except key_service.KeyRequestError as error:
         raise click.ClickException(str(error)) from None
+    settings = current_app.config["SETTINGS"]
     click.echo(f"revoked API key {info.id} of operator {info.operator_id} "
-               f"at {_moment(info.revoked_at) if info.revoked_at else 'now'}")
+               f"at {_moment(info.revoked_at) if info.revoked_at else 'now'}; refused "
+               f"within {settings.api_key_cache_s} s")
 
 
 def _moment(value: datetime) -> str:

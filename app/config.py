@@ -58,6 +58,9 @@ class Settings:
     log_level: str = "INFO"
     default_operator: str = "default"
     retry_after_s: int = 5
+    # How long a worker keeps an API key it read (0: read it on every request). A revoked
+    # or expired key is refused within this time.
+    api_key_cache_s: int = 5
     # Browser origins allowed to call the API (CORS); empty: no cross-origin calls.
     cors_origins: tuple[str, ...] = ()
     # Signs the console's session cookie. None: a random key kept in ``secret_key_file``.
@@ -111,6 +114,7 @@ class Settings:
             log_level=_log_level(env),
             default_operator=_nonempty(env, "DEFAULT_OPERATOR", "default"),
             retry_after_s=_int(env, "RETRY_AFTER_S", 5, minimum=1),
+            api_key_cache_s=_bounded(env, "API_KEY_CACHE_S", 5, minimum=0, maximum=60),
             cors_origins=_origins(env),
             secret_key=_secret(env),
             secret_key_file=Path(env.get("SECRET_KEY_FILE", "") or "var/secret_key"),
@@ -213,6 +217,14 @@ def _redact(url: str) -> str:
         return url
     user = creds.split(":", 1)[0]
     return f"{scheme}://{user}:***@{host}"
+
+
+def _bounded(env: Mapping[str, str], name: str, default: int, *, minimum: int,
+             maximum: int) -> int:
+    value = _int(env, name, default, minimum=minimum)
+    if value > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, got {value}")
+    return value
 
 
 def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:

@@ -196,6 +196,9 @@ def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Set
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
                               "AUDIT_SIGNING_KEY_CREATE": "true",
+                              # A revocation's tests see its very next request;
+                              # tests/e2e/test_key_cache.py covers the cache.
+                              "API_KEY_CACHE_S": "0",
                               # One app serves every test of a session, with one key and
                               # one address: the limits' own tests set theirs.
                               **{f"RATE_LIMIT_{name.upper()}": "1000000/second"

@@ -19,11 +19,12 @@ from flask import Flask, current_app, g, request
 from app.api.errors import TYPE_INTERNAL, ProblemError
 from app.api.extensions import SCHEMA_GATE
 from app.db import get_database
-from app.services.keys import Caller, InvalidToken, Scope, authenticate
+from app.services.keys import Caller, InvalidToken, KeyCache, Scope, authenticate
 
 log = logging.getLogger(__name__)
 
 EXTENSION = "access"
+KEY_CACHE = "key_cache"
 REALM = "thirteen"
 TYPE_UNAUTHORIZED = "/problems/unauthorized"
 TYPE_INSUFFICIENT_SCOPE = "/problems/insufficient-scope"
@@ -123,9 +124,12 @@ def route_template(rule: str) -> str:
     return _CONVERTER.sub(r"{\1}", rule)
 
 
-def init_auth(app: Flask, access: Mapping[tuple[str, str], Access] = ACCESS) -> None:
-    """Check every request of ``app`` against ``access`` before its view runs."""
+def init_auth(app: Flask, access: Mapping[tuple[str, str], Access] = ACCESS, *,
+              key_cache_s: float = 0) -> None:
+    """Check every request of ``app`` against ``access`` before its view runs, with the
+    keys read in the last ``key_cache_s`` seconds kept in memory."""
     app.extensions[EXTENSION] = dict(access)
+    app.extensions[KEY_CACHE] = KeyCache(key_cache_s)
     app.before_request(authorize)
 
 
@@ -221,7 +225,8 @@ def _caller() -> Caller:
     try:
         if scheme.lower() != "bearer" or not token.strip():
             raise InvalidToken("invalid", "the Authorization header must be 'Bearer KEY'")
-        return authenticate(get_database().uows, token.strip())
+        return authenticate(get_database().uows, token.strip(),
+                            current_app.extensions[KEY_CACHE])
     except InvalidToken as refused:
         raise ProblemError(
             401, "Unauthorized", refused.detail,

@@ -15,9 +15,11 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.services.repositories import KeyCheck, NewApiKey, StoredKey
@@ -230,10 +232,47 @@ def has_usable_key(uows: UnitOfWorkFactory, operator_id: str) -> bool:
         return uow.keys.has_usable(operator_id)
 
 
-def authenticate(uows: UnitOfWorkFactory, token: str) -> Caller:
-    """Return who ``token`` belongs to, read from the database now; raise InvalidToken."""
+class KeyCache:
+    """The keys a worker read in the last ``ttl_s`` seconds, so a request reads its key
+    from the database at most that often (a round trip on every request otherwise).
+
+    A kept key is checked again on every request (secret, revocation as read, expiry by
+    the database's clock then plus the time since), so a revoked key is refused within
+    ``ttl_s``. Only keys that exist are kept, at most ``MAX_KEYS``, the oldest going first.
+    """
+
+    MAX_KEYS = 10_000
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._kept: dict[str, tuple[float, KeyCheck]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, uows: UnitOfWorkFactory, key_id: str) -> KeyCheck | None:
+        """Return the key ``key_id`` as read at most ``ttl_s`` ago, or read it now."""
+        if self.ttl_s <= 0:
+            return uows.read_key(key_id)
+        now = self.clock()
+        kept = self._kept.get(key_id)
+        if kept is not None and now - kept[0] < self.ttl_s:
+            read_at, check = kept
+            return replace(check, now=check.now + timedelta(seconds=now - read_at))
+        found = uows.read_key(key_id)
+        if found is not None:
+            with self._lock:
+                self._kept.pop(key_id, None)
+                self._kept[key_id] = (now, found)
+                while len(self._kept) > self.MAX_KEYS:
+                    del self._kept[next(iter(self._kept))]
+        return found
+
+
+def authenticate(uows: UnitOfWorkFactory, token: str, cache: KeyCache | None = None) -> Caller:
+    """Return who ``token`` belongs to, read from the database now or, with ``cache``, at
+    most its ``ttl_s`` ago; raise InvalidToken."""
     key_id, secret = parse_token(token)
-    found = uows.read_key(key_id)
+    found = uows.read_key(key_id) if cache is None else cache.read(uows, key_id)
     if found is None:
         raise InvalidToken("invalid", "the API key is not valid")
     # Constant-time, so response timing does not reveal how much of a guess was right.

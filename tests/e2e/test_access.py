@@ -21,7 +21,7 @@ import pytest
 import yaml
 from flask import Blueprint, Flask, jsonify
 
-from app.api.auth import ACCESS, Access, route_template
+from app.api.auth import ACCESS, KEY_CACHE, Access, route_template
 from app.cli import missing_key_notice
 from app.services.keys import Scope, create_key, new_token, parse_token, revoke_key
 from tests.e2e.conftest import load_contract
@@ -242,6 +242,24 @@ def test_revoking_a_key_refuses_its_very_next_request(api, make_key, owner_uows)
     assert caller.get("/v1/rounds?limit=1").status_code == 200
     revoke_key(owner_uows, parse_token(token)[0])
     refused = caller.get("/v1/rounds?limit=1")
+    assert refused.status_code == 401
+    assert refused.get_json()["errors"][0]["code"] == "revoked_token"
+
+
+def test_with_a_key_cache_a_revoked_key_is_refused_once_its_time_is_out(make_app, make_key,
+                                                                        owner_uows):
+    app = make_app(api_key_cache_s=30)
+    clock = [1_000.0]
+    app.extensions[KEY_CACHE].clock = lambda: clock[0]
+    token = make_key("rounds:read")
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/v1/rounds?limit=1", headers=headers).status_code == 200
+    revoke_key(owner_uows, parse_token(token)[0])
+    clock[0] += 29  # still the key as read: the revocation is not seen yet
+    assert client.get("/v1/rounds?limit=1", headers=headers).status_code == 200
+    clock[0] += 1
+    refused = client.get("/v1/rounds?limit=1", headers=headers)
     assert refused.status_code == 401
     assert refused.get_json()["errors"][0]["code"] == "revoked_token"
 
