@@ -148,12 +148,16 @@ def make_runtime_url(database_server: str) -> Iterator[Callable[[str], str]]:
 
     def runtime_url(owner_url: str) -> str:
         url = ensure_login(owner_url, login, DEFAULT_RUNTIME_ROLE)
-        made.append(login)
+        made.append(owner_url)
         return url
 
     yield runtime_url
     if made:
-        drop_login(normalize_database_url(database_server), login)
+        # Dropped where it was made: on Citus, only there does the drop reach the workers.
+        try:
+            drop_login(made[0], login)
+        except psycopg.OperationalError:  # that database is gone already
+            drop_login(normalize_database_url(database_server), login)
 
 
 @pytest.fixture(scope="session")
