@@ -177,7 +177,13 @@ def choose_server() -> tuple[str, str]:
 
 @contextmanager
 def scratch_database(server: str) -> Iterator[str]:
-    """Create ``bench_<random>`` on ``server``, migrate it, yield its URL, drop it after."""
+    """Create ``bench_<random>`` on ``server``, migrate it (and distribute it on a Citus
+    coordinator, as ``flask --app app citus distribute`` does), yield its URL, drop it after."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    from app.config import Settings
+    from app.db.citus import distribute
     from app.db.schema import upgrade
 
     name = f"bench_{uuid.uuid4().hex[:12]}"
@@ -190,8 +196,23 @@ def scratch_database(server: str) -> Iterator[str]:
         url = make_url(normalize_database_url(server)).set(database=name)
         rendered = url.render_as_string(hide_password=False)
         upgrade(rendered)
+        engine = create_engine(rendered, poolclass=NullPool)
+        with engine.begin() as connection:
+            if connection.execute(text(
+                    "SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first():
+                defaults = Settings()
+                distribute(connection, say=lambda line: print(f"citus: {line}", flush=True),
+                           lock_timeout_ms=defaults.db_lock_timeout_ms,
+                           statement_timeout_ms=defaults.db_statement_timeout_ms)
+        engine.dispose()
         yield rendered
     finally:
+        # The login is dropped in the database it was made in (on Citus, only there does
+        # the drop reach the workers), then the database.
+        bench_db = libpq_url(make_url(normalize_database_url(server)).set(
+            database=name).render_as_string(hide_password=False))
+        with suppress(psycopg.Error), psycopg.connect(bench_db, autocommit=True) as connection:
+            connection.execute(f"DROP ROLE IF EXISTS {RUNTIME_LOGIN}")
         with psycopg.connect(server, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             connection.execute(f"DROP ROLE IF EXISTS {RUNTIME_LOGIN}")
