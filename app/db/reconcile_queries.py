@@ -25,6 +25,14 @@ _ACCOUNTS: dict[Accounts, str | None] = {
 _KIND = re.compile(r"[a-z_]+")
 
 
+def same_operator(operator_id: str | None) -> dict[str, str]:
+    """Return, for each alias a statement joins, the filter on the report's operator (or
+    nothing): on Citus a statement whose every table names its operator runs on the
+    operator's node alone, where one naming it through a join runs on every node."""
+    return {f"{alias}_operator": "" if operator_id is None
+            else f" AND {alias}.operator_id = :operator" for alias in ("r", "l", "c", "p")}
+
+
 def scope_filter(alias: str, operator_id: str | None, table_id: str | None) -> str:
     """Return the period (and operator, table) filter on the table aliased ``alias``."""
     parts = [f"{alias}.created_at >= :from", f"{alias}.created_at < :to"]
@@ -151,7 +159,7 @@ FROM (
     GROUP BY l.round_id, l.operator_id
     HAVING sum(l.amount) <> 0
 ) u
-JOIN rounds r ON r.operator_id = u.operator_id AND r.id = u.round_id
+JOIN rounds r ON r.operator_id = u.operator_id AND r.id = u.round_id{r_operator}
 ORDER BY r.operator_id, r.table_id, r.id
 """
 
@@ -193,9 +201,9 @@ SELECT s.operator_id, s.table_id, s.chain_seq, c.id::text AS round_id, c.prev_ha
 FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[]), CAST(:seqs AS bigint[]))
     AS s(operator_id, table_id, chain_seq)
 JOIN rounds c ON c.operator_id = s.operator_id AND c.table_id = s.table_id
-    AND c.chain_seq = s.chain_seq
+    AND c.chain_seq = s.chain_seq{c_operator}
 LEFT JOIN rounds p ON p.operator_id = c.operator_id AND p.table_id = c.table_id
-    AND p.chain_seq = c.chain_seq - 1
+    AND p.chain_seq = c.chain_seq - 1{p_operator}
 ORDER BY s.operator_id, s.table_id, s.chain_seq
 """
 
@@ -219,7 +227,7 @@ SELECT r.operator_id, {GAME} AS game,
     {_line_figures()}
 FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[])) AS s(operator_id, table_id)
 JOIN rounds r ON r.operator_id = s.operator_id AND r.table_id = s.table_id
-LEFT JOIN ledger_lines l ON l.operator_id = r.operator_id AND l.round_id = r.id
+LEFT JOIN ledger_lines l ON l.operator_id = r.operator_id AND l.round_id = r.id{{l_operator}}
 WHERE {{scope}}
 GROUP BY 1, 2
 """

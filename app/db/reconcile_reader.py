@@ -32,6 +32,7 @@ from app.db.reconcile_queries import (
     TABLE_SAMPLE,
     UNBALANCED,
     WITHOUT_DEAL,
+    same_operator,
     scope_filter,
 )
 from app.db.repositories import RoundRepository
@@ -111,7 +112,8 @@ class _Snapshot:
 
     def _scoped(self, sql: str, alias: str = "l", extra: str = "TRUE") -> TextClause:
         where = scope_filter(alias, self._scope.operator_id, self._scope.table_id)
-        return text(sql.format(scope=f"{where} AND {extra}"))
+        return text(sql.format(scope=f"{where} AND {extra}",
+                               **same_operator(self._scope.operator_id)))
 
     def _rows(self, db: Reader, sql: str, alias: str = "l", chunk: Chunk = WHOLE,
               **more: Any) -> Iterable[RowMapping]:
@@ -165,9 +167,9 @@ class _Snapshot:
         return {key: tuple(items) for key, items in found.items()}
 
     def chain_links(self, positions: Sequence[ChainKey]) -> list[ChainLink]:
-        rows = self._session.execute(text(LINKS_AT), {
-            "operators": [p[0] for p in positions], "tables": [p[1] for p in positions],
-            "seqs": [p[2] for p in positions]}).mappings()
+        rows = self._session.execute(self._scoped(LINKS_AT), {
+            **self._params, "operators": [p[0] for p in positions],
+            "tables": [p[1] for p in positions], "seqs": [p[2] for p in positions]}).mappings()
         return [ChainLink(row["operator_id"], row["table_id"], int(row["chain_seq"]),
                           row["round_id"], row["prev_hash"], row["prev_content"])
                 for row in rows]

@@ -15,6 +15,13 @@ from sqlalchemy import Engine, text
 
 from app.config import Settings
 from app.db.citus import DISTRIBUTED, REFERENCE, layout
+from app.db.reconcile_queries import (
+    BREAKS_IN,
+    LINKS_AT,
+    UNBALANCED,
+    same_operator,
+    scope_filter,
+)
 
 
 def _is_citus(engine: Engine) -> bool:
@@ -80,3 +87,22 @@ def test_on_citus_the_writer_logs_in_to_every_worker_with_the_services_timeouts(
             {"check": check}).scalars().all()
     assert on_workers == [f"true lock_timeout={defaults.db_lock_timeout_ms}ms,"
                           f"statement_timeout={defaults.db_statement_timeout_ms}ms"]
+
+
+def test_on_citus_a_single_operators_report_runs_on_its_node_alone(
+        owner_engine: Engine) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    params = {"from": "2026-01-01", "to": "2027-01-01", "operator": "op", "table": None,
+              "operators": ["op"], "tables": ["t"], "accounts": ["a"], "seqs": [1],
+              "house": "house", "house_game": "house", "chunk_from": None}
+    scope = scope_filter("l", "op", None)
+    statements = {
+        "UNBALANCED": UNBALANCED.format(scope=scope, **same_operator("op")),
+        "BREAKS_IN": BREAKS_IN.format(scope=scope, **same_operator("op")),
+        "LINKS_AT": LINKS_AT.format(scope=scope, **same_operator("op")),
+    }
+    with owner_engine.connect() as connection:
+        for name, statement in statements.items():
+            plan = "\n".join(connection.execute(text(f"EXPLAIN {statement}"), params).scalars())
+            assert "Task Count: 1\n" in plan + "\n", (name, plan)
