@@ -7,6 +7,7 @@ set-up exactly as the command does it; these tests check what it left.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import pytest
@@ -22,6 +23,7 @@ from app.db.reconcile_queries import (
     same_operator,
     scope_filter,
 )
+from tests.worked_examples import EX_000, round_request
 
 
 def _is_citus(engine: Engine) -> bool:
@@ -106,3 +108,23 @@ def test_on_citus_a_single_operators_report_runs_on_its_node_alone(
         for name, statement in statements.items():
             plan = "\n".join(connection.execute(text(f"EXPLAIN {statement}"), params).scalars())
             assert "Task Count: 1\n" in plan + "\n", (name, plan)
+
+
+def test_on_citus_a_settle_commits_in_one_phase_on_its_operators_node(
+        make_app: Callable[..., Flask], make_key: Callable[..., str],
+        owner_engine: Engine) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    operator = f"op-{uuid.uuid4().hex[:8]}"
+    client = make_app().test_client()
+    headers = {"Authorization": f"Bearer {make_key('rounds:write', operator_id=operator)}"}
+    prepared = text("SELECT count(*) FROM pg_dist_transaction")
+    with owner_engine.connect() as connection:
+        before = connection.execute(prepared).scalar_one()
+    for _ in range(3):
+        answer = client.post("/v1/rounds", json=round_request(EX_000, "one-phase"),
+                             headers={**headers, "Idempotency-Key": uuid.uuid4().hex})
+        assert answer.status_code == 201, answer.get_json()
+    with owner_engine.connect() as connection:
+        # A two-phase commit leaves a record until the maintenance daemon's recovery.
+        assert connection.execute(prepared).scalar_one() <= before

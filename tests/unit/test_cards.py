@@ -337,6 +337,7 @@ def test_no_short_string_over_the_card_alphabet_parses_unless_section_1_accepts_
             assert parsed(text) == oracle(text), repr(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None, derandomize=True, database=None)
 @given(st.one_of(EDITED, st.lists(st.one_of(NEARBY, st.characters(exclude_categories=())),
                                   max_size=5).map("".join)))

@@ -80,6 +80,7 @@ def edited(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edited())
 def test_whatever_the_fast_check_takes_marshmallow_takes_to_the_same_values(

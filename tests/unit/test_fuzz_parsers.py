@@ -32,6 +32,7 @@ from app.domain.rulesets import PRESETS
 from app.services.play import parse_round, play, round_body
 
 EXAMPLES = 400
+pytestmark = pytest.mark.slow
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

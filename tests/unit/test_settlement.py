@@ -532,6 +532,7 @@ def _money_text_by_fraction(amount: Decimal, precision: int) -> str:
     return format(Decimal(f"{units}E-{precision}"), "f")
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.one_of(st.decimals(allow_nan=False, allow_infinity=False),
                  st.decimals(places=12, allow_nan=False, allow_infinity=False),

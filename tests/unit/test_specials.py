@@ -456,6 +456,7 @@ def planted_hand(rng: random.Random, decks: int) -> tuple[Card, ...]:
             return tuple(rng.sample(cards, 13))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decks", [1, 2])
 def test_three_row_search_agrees_with_brute_force(decks: int) -> None:
     rng = random.Random(20240 + decks)
