@@ -278,14 +278,15 @@ def authenticate(uows: UnitOfWorkFactory, token: str, cache: KeyCache | None = N
     # Constant-time, so response timing does not reveal how much of a guess was right.
     if not hmac.compare_digest(found.secret_hash, hash_secret(secret)):
         raise InvalidToken("invalid", "the API key is not valid")
-    if found.revoked_at is not None:
-        raise InvalidToken("revoked", "the API key was revoked")
-    if found.expires_at is not None and found.expires_at <= found.now:
-        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
     return _caller_of(found)
 
 
 def _caller_of(found: KeyCheck) -> Caller:
+    """Return who a key is, unless it was revoked or has expired (InvalidToken)."""
+    if found.revoked_at is not None:
+        raise InvalidToken("revoked", "the API key was revoked")
+    if found.expires_at is not None and found.expires_at <= found.now:
+        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
     return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes),
                   found.rate_limits or {}, found.concurrency_limits or {})
 
@@ -325,10 +326,6 @@ def caller_of_key(uows: UnitOfWorkFactory, key_id: str) -> Caller:
     found = uows.read_key(key_id)
     if found is None:
         raise InvalidToken("invalid", "the API key is not valid")
-    if found.revoked_at is not None:
-        raise InvalidToken("revoked", "the API key was revoked")
-    if found.expires_at is not None and found.expires_at <= found.now:
-        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
     return _caller_of(found)
 
 
