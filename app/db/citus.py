@@ -64,7 +64,7 @@ def layout(connection: Connection) -> Layout:
         "SELECT logicalrelid::regclass::text, "
         "CASE partmethod WHEN 'h' THEN 'distributed by ' || column_to_column_name("
         "logicalrelid, partkey) WHEN 'n' THEN 'reference' ELSE partmethod::text END "
-        "FROM pg_dist_partition")).tuples().all())
+        "FROM pg_dist_partition")).all())
     return Layout(version, int(workers),
                   {table: placed.get(table, "local") for table in (*DISTRIBUTED, *REFERENCE)})
 
