@@ -6,7 +6,7 @@ from flask import Blueprint, Response, jsonify
 
 from app.api.errors import ProblemError
 from app.domain.games import PRESETS
-from app.services.play import ruleset_json
+from app.services.round_json import ruleset_json
 
 bp = Blueprint("rulesets", __name__, url_prefix="/v1/rulesets")
 

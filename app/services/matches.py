@@ -39,8 +39,9 @@ from app.services import cursors
 from app.services.cursors import Cursor, page_limit
 from app.services.ledger import line_rows, player_rows
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_outcome, penalty_result
-from app.services.play import PlayedRound, ruleset_json
+from app.services.play import PlayedRound
 from app.services.repositories import MatchColumns, MatchLeaveColumns, MatchRepository
+from app.services.round_json import ruleset_json
 from app.services.rounds import (
     AppendCheck,
     IdempotencyConflict,

@@ -36,7 +36,7 @@ from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
-from app.services.play import PlayedRound, parse_round, play, round_body
+from app.services.play import PlayedRound, parse_round, play
 from app.services.repositories import (
     LINE_COLUMNS,
     PLAYER_COLUMNS,
@@ -46,6 +46,7 @@ from app.services.repositories import (
     RoundSummary,
     StoredColumns,
 )
+from app.services.round_json import round_body
 from app.services.signing import Signer, receipt_statement
 from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
