@@ -7,13 +7,15 @@ integers are strict, and money is a JSON string holding a decimal, never a numbe
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from app.domain.errors import Problem, RulesetError
 from app.domain.games import Game, game_of_preset
+from app.domain.rulesets import MAX_PRESET_NAME, read_ruleset_ref
 from app.text import IDENTIFIER, IDENTIFIER_RULE
 
 MAX_INTEGER_DIGITS = 15
@@ -104,24 +106,33 @@ class QueryInteger(fields.Integer):
 
 
 class RulesetField(fields.Field[Any]):
-    """A preset name, or ``{"preset": NAME, "overrides": {...}}``."""
+    """A preset name, or ``{"preset": NAME, "overrides": {...}}``.
+
+    The domain owns this shape (``read_ruleset_ref``); a refusal keeps its path under the
+    field (``ruleset.overrides``) and its code.
+    """
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if isinstance(value, str):
-            if not 1 <= len(value) <= 64:
-                raise ValidationError("a preset name has 1-64 characters")
-            return value
-        if isinstance(value, dict):
-            unknown = sorted(set(value) - {"preset", "overrides"})
-            if unknown:
-                raise ValidationError(f"unknown field(s) {', '.join(unknown)}; a ruleset object "
-                                      "holds 'preset' and 'overrides'")
-            if not isinstance(value.get("preset"), str):
-                raise ValidationError("'preset' must be a preset name")
-            if "overrides" in value and not isinstance(value["overrides"], dict):
-                raise ValidationError("'overrides' must be an object of parameters")
-            return value
-        raise ValidationError("must be a preset name or an object with 'preset' and 'overrides'")
+        try:
+            read_ruleset_ref(value, _FIELD)
+        except RulesetError as error:
+            raise ValidationError(_under_field(error.problems)) from None
+        return value
+
+
+_FIELD = "$"  # where a problem of read_ruleset_ref is at the field itself
+
+
+def _under_field(problems: Iterable[Problem]) -> dict[str, Any]:
+    """Turn the domain's problems into marshmallow's messages, nested under the field."""
+    messages: dict[str, Any] = {}
+    for problem in problems:
+        leaf = {"message": problem.message, "code": problem.code}
+        key = problem.path.removeprefix(_FIELD).removeprefix(".")
+        if not key:
+            return leaf
+        messages[key] = leaf
+    return messages
 
 
 def _card_list(**kwargs: Any) -> fields.List[str]:
@@ -398,7 +409,8 @@ def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     if not (_REQUIRED_ROUND_KEYS <= keys <= _ROUND_KEYS):
         return None
     ruleset, table_id, players = raw["ruleset"], raw["table_id"], raw["players"]
-    if not (isinstance(ruleset, str) and 1 <= len(ruleset) <= 64 and _identifier(table_id)
+    if not (isinstance(ruleset, str) and 1 <= len(ruleset) <= MAX_PRESET_NAME
+            and _identifier(table_id)
             and isinstance(players, list) and 1 <= len(players) <= MAX_PLAYERS):
         return None
     stake = _money(raw["stake"])

@@ -35,6 +35,7 @@ from app.domain.rulesets.readers import (
     read_enum,
     read_int,
     read_limit,
+    read_ruleset_ref,
     read_str,
 )
 from app.domain.settlement import FeeBasis, Limit, MoneyRules, Payout
@@ -220,19 +221,12 @@ def resolve(spec: object, path: str = "ruleset") -> AnyRules:
         spec, Mapping) else None
     if not isinstance(name, str) or name not in BANKER_PRESETS:
         return resolve_ruleset(spec, path)
-    base = BANKER_PRESETS[name]
-    if not isinstance(spec, Mapping):
+    ref = read_ruleset_ref(spec, path)
+    base = BANKER_PRESETS[ref.preset]
+    if ref.overrides is None:
         return base
-    unknown = sorted(set(spec) - {"preset", "overrides"})
-    if unknown:
-        raise RulesetError(Problem(f"{path}.{unknown[0]}", "unknown field",
-                                   "unknown_parameter"))
-    overrides = spec.get("overrides") or {}
-    if not isinstance(overrides, Mapping):
-        raise RulesetError(Problem(f"{path}.overrides", "overrides must be an object",
-                                   "wrong_type"))
     merged = rules_to_dict(base)
-    for key, value in overrides.items():
+    for key, value in ref.overrides.items():
         if not isinstance(key, str) or key not in merged or key in ("name", "game"):
             raise RulesetError(Problem(f"{path}.overrides.{key}", "unknown parameter"
                                        if key not in ("name", "game") else

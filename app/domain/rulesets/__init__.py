@@ -41,13 +41,19 @@ from app.domain.rulesets.model import (
     Topology,
 )
 from app.domain.rulesets.presets import PRESETS
-from app.domain.rulesets.readers import DECIMAL_PATTERN
+from app.domain.rulesets.readers import (
+    DECIMAL_PATTERN,
+    MAX_PRESET_NAME,
+    RulesetRef,
+    read_ruleset_ref,
+)
 
 __all__ = [
-    "DECIMAL_PATTERN", "DRAGONS", "MAX_MULTIPLIER", "MAX_PAIR_POINTS", "MAX_PLAYERS",
-    "MAX_PLAYER_POINTS", "MAX_POINTS", "MIN_PLAYERS", "POINTS_COLUMN_MAX", "PRESETS",
-    "Aggregation", "BothSpecial", "Compare", "DragonOthers", "DragonPolicy", "Effect",
-    "EffectKind", "FoulPolicy", "FrontOrder", "Over", "RowBet", "RowTable", "Ruleset",
-    "ScoopRequires", "SpecialMode", "SpecialTable", "SuitTiebreak", "TieRule", "Topology",
-    "resolve_ruleset", "ruleset_from_dict", "ruleset_hash", "ruleset_to_dict",
+    "Aggregation", "BothSpecial", "Compare", "DECIMAL_PATTERN", "DRAGONS", "DragonOthers",
+    "DragonPolicy", "Effect", "EffectKind", "FoulPolicy", "FrontOrder", "MAX_MULTIPLIER",
+    "MAX_PAIR_POINTS", "MAX_PLAYERS", "MAX_PLAYER_POINTS", "MAX_POINTS", "MAX_PRESET_NAME",
+    "MIN_PLAYERS", "Over", "POINTS_COLUMN_MAX", "PRESETS", "RowBet", "RowTable", "Ruleset",
+    "RulesetRef", "ScoopRequires", "SpecialMode", "SpecialTable", "SuitTiebreak", "TieRule",
+    "Topology", "read_ruleset_ref", "resolve_ruleset", "ruleset_from_dict", "ruleset_hash",
+    "ruleset_to_dict",
 ]

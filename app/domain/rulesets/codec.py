@@ -48,6 +48,7 @@ from app.domain.rulesets.readers import (
     read_limit,
     read_object,
     read_opt_int,
+    read_ruleset_ref,
     read_str,
 )
 from app.domain.settlement import Limit, MoneyRules, Payout
@@ -141,28 +142,14 @@ def resolve_ruleset(spec: object, path: str = "ruleset") -> Ruleset:
     """
     if isinstance(spec, Ruleset):
         return spec
-    if isinstance(spec, str):
-        return _preset(spec, path)
-    if not isinstance(spec, Mapping):
-        raise RulesetError(Problem(path, "a ruleset is a preset name or an object",
-                                   "wrong_type"))
-    if "preset" in spec:
-        unknown = sorted(set(spec) - {"preset", "overrides"})
-        if unknown:
-            raise RulesetError(Problem(f"{path}.{unknown[0]}", "unknown field",
-                                       "unknown_parameter"))
-        name = spec["preset"]
-        if not isinstance(name, str):
-            raise RulesetError(Problem(f"{path}.preset", "the preset is a name",
-                                       "wrong_type"))
-        base = _preset(name, f"{path}.preset")
-        overrides = spec.get("overrides") or {}
-        if not isinstance(overrides, Mapping):
-            raise RulesetError(Problem(f"{path}.overrides", "overrides must be an object",
-                                       "wrong_type"))
-        merged = _merge(ruleset_to_dict(base), overrides, f"{path}.overrides")
-        return _from_dict(merged, f"{path}.overrides")
-    return _from_dict(spec, path, complete=True)
+    if isinstance(spec, Mapping) and "preset" not in spec:
+        return _from_dict(spec, path, complete=True)
+    ref = read_ruleset_ref(spec, path)
+    base = _preset(ref.preset, ref.preset_path)
+    if ref.overrides is None:
+        return base
+    merged = _merge(ruleset_to_dict(base), ref.overrides, f"{path}.overrides")
+    return _from_dict(merged, f"{path}.overrides")
 
 
 def ruleset_from_dict(data: Mapping[str, Any], path: str = "ruleset") -> Ruleset:

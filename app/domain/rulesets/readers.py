@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.settlement import Limit
@@ -107,3 +107,45 @@ def read_limit(v: object, path: str) -> Limit | None:
                      None if absolute is None else read_decimal(absolute, f"{path}.absolute"))
     except SettlementError as err:
         raise RulesetError(p.under(path) for p in err.problems) from None
+
+
+# A preset's name, bare or in an object; a longer one is no preset and is not echoed.
+MAX_PRESET_NAME = 64
+
+
+class RulesetRef(NamedTuple):
+    """What a request names as its rules: a preset (given at ``preset_path``) and the
+    overrides laid on it, None when it gave none."""
+
+    preset: str
+    preset_path: str
+    overrides: Mapping[str, Any] | None
+
+
+def read_ruleset_ref(spec: object, path: str = "ruleset") -> RulesetRef:
+    """Read a preset name or ``{"preset": NAME, "overrides": {...}}``; refuse other shapes.
+
+    The one check of a request's ruleset shape: the schema and every game's resolve ask it.
+    """
+    if isinstance(spec, str):
+        return RulesetRef(_preset_name(spec, path), path, None)
+    if not isinstance(spec, Mapping):
+        raise fail(path, "a ruleset is a preset name or an object")
+    unknown = sorted(set(spec) - {"preset", "overrides"}, key=str)
+    if unknown:
+        raise fail(f"{path}.{unknown[0]}", "unknown field", "unknown_parameter")
+    if "preset" not in spec:
+        raise fail(f"{path}.preset", "a ruleset object names its preset", "missing_parameter")
+    name = spec["preset"]
+    if not isinstance(name, str):
+        raise fail(f"{path}.preset", "the preset is a name")
+    overrides = spec.get("overrides")
+    if "overrides" in spec and not isinstance(overrides, Mapping):
+        raise fail(f"{path}.overrides", "overrides must be an object")
+    return RulesetRef(_preset_name(name, f"{path}.preset"), f"{path}.preset", overrides)
+
+
+def _preset_name(name: str, path: str) -> str:
+    if not 1 <= len(name) <= MAX_PRESET_NAME:
+        raise fail(path, f"a preset name has 1-{MAX_PRESET_NAME} characters", "invalid_value")
+    return name
