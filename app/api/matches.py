@@ -9,8 +9,9 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
+from app.api.body import json_body
 from app.api.context import operator_id
-from app.api.errors import ProblemError, json_body
+from app.api.errors import ProblemError
 from app.api.metrics import count_replay, count_stored_round
 from app.api.rounds import _idempotency_key
 from app.api.schemas import (
