@@ -15,6 +15,7 @@ from app.api.audit import signer
 from app.api.body import json_body
 from app.api.context import operator_id
 from app.api.errors import ProblemError, validation_errors, validation_problem
+from app.api.fast_round import fast_round_request
 from app.api.metrics import count_replay, count_stored_round
 from app.api.responses import json_response
 from app.api.schemas import (
@@ -22,7 +23,6 @@ from app.api.schemas import (
     MAX_PLAYERS,
     PageQuerySchema,
     RoundRequestSchema,
-    fast_round_request,
     player_schema,
 )
 from app.db import get_database
