@@ -225,6 +225,12 @@ def _phrase(status: int) -> str:
         return "Error"
 
 
+def not_found(detail: str) -> ProblemError:
+    """Return the 404 for a resource the caller named that is not there (``detail`` says
+    which), in the shape the router's own 404 takes."""
+    return ProblemError(404, _phrase(404), detail)
+
+
 def validation_problem(errors: list[dict[str, str]]) -> ProblemError:
     """Return the 422 refusing a request for each of ``errors`` (``{path, message, code}``)."""
     count = len(errors)
