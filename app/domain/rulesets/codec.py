@@ -13,31 +13,22 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from decimal import Decimal
-from typing import Any
+from enum import StrEnum
+from typing import Any, get_type_hints
 
 from app.domain.deal import Exchange, ExchangeRules
 from app.domain.errors import Problem, RulesetError, SettlementError
-from app.domain.hands import CATEGORY_BY_LABEL, ROWS, AceLow, Category, Row
+from app.domain.hands import CATEGORY_BY_LABEL, ROWS, Category, Row
 from app.domain.rulesets.model import (
-    Aggregation,
-    BothSpecial,
-    Compare,
     DragonOthers,
     DragonPolicy,
     Effect,
     EffectKind,
-    FoulPolicy,
-    FrontOrder,
     Over,
     RowBet,
     RowTable,
     Ruleset,
-    ScoopRequires,
-    SpecialMode,
     SpecialTable,
-    SuitTiebreak,
-    TieRule,
-    Topology,
 )
 from app.domain.rulesets.presets import PRESETS
 from app.domain.rulesets.readers import (
@@ -52,7 +43,7 @@ from app.domain.rulesets.readers import (
     read_str,
 )
 from app.domain.settlement import Limit, MoneyRules, Payout
-from app.domain.specials import FrontStraightAce, SpecialName
+from app.domain.specials import SpecialName
 
 
 def ruleset_to_dict(r: Ruleset) -> dict[str, Any]:
@@ -257,19 +248,29 @@ def _row_bet(v: object, path: str) -> RowBet | None:
                   read_enum(Row)(d.get("default_row", "back"), f"{path}.default_row"))
 
 
+# The structured parameters, each with its reader; every other one is a whole number, a
+# truth value or a choice, read by the type the Ruleset declares for it.
+_STRUCTURED: dict[str, Callable[[object, str], Any]] = {
+    "scoop": _effect, "home_run": _effect, "row_bonus": _row_table,
+    "holding_bonus": _row_table, "winner_bonus": _row_table,
+    "special_values": _special_table, "dragon": _dragon, "row_bet": _row_bet,
+}
+
+
+def _scalar_reader(name: str, kind: object) -> Callable[[object, str], Any]:
+    if kind is bool:
+        return read_bool
+    if kind is int:
+        return read_int
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return read_enum(kind)
+    raise TypeError(f"no reader for the ruleset parameter {name}: {kind!r}")
+
+
+_TYPES = get_type_hints(Ruleset)
 _PARSERS: dict[str, Callable[[object, str], Any]] = {
-    "min_players": read_int, "max_players": read_int, "decks": read_int,
-    "topology": read_enum(Topology), "aggregation": read_enum(Aggregation),
-    "row_base": read_int, "scoop_points": read_int,
-    "scoop_requires": read_enum(ScoopRequires), "scoop": _effect, "home_run": _effect,
-    "row_bonus": _row_table, "holding_bonus": _row_table, "winner_bonus": _row_table,
-    "special_mode": read_enum(SpecialMode), "special_values": _special_table,
-    "dragon": _dragon, "foul": read_enum(FoulPolicy), "foul_counts_as_scoop": read_bool,
-    "foul_winner_row_bonus": read_bool, "row_bet": _row_bet,
-    "tie_rule": read_enum(TieRule), "compare": read_enum(Compare),
-    "both_special": read_enum(BothSpecial), "ace_low_straight": read_enum(AceLow),
-    "front_straight_ace": read_enum(FrontStraightAce), "six_pairs_counts_quads": read_bool,
-    "front_order": read_enum(FrontOrder), "suit_tiebreak": read_enum(SuitTiebreak),
+    name: _STRUCTURED.get(name) or _scalar_reader(name, _TYPES[name])
+    for name in _FIELDS if name not in ("name", "exchange", "money")
 }
 
 
