@@ -31,8 +31,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api import register_blueprints
     from app.api.audit import KEYRING
     from app.api.auth import init_auth
+    from app.api.body import refuse_text_faults_in_url
     from app.api.cors import init_cors
-    from app.api.errors import refuse_text_faults_in_url, register_error_handlers
+    from app.api.errors import register_error_handlers
     from app.api.limits import init_limits
     from app.api.metrics import init_metrics
     from app.api.requestlog import init_request_log

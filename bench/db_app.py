@@ -36,7 +36,8 @@ from app.config import Settings
 from app.db import get_database
 from app.db.unit_of_work import UnitOfWork
 from app.services.keys import Scope
-from app.services.play import parse_round, play, round_body
+from app.services.play import parse_round, play
+from app.services.round_json import round_body
 from app.services.rounds import (
     ROUND_KIND,
     NewRound,

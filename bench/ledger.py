@@ -70,8 +70,9 @@ from app.domain.settlement import money_text
 from app.services import audit, checkpoints
 from app.services import ledger as ledger_service
 from app.services import rounds as rounds_service
-from app.services.play import parse_round, play, round_body
+from app.services.play import parse_round, play
 from app.services.reconcile import reconcile
+from app.services.round_json import round_body
 from app.services.rounds import canonical_json, stored_input
 from app.services.signing import PublicKeys, PublishedKey, Signer
 

@@ -15,8 +15,9 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from app.api.body import json_body
 from app.api.context import operator_id
-from app.api.errors import ProblemError, json_body
+from app.api.errors import not_found
 from app.api.metrics import count_verify_findings
 from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySchema, WholeNumber
 from app.db import get_database
@@ -120,7 +121,7 @@ def list_checkpoints() -> Response:
 def get_checkpoint(checkpoint_id: uuid.UUID) -> Response:
     body = checkpoints.get_checkpoint(get_database().uows, operator_id(), checkpoint_id)
     if body is None:
-        raise ProblemError(404, "Not Found", f"no checkpoint {checkpoint_id}")
+        raise not_found(f"no checkpoint {checkpoint_id}")
     return jsonify(body)
 
 

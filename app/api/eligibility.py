@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.errors import json_body
+from app.api.body import json_body
 from app.api.schemas import EligibilityRequestSchema
 from app.domain.banker_games import bet_multiples_allowed
 from app.domain.errors import Problem, RoundError

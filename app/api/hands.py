@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.errors import json_body
+from app.api.body import json_body
 from app.api.schemas import ArrangeRequestSchema, EvaluateRequestSchema
 from app.services import hands
 

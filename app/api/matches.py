@@ -9,8 +9,9 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
+from app.api.body import json_body
 from app.api.context import operator_id
-from app.api.errors import ProblemError, json_body
+from app.api.errors import not_found
 from app.api.metrics import count_replay, count_stored_round
 from app.api.rounds import _idempotency_key
 from app.api.schemas import (
@@ -95,7 +96,7 @@ def get_match(match_id: uuid.UUID) -> Response:
     found = matches.get_match(match_id, operator_id=operator_id(),
                               uows=get_database().uows)
     if found is None:
-        raise ProblemError(404, "Not Found", f"no match {match_id}")
+        raise not_found(f"no match {match_id}")
     return jsonify(found)
 
 

@@ -12,8 +12,10 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
+from app.api.body import json_body
 from app.api.context import operator_id
-from app.api.errors import ProblemError, json_body, validation_errors, validation_problem
+from app.api.errors import ProblemError, not_found, validation_errors, validation_problem
+from app.api.fast_round import fast_round_request
 from app.api.metrics import count_replay, count_stored_round
 from app.api.responses import json_response
 from app.api.schemas import (
@@ -21,7 +23,6 @@ from app.api.schemas import (
     MAX_PLAYERS,
     PageQuerySchema,
     RoundRequestSchema,
-    fast_round_request,
     player_schema,
 )
 from app.db import get_database
@@ -157,7 +158,7 @@ def get_round(round_id: uuid.UUID) -> Response:
     stored = rounds.get_round(round_id, operator_id=operator_id(),
                               uows=get_database().uows)
     if stored is None:
-        raise ProblemError(404, "Not Found", f"no round {round_id}")
+        raise not_found(f"no round {round_id}")
     # The receipt is the one stored at append: the tag names what is shown.
     response = json_response(stored.body)
     response.set_etag(stored.etag)

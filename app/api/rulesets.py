@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.errors import ProblemError
+from app.api.errors import not_found
 from app.domain.games import PRESETS
-from app.services.play import ruleset_json
+from app.services.round_json import ruleset_json
 
 bp = Blueprint("rulesets", __name__, url_prefix="/v1/rulesets")
 
@@ -20,6 +20,6 @@ def list_rulesets() -> Response:
 def get_ruleset(name: str) -> Response:
     rules = PRESETS.get(name)
     if rules is None:
-        raise ProblemError(404, "Not Found", f"no preset named {name!r}; presets: "
-                           f"{', '.join(PRESETS)}")
+        raise not_found(f"no preset named {name!r}; presets: "
+                        f"{', '.join(PRESETS)}")
     return jsonify(ruleset_json(rules))

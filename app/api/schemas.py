@@ -7,17 +7,21 @@ integers are strict, and money is a JSON string holding a decimal, never a numbe
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from app.domain.errors import Problem, RulesetError
 from app.domain.games import Game, game_of_preset
+from app.domain.rulesets import read_ruleset_ref
 from app.text import IDENTIFIER, IDENTIFIER_RULE
 
 MAX_INTEGER_DIGITS = 15
-_MONEY = re.compile(rf"-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?")
+MONEY_TEXT = re.compile(rf"-?(0|[1-9][0-9]{{0,{MAX_INTEGER_DIGITS - 1}}})(\.[0-9]{{1,8}})?")
+MAX_CARD_TEXT = 8  # the longest card or tile text ("10h", "red-10", ...)
+MAX_HAND_CARDS = 26  # the most cards one list of a hand holds
 
 
 class FullMatch(validate.Validator):
@@ -47,7 +51,7 @@ class Money(fields.Field[Decimal]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Decimal:
         if not isinstance(value, str):
             raise ValidationError("money must be a JSON string holding a decimal, such as \"200\"")
-        if not _MONEY.fullmatch(value):
+        if not MONEY_TEXT.fullmatch(value):
             raise ValidationError(
                 f"{value!r} is not a decimal amount (digits, optional '.', at most 8 decimals "
                 f"and {MAX_INTEGER_DIGITS} integer digits)")
@@ -104,29 +108,38 @@ class QueryInteger(fields.Integer):
 
 
 class RulesetField(fields.Field[Any]):
-    """A preset name, or ``{"preset": NAME, "overrides": {...}}``."""
+    """A preset name, or ``{"preset": NAME, "overrides": {...}}``.
+
+    The domain owns this shape (``read_ruleset_ref``); a refusal keeps its path under the
+    field (``ruleset.overrides``) and its code.
+    """
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if isinstance(value, str):
-            if not 1 <= len(value) <= 64:
-                raise ValidationError("a preset name has 1-64 characters")
-            return value
-        if isinstance(value, dict):
-            unknown = sorted(set(value) - {"preset", "overrides"})
-            if unknown:
-                raise ValidationError(f"unknown field(s) {', '.join(unknown)}; a ruleset object "
-                                      "holds 'preset' and 'overrides'")
-            if not isinstance(value.get("preset"), str):
-                raise ValidationError("'preset' must be a preset name")
-            if "overrides" in value and not isinstance(value["overrides"], dict):
-                raise ValidationError("'overrides' must be an object of parameters")
-            return value
-        raise ValidationError("must be a preset name or an object with 'preset' and 'overrides'")
+        try:
+            read_ruleset_ref(value, _FIELD)
+        except RulesetError as error:
+            raise ValidationError(_under_field(error.problems)) from None
+        return value
+
+
+_FIELD = "$"  # where a problem of read_ruleset_ref is at the field itself
+
+
+def _under_field(problems: Iterable[Problem]) -> dict[str, Any]:
+    """Turn the domain's problems into marshmallow's messages, nested under the field."""
+    messages: dict[str, Any] = {}
+    for problem in problems:
+        leaf = {"message": problem.message, "code": problem.code}
+        key = problem.path.removeprefix(_FIELD).removeprefix(".")
+        if not key:
+            return leaf
+        messages[key] = leaf
+    return messages
 
 
 def _card_list(**kwargs: Any) -> fields.List[str]:
-    return fields.List(fields.String(validate=validate.Length(1, 8)),
-                       validate=validate.Length(max=26), **kwargs)
+    return fields.List(fields.String(validate=validate.Length(1, MAX_CARD_TEXT)),
+                       validate=validate.Length(max=MAX_HAND_CARDS), **kwargs)
 
 
 ROW_FIELDS = ("front", "middle", "back")
@@ -217,13 +230,13 @@ class BankerPlayerSchema(Schema):
 
 
 class Qiang21PlayerSchema(BankerPlayerSchema):
-    cards = fields.List(fields.String(validate=validate.Length(1, 8)), required=True,
+    cards = fields.List(fields.String(validate=validate.Length(1, MAX_CARD_TEXT)), required=True,
                         validate=validate.Length(1, MAX_21_CARDS))
     timed_out = StrictBoolean(load_default=False)
 
 
 class ErbagangPlayerSchema(BankerPlayerSchema):
-    tiles = fields.List(fields.String(validate=validate.Length(1, 8)), required=True,
+    tiles = fields.List(fields.String(validate=validate.Length(1, MAX_CARD_TEXT)), required=True,
                         validate=validate.Length(TILES_PER_HAND, TILES_PER_HAND))
 
 
@@ -296,7 +309,7 @@ class DealSchema(Schema):
 
     hands = PlayerCards(required=True)
     # never more than two whole decks
-    pile = fields.List(fields.String(validate=validate.Length(1, 8)),
+    pile = fields.List(fields.String(validate=validate.Length(1, MAX_CARD_TEXT)),
                        validate=validate.Length(max=104))
     exchanges = fields.List(fields.Nested(ExchangeSchema),
                             validate=validate.Length(max=MAX_PLAYERS))
@@ -364,103 +377,3 @@ class PageQuerySchema(PeriodQuerySchema):
 
     limit = QueryInteger(load_default=50, validate=validate.Range(1, 200))
     cursor = fields.String(validate=validate.Length(1, 512))
-
-
-# --- the common round request, checked in plain Python ------------------------------------
-#
-# marshmallow builds ~100 field deserialisations for a four-player round. Most requests are
-# of one shape: a preset name, a table, a stake and players who each give an id, a balance
-# and their rows (or, at a banker game, their cards or tiles and a bet multiple). A request
-# of exactly that shape whose every value marshmallow would accept is loaded here, to the
-# same values marshmallow returns (defaults included); anything else, and every refusal,
-# is marshmallow's (tests/unit/test_fast_round_request.py holds the two equal).
-
-_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players", "limits_enforced"})
-_REQUIRED_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players"})
-_ROWS = (("front", 26), ("middle", 26), ("back", 26))
-_PLAYER_KEYS: dict[Game, tuple[frozenset[str], frozenset[str]]] = {
-    # (keys a player may give in the common shape, keys it must give)
-    Game.THIRTEEN: (frozenset({"player_id", "balance", "front", "middle", "back"}),
-                    frozenset({"player_id", "balance", "front", "middle", "back"})),
-    Game.QIANG21: (frozenset({"player_id", "balance", "banker", "bet_multiple", "cards"}),
-                   frozenset({"player_id", "balance", "cards"})),
-    Game.ERBAGANG: (frozenset({"player_id", "balance", "banker", "bet_multiple", "tiles"}),
-                    frozenset({"player_id", "balance", "tiles"})),
-}
-_HAND_SIZES = {Game.QIANG21: ("cards", 1, MAX_21_CARDS),
-               Game.ERBAGANG: ("tiles", TILES_PER_HAND, TILES_PER_HAND)}
-
-
-def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return what ``RoundRequestSchema().load(raw)`` returns for a request of the common
-    shape with nothing to refuse, or None for marshmallow to load (or refuse) it."""
-    keys = raw.keys()
-    if not (_REQUIRED_ROUND_KEYS <= keys <= _ROUND_KEYS):
-        return None
-    ruleset, table_id, players = raw["ruleset"], raw["table_id"], raw["players"]
-    if not (isinstance(ruleset, str) and 1 <= len(ruleset) <= 64 and _identifier(table_id)
-            and isinstance(players, list) and 1 <= len(players) <= MAX_PLAYERS):
-        return None
-    stake = _money(raw["stake"])
-    if stake is None or stake == 0:
-        return None
-    limits = raw.get("limits_enforced", False)
-    if not isinstance(limits, bool):
-        return None
-    game = game_of_preset(ruleset)
-    loaded = [_fast_player(p, game) for p in players]
-    if None in loaded:
-        return None
-    return {"ruleset": ruleset, "table_id": table_id, "stake": stake, "players": loaded,
-            "limits_enforced": limits}
-
-
-def _fast_player(raw: object, game: Game) -> dict[str, Any] | None:
-    if not isinstance(raw, dict):
-        return None
-    allowed, required = _PLAYER_KEYS[game]
-    keys = raw.keys()
-    if not (required <= keys <= allowed) or not _identifier(raw["player_id"]):
-        return None
-    balance = _money(raw["balance"])
-    if balance is None:
-        return None
-    player: dict[str, Any] = {"player_id": raw["player_id"], "balance": balance}
-    if game is Game.THIRTEEN:
-        for name, most in _ROWS:
-            if not _card_texts(raw[name], 0, most):
-                return None
-            player[name] = raw[name]
-        player["special"] = "auto"
-        player["banker"] = False
-        return player
-    name, fewest, most = _HAND_SIZES[game]
-    banker = raw.get("banker", False)
-    if not (_card_texts(raw[name], fewest, most) and isinstance(banker, bool)):
-        return None
-    if "bet_multiple" in raw:  # given, even as null, it must be a whole number in range
-        multiple = raw["bet_multiple"]
-        if not (type(multiple) is int and 1 <= multiple <= MAX_MULTIPLE):
-            return None
-        player["bet_multiple"] = multiple
-    player[name] = raw[name]
-    player["banker"] = banker
-    if game is Game.QIANG21:
-        player["timed_out"] = False
-    return player
-
-
-def _identifier(value: object) -> bool:
-    return isinstance(value, str) and IDENTIFIER.fullmatch(value) is not None
-
-
-def _money(value: object) -> Decimal | None:
-    """The amount of a money string Money() accepts (0 or more), else None."""
-    if not isinstance(value, str) or value.startswith("-") or not _MONEY.fullmatch(value):
-        return None
-    return Decimal(value)
-
-
-def _card_texts(value: object, fewest: int, most: int) -> bool:
-    return (isinstance(value, list) and fewest <= len(value) <= most
-            and all(isinstance(t, str) and 1 <= len(t) <= 8 for t in value))

@@ -17,7 +17,7 @@ from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from app.api.audit import CheckpointSchema, keyring, signer
-from app.api.errors import string_faults
+from app.api.body import string_faults
 from app.console.views import (
     _caller,
     _invalid_cursor,

@@ -23,17 +23,20 @@ from app.domain.errors import Problem, RulesetError, SettlementError
 from app.domain.rulesets import PRESETS as THIRTEEN_PRESETS
 from app.domain.rulesets import (
     Ruleset,
-    _bool,
-    _decimal,
-    _enum,
-    _fail,
-    _int,
-    _limit,
-    _str,
     resolve_ruleset,
     ruleset_from_dict,
     ruleset_hash,
     ruleset_to_dict,
+)
+from app.domain.rulesets.readers import (
+    fail,
+    read_bool,
+    read_decimal,
+    read_enum,
+    read_int,
+    read_limit,
+    read_ruleset_ref,
+    read_str,
 )
 from app.domain.settlement import FeeBasis, Limit, MoneyRules, Payout
 from app.domain.tiles import CategoryTiles, TwoEight
@@ -60,14 +63,14 @@ class Option:
 
     def parse(self, value: object, path: str) -> str | int:
         if self.bounds is not None:
-            n = _int(value, path)
+            n = read_int(value, path)
             low, high = self.bounds
             if not low <= n <= high:
-                raise _fail(path, f"{self.name} is from {low} to {high}, not {n}",
+                raise fail(path, f"{self.name} is from {low} to {high}, not {n}",
                             "invalid_parameter")
             return n
         if not isinstance(value, str) or value not in self.choices:
-            raise _fail(path, f"expected one of {', '.join(self.choices)}, got {value!r}",
+            raise fail(path, f"expected one of {', '.join(self.choices)}, got {value!r}",
                         "invalid_choice")
         return value
 
@@ -218,19 +221,12 @@ def resolve(spec: object, path: str = "ruleset") -> AnyRules:
         spec, Mapping) else None
     if not isinstance(name, str) or name not in BANKER_PRESETS:
         return resolve_ruleset(spec, path)
-    base = BANKER_PRESETS[name]
-    if not isinstance(spec, Mapping):
+    ref = read_ruleset_ref(spec, path)
+    base = BANKER_PRESETS[ref.preset]
+    if ref.overrides is None:
         return base
-    unknown = sorted(set(spec) - {"preset", "overrides"})
-    if unknown:
-        raise RulesetError(Problem(f"{path}.{unknown[0]}", "unknown field",
-                                   "unknown_parameter"))
-    overrides = spec.get("overrides") or {}
-    if not isinstance(overrides, Mapping):
-        raise RulesetError(Problem(f"{path}.overrides", "overrides must be an object",
-                                   "wrong_type"))
     merged = rules_to_dict(base)
-    for key, value in overrides.items():
+    for key, value in ref.overrides.items():
         if not isinstance(key, str) or key not in merged or key in ("name", "game"):
             raise RulesetError(Problem(f"{path}.overrides.{key}", "unknown parameter"
                                        if key not in ("name", "game") else
@@ -252,32 +248,32 @@ def rules_from_dict(data: Mapping[str, Any], path: str = "ruleset") -> AnyRules:
 
 def _multiples(value: object, path: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not 1 <= len(value) <= MAX_CHOICES:
-        raise _fail(path, f"expected a list of 1 to {MAX_CHOICES} whole numbers, got "
+        raise fail(path, f"expected a list of 1 to {MAX_CHOICES} whole numbers, got "
                     f"{value!r}")
-    out = [_int(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    out = [read_int(v, f"{path}[{i}]") for i, v in enumerate(value)]
     for i, n in enumerate(out):
         if not 1 <= n <= MAX_MULTIPLE:
-            raise _fail(f"{path}[{i}]", f"a multiple is from 1 to {MAX_MULTIPLE}, not {n}",
+            raise fail(f"{path}[{i}]", f"a multiple is from 1 to {MAX_MULTIPLE}, not {n}",
                         "invalid_parameter")
     if len(set(out)) != len(out):
-        raise _fail(path, "a multiple is listed twice", "invalid_parameter")
+        raise fail(path, "a multiple is listed twice", "invalid_parameter")
     return tuple(sorted(out))
 
 
 def _category_table(value: object, path: str, spec: GameSpec) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, Mapping):
-        raise _fail(path, f"expected an object of category to multiplier, got {value!r}")
+        raise fail(path, f"expected an object of category to multiplier, got {value!r}")
     for key in value:
         if key not in spec.categories:
-            raise _fail(f"{path}.{key}", f"unknown category; {spec.game} has "
+            raise fail(f"{path}.{key}", f"unknown category; {spec.game} has "
                         f"{', '.join(spec.categories)}", "unknown_parameter")
     out = []
     for category in spec.categories:
         if category not in value:
-            raise _fail(f"{path}.{category}", "missing multiplier", "missing_parameter")
-        n = _int(value[category], f"{path}.{category}")
+            raise fail(f"{path}.{category}", "missing multiplier", "missing_parameter")
+        n = read_int(value[category], f"{path}.{category}")
         if not 1 <= n <= MAX_MULTIPLE:
-            raise _fail(f"{path}.{category}", f"a multiplier is from 1 to {MAX_MULTIPLE}, "
+            raise fail(f"{path}.{category}", f"a multiplier is from 1 to {MAX_MULTIPLE}, "
                         f"not {n}", "invalid_parameter")
         out.append((category, n))
     return tuple(out)
@@ -291,7 +287,7 @@ def _banker_from_dict(data: Mapping[str, Any], path: str,
                       complete: bool = False) -> BankerRules:
     game = data.get("game")
     if not isinstance(game, str) or game not in {g.value for g in SPECS}:
-        raise _fail(f"{path}.game", f"unknown game {game!r}", "invalid_choice")
+        raise fail(f"{path}.game", f"unknown game {game!r}", "invalid_choice")
     spec = SPECS[Game(game)]
     keys = ("name", "game", "max_players", "bet_multiples", "grab_multiples",
             "category_multipliers", "bet_requires_cover",
@@ -310,24 +306,27 @@ def _banker_from_dict(data: Mapping[str, Any], path: str,
             problems.extend(err.problems)
             return None
 
-    max_players = take("max_players", _int)
+    max_players = take("max_players", read_int)
     if max_players is not None and not 2 <= max_players <= MAX_TABLE:
         problems.append(Problem(f"{path}.max_players", f"max_players is from 2 to "
                                 f"{MAX_TABLE}, not {max_players}", "invalid_parameter"))
     values = {
-        "name": take("name", _str), "game": spec.game, "max_players": max_players,
+        "name": take("name", read_str), "game": spec.game, "max_players": max_players,
         "bet_multiples": take("bet_multiples", _multiples),
         "grab_multiples": take("grab_multiples", _multiples),
         "category_multipliers": take("category_multipliers",
                                      lambda v, p: _category_table(v, p, spec)),
-        "bet_requires_cover": take("bet_requires_cover", _bool),
+        "bet_requires_cover": take("bet_requires_cover", read_bool),
         "options": tuple((o.name, take(o.name, o.parse)) for o in spec.options),
     }
     money = {
-        "payout": take("payout", _enum(Payout)), "fee_rate": take("fee_rate", _decimal),
-        "fee_basis": take("fee_basis", _enum(FeeBasis)), "precision": take("precision", _int),
-        "entry_min": take("entry_min", _limit), "continue_min": take("continue_min", _limit),
-        "rounding": take("rounding", _str),
+        "payout": take("payout", read_enum(Payout)),
+        "fee_rate": take("fee_rate", read_decimal),
+        "fee_basis": take("fee_basis", read_enum(FeeBasis)),
+        "precision": take("precision", read_int),
+        "entry_min": take("entry_min", read_limit),
+        "continue_min": take("continue_min", read_limit),
+        "rounding": take("rounding", read_str),
     }
     if problems:
         raise RulesetError(problems)

@@ -44,7 +44,7 @@ from app.services import cursors
 from app.services.cursors import InvalidCursor
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
-from app.services.play import parse_round, play, round_body
+from app.services.play import parse_round, play
 from app.services.repositories import (
     LINE_COPIES,
     SEAT_COPIES,
@@ -52,6 +52,7 @@ from app.services.repositories import (
     RoundColumns,
     RoundWithRows,
 )
+from app.services.round_json import round_body
 from app.services.rounds import content_hash, utc_text
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
 

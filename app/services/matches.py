@@ -19,7 +19,7 @@ from typing import Any
 
 from app.domain.banker_games import BankerSeat
 from app.domain.errors import Problem, RulesetError, SettlementError
-from app.domain.games import AnyRules, BankerRules, resolve, rules_hash
+from app.domain.games import AnyRules, BankerRules, resolve, rules_hash, rules_to_dict
 from app.domain.games import rules_from_dict as round_rules_from_dict
 from app.domain.matches import (
     LeaveReason,
@@ -39,7 +39,7 @@ from app.services import cursors
 from app.services.cursors import Cursor, page_limit
 from app.services.ledger import line_rows, player_rows
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_outcome, penalty_result
-from app.services.play import PlayedRound, ruleset_json
+from app.services.play import PlayedRound
 from app.services.repositories import MatchColumns, MatchLeaveColumns, MatchRepository
 from app.services.rounds import (
     AppendCheck,
@@ -164,12 +164,11 @@ def _open(spec: MatchSpec, operator_id: str, key: str, body_hash: str,
             return _match_replay(uow.matches, earlier, body_hash)
         if uow.appends.committed_use(operator_id, key) is not None:
             raise IdempotencyConflict("mismatch")
-        rules_json = ruleset_json(spec.rules)
         match_id = uuid.uuid4()
         uow.appends.open_match({
             "id": match_id, "operator_id": operator_id, "table_id": spec.table_id,
-            "ruleset_name": spec.rules.name, "ruleset": rules_json["parameters"],
-            "ruleset_hash": rules_json["hash"], "match_rules": spec.match.to_dict(),
+            "ruleset_name": spec.rules.name, "ruleset": rules_to_dict(spec.rules),
+            "ruleset_hash": rules_hash(spec.rules), "match_rules": spec.match.to_dict(),
             "stake": spec.stake,
             "seats": [{"player_id": p, "house": p in spec.house} for p in spec.seats],
             "idempotency_key": key, "body_hash": body_hash})

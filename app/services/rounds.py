@@ -29,14 +29,14 @@ from typing import Any, NoReturn
 
 import orjson
 
-from app.domain.games import Game, game_of_preset, presets_of
+from app.domain.games import Game, game_of_preset, presets_of, rules_hash, rules_to_dict
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
 from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
-from app.services.play import PlayedRound, parse_round, play, round_body
+from app.services.play import PlayedRound, parse_round, play
 from app.services.repositories import (
     LINE_COLUMNS,
     PLAYER_COLUMNS,
@@ -46,6 +46,7 @@ from app.services.repositories import (
     RoundSummary,
     StoredColumns,
 )
+from app.services.round_json import round_body
 from app.services.signing import Signer, receipt_statement
 from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
@@ -324,8 +325,8 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
-            ruleset_name=rules.name, ruleset=result["ruleset"]["parameters"],
-            ruleset_hash=result["ruleset"]["hash"], stake=played.input.stake,
+            ruleset_name=rules.name, ruleset=rules_to_dict(rules),
+            ruleset_hash=rules_hash(rules), stake=played.input.stake,
             request=stored_input(data), result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),

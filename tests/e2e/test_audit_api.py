@@ -35,7 +35,8 @@ from app.json_codec import as_stored
 from app.services.audit import load_request
 from app.services.checkpoints import merkle_root
 from app.services.ledger import line_rows, player_rows
-from app.services.play import parse_round, play, round_body
+from app.services.play import parse_round, play
+from app.services.round_json import round_body
 from app.services.rounds import content_hash
 from tests.worked_examples import EX_000, EX_004, round_request
 

@@ -1,8 +1,8 @@
 """POST /v1/eligibility: may a balance enter or continue at a ruleset and stake, and why not.
 
 dagiang4 (seed 001) asks 3 stakes to sit down and 1 stake to play on
-(app/domain/rulesets.py: ``_money(fee="0.05", entry="3", cont="1")``); at stake 100 that is
-300 and 100, money with 2 decimals. A balance equal to a limit is enough.
+(app/domain/rulesets/presets.py: ``_money(fee="0.05", entry="3", cont="1")``); at stake
+100 that is 300 and 100, money with 2 decimals. A balance equal to a limit is enough.
 """
 
 from __future__ import annotations

@@ -305,6 +305,7 @@ def test_a_player_leaves_once_and_an_unknown_match_is_404(api):
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
     other_key = _leave(api, match["match_id"], "E", "quit")
     assert other_key.status_code == 409 and _codes(other_key) == {"already_left"}
+    assert other_key.get_json()["detail"] == f"player 'E' already left match {match['match_id']}"
     other_body = _leave(api, match["match_id"], "E", "disconnect", headers=headers)
     assert other_body.status_code == 422
     assert _leave(api, str(uuid.uuid4()), "E", "quit").status_code == 404

@@ -14,7 +14,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from app.api.auth import PUBLIC, allow_blueprint
-from app.api.errors import PROBLEM_JSON, json_body
+from app.api.body import json_body
+from app.api.errors import PROBLEM_JSON
 from app.db import get_database
 from app.domain.errors import CardError, Problem
 

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from app.api.errors import MAX_JSON_DEPTH, _shape, string_faults, validation_errors
+from app.api.body import MAX_JSON_DEPTH, _shape, string_faults
+from app.api.errors import validation_errors
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from app.api.schemas import RoundRequestSchema, fast_round_request
+from app.api.fast_round import fast_round_request
+from app.api.schemas import RoundRequestSchema
 from bench.load import make_bodies
 
 SCHEMA = RoundRequestSchema()

@@ -29,7 +29,8 @@ from app.domain.cards import DECK, Card, parse_card, parse_cards
 from app.domain.errors import CardError, DomainError
 from app.domain.hands import Arrangement, parse_arrangement, parse_hand
 from app.domain.rulesets import PRESETS
-from app.services.play import parse_round, play, round_body
+from app.services.play import parse_round, play
+from app.services.round_json import round_body
 
 EXAMPLES = 400
 pytestmark = pytest.mark.slow

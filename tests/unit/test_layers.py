@@ -39,15 +39,17 @@ def _within(name: str, package: str) -> bool:
 
 
 def _modules(layer: str) -> list[Path]:
-    return sorted((APP / layer).glob("*.py"))
+    """Every module of the layer, those of its packages (app/domain/rulesets) included."""
+    return sorted((APP / layer).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", _modules("domain"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _modules("domain"),
+                         ids=lambda p: str(p.relative_to(APP / "domain")))
 def test_the_domain_imports_only_the_standard_library(path: Path) -> None:
     foreign = {name for name in imports_of(path)
                if name.split(".")[0] not in sys.stdlib_module_names
                and not _within(name, "app.domain")}
-    assert not foreign, f"domain/{path.name} imports {sorted(foreign)}"
+    assert not foreign, f"domain/{path.relative_to(APP / 'domain')} imports {sorted(foreign)}"
 
 
 @pytest.mark.parametrize(("layer", "path"),

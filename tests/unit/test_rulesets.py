@@ -7,7 +7,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from marshmallow import ValidationError
 
+from app.api.errors import validation_errors
+from app.api.schemas import EvaluateRequestSchema
 from app.domain.deal import Exchange
 from app.domain.errors import RulesetError
 from app.domain.hands import Category, Row
@@ -21,6 +24,7 @@ from app.domain.rulesets import (
     Over,
     ScoopRequires,
     Topology,
+    read_ruleset_ref,
     resolve_ruleset,
     ruleset_from_dict,
     ruleset_hash,
@@ -191,3 +195,17 @@ def test_a_full_dict_must_name_every_parameter() -> None:
     with pytest.raises(RulesetError) as err:
         resolve_ruleset(data)
     assert err.value.problems[0].path == "ruleset.tie_rule"
+
+
+@pytest.mark.parametrize("spec", [
+    "", "x" * 65, ["classic4"], 3, {"preset": "classic4", "extra": 1}, {"overrides": {}},
+    {"preset": 3}, {"preset": "classic4", "overrides": None}, {"preset": "y" * 65},
+], ids=["empty", "long-name", "list", "number", "unknown-key", "no-preset", "preset-number",
+        "overrides-null", "long-preset"])
+def test_the_request_schema_refuses_a_ruleset_shape_as_the_domain_does(spec: Any) -> None:
+    with pytest.raises(RulesetError) as domain:
+        read_ruleset_ref(spec)
+    with pytest.raises(ValidationError) as schema:
+        EvaluateRequestSchema().load({"front": [], "middle": [], "back": [], "ruleset": spec})
+    assert validation_errors(schema.value.messages) == [
+        {"path": p.path, "message": p.message, "code": p.code} for p in domain.value.problems]
