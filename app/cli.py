@@ -2,9 +2,11 @@
 
 ``keys`` creates, lists and revokes API keys; ``reconcile`` writes period reports;
 ``audit verify`` checks the ledger against a kept checkpoint; ``reindex`` rebuilds the
-ledger's indexes in key order. To add a group, define it below as a ``click`` group
-(``AppGroup`` runs its commands inside the app, so they can reach the database with
-``get_database()``) and list it in ``COMMANDS``.
+ledger's indexes in key order; ``citus distribute`` spreads the ledger over a Citus
+cluster. To add a group, define it below as a ``click`` group (``AppGroup`` runs its
+commands inside the app, so they can reach the database with ``get_database()``) and list
+it in ``COMMANDS``. The groups share one module, longer than most, because each command
+is a thin call into a service.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The console's pages: each one a call to the service the matching API route uses."""
+"""The console's pages: each one a call to the service the matching API route uses.
+
+One module, longer than most, for the rounds, tables, players and sign-in pages: each is
+a few lines over the service it shows (the audit pages are in audit_pages.py)."""
 
 from __future__ import annotations
 

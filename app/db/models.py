@@ -4,7 +4,8 @@ Rounds, their players and their ledger lines are append-only: a migration instal
 trigger that refuses UPDATE, DELETE and TRUNCATE on them. A wrong round is voided by a
 reversal round (``kind='reversal'``) that points at it; a round is reversed at most once.
 Keys are append-only too: a revocation is a row of its own. An Idempotency-Key is stored
-on the round it made.
+on the round it made. Every table is in this one module, longer than most, so the
+schema reads as one page beside its migrations.
 """
 
 from __future__ import annotations

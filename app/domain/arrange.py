@@ -9,6 +9,7 @@ rows. Strengths fix every row's ranks, so the tie-break only ever picks suits.
 The search builds rows from cores (the cards that make a category) and kickers, best
 first, with bounds, and never enumerates the 72,072 splits (docs/architecture.md).
 Strengths are integers from tables built once per ``AceLow`` (``_scale``, ``warm_up``).
+One search, kept whole in one module, longer than most.
 """
 
 from __future__ import annotations

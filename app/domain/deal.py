@@ -8,6 +8,7 @@ openapi.yaml's ``DealRequest`` describes, and returns a normalised record to sto
 hash. Every exchange is made against the deal as dealt, so each card moves at most once.
 Problems name where the bad value sits (``deal.exchanges[1].give[0]``); a final hand that
 does not match is ``players[i]``, its index in ``final_hands`` (pass them in request order).
+One check, kept whole in one module, longer than most.
 """
 
 from __future__ import annotations

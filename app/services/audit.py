@@ -22,7 +22,7 @@ A round can be named for several of these; each is one difference. One call chec
 most ``limit`` rounds and returns a ``next_cursor`` where it stopped; the report names each
 chain it finished with its last seq and that round's hash. Deleting a chain's last rounds
 leaves a shorter chain that verifies: only a kept checkpoint or receipt shows it
-(app.services.checkpoints).
+(app.services.checkpoints). One module, longer than most, for one walk and its checks.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ round of a match is checked and counted under its table's chain lock (the match'
 the round's), so two rounds cannot both take the same turn. A leave penalty is a round of
 kind ``penalty`` appended to the same chain through the same append path as settles and
 reversals (``AppendRepository``), with lines of kind ``penalty``; verify recomputes it
-from its stored request (``app.services.penalties``).
+from its stored request (``app.services.penalties``). Opening, counting and leaving
+share this module, longer than most: each reads the match the same way.
 """
 
 from __future__ import annotations

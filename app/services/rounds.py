@@ -3,7 +3,7 @@
 Settling follows one path (style.md): the request is validated and played in memory first,
 so bad input writes nothing; then one transaction takes the Idempotency-Key's advisory lock
 without waiting (held: a replay when a committed round holds the key, else 409 in
-flight), then the chain's row lock, reads the chain's head and the key's earlier use (same
+flight), then the chain's advisory lock, reads the chain's head and the key's earlier use (same
 body: replay 200 rebuilt from the stored round; another body: 422), and appends the round,
 its players, its ledger lines and the key (app/db/appends.py). Nothing is committed before the
 round is whole, so a failure, or a worker killed mid-request, leaves no trace: PostgreSQL
@@ -15,6 +15,8 @@ checkpoint that signs the hash signs the money rows too. The receipt is signed o
 the round is appended, and stored with it. Its ``created_at`` is the database's clock read
 under the chain's lock, so times never run backwards along a chain, and it is hashed as
 UTC ISO 8601 text, which reads back the same whatever time zone the session runs in.
+Settle, reverse and read share this module, longer than most: they share the content
+statement and the replay.
 """
 
 from __future__ import annotations
