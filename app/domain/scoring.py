@@ -3,7 +3,8 @@
 The scorer reads the ruleset's tables and never asks which preset it plays. Its steps live
 beside it: the table and each hand are checked and prepared (``seats``, ``claims``), each
 pair compared (``comparison``) and scored part by part (``pair_points``); here they are run
-in order and the round's records built.
+in order and the round's records built. Every name they give callers is importable
+from here too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from app.domain.claims import AUTO, NONE
 from app.domain.comparison import compare, find_home_run
 from app.domain.errors import CardError, DomainError, RoundError, gather
 from app.domain.hands import ROWS, Arrangement, Category, Row, Strength
@@ -21,6 +23,8 @@ from app.domain.seats import PlayerHand, Seat, card_problems, hand_error, prepar
 from app.domain.specials import SpecialName
 
 __all__ = [
+    "AUTO",
+    "NONE",
     "Item",
     "PairScore",
     "PlayerHand",
@@ -76,7 +80,6 @@ class RoundScore:
     @property
     def totals(self) -> dict[str, int]:
         return {p.player_id: p.points for p in self.players}
-
 
 
 # --------------------------------------------------------------------------- entry point
