@@ -2,7 +2,7 @@
 
 This ranks candidates; it is not what the advisor reports (``best.py`` reports the real
 scorer's points over sampled deals). It follows rules.md §3 for one pair as
-``scoring._points`` does, for splits that are valid against opponents that are valid and
+``pair_points.score_pair`` does, for splits that are valid against opponents that are valid and
 play no special hand: row results, ``row_base`` and the aggregation, row bet (both
 players on the default row), scoop (``all_wins`` / ``no_losses``; add, multiply over
 base or all), row bonuses on won rows, pair-winner and holding bonuses, ties to the

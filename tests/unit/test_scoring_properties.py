@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, Card, parse_cards
+from app.domain.claims import _may_hold_special
 from app.domain.hands import arrangement, evaluate_hand
 from app.domain.rounds import play_round
 from app.domain.rulesets import PRESETS, FoulPolicy, Ruleset, Topology, resolve_ruleset
-from app.domain.scoring import PlayerHand, _may_hold_special, score_choices, score_round
+from app.domain.scoring import PlayerHand, score_choices, score_round
 from app.domain.settlement import HOUSE, Payout
 from app.domain.specials import find_specials
 
