@@ -128,3 +128,29 @@ def test_on_citus_a_settle_commits_in_one_phase_on_its_operators_node(
     with owner_engine.connect() as connection:
         # A two-phase commit leaves a record until the maintenance daemon's recovery.
         assert connection.execute(prepared).scalar_one() <= before
+
+
+def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engine) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    with owner_engine.connect() as connection:
+        shard, name, port = connection.execute(text(
+            "SELECT s.shardid, shard_name('rounds'::regclass, s.shardid), p.nodeport "
+            "FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid) "
+            "WHERE s.logicalrelid = 'rounds'::regclass ORDER BY s.shardid DESC LIMIT 1")).one()
+        target = connection.execute(text(
+            "SELECT node_port FROM citus_get_active_worker_nodes() WHERE node_port <> :p "
+            "LIMIT 1"), {"p": port}).scalar_one()
+    with owner_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text(
+            "SELECT citus_move_shard_placement(:s, '127.0.0.1', :f, '127.0.0.1', :t, "
+            "shard_transfer_mode => 'block_writes')"), {"s": shard, "f": port, "t": target})
+        check = (f"SELECT has_table_privilege('thirteen_runtime', '{name}', 'SELECT')::text "
+                 f"|| has_table_privilege('thirteen_runtime', '{name}', 'INSERT')::text "
+                 f"|| has_table_privilege('thirteen_runtime_writer', '{name}', 'INSERT')::text "
+                 f"|| (SELECT count(*) FROM pg_trigger WHERE tgrelid = '{name}'::regclass "
+                 "AND NOT tgisinternal)")
+        answers = connection.execute(text(
+            "SELECT nodeport, result FROM run_command_on_placements('rounds', :check) "
+            "WHERE shardid = :s"), {"check": check.replace(name, "%1$s"), "s": shard}).all()
+    assert answers == [(target, "truefalsetrue2")]
