@@ -79,13 +79,13 @@ def distribute(connection: Connection, say: Callable[[str], None] = print, *,
     before = layout(connection)
     if before.workers == 0:
         raise NotCitus("the coordinator has no active worker node (citus_add_node)")
-    connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
     wanted = {**{t: f"distributed by {DISTRIBUTION_COLUMN}" for t in DISTRIBUTED},
               **{t: "reference" for t in REFERENCE}}
     for table, place in before.tables.items():
         if place not in ("local", wanted[table]):
             raise NotCitus(f"{table} is {place}, not {wanted[table]}: distribute it by hand "
                            "or undistribute it (undistribute_table) first")
+    connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
     for table in REFERENCE:
         if before.tables[table] == "local":
             connection.execute(text("SELECT create_reference_table(:t)"), {"t": table})
