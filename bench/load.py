@@ -808,7 +808,7 @@ def instructions(args: argparse.Namespace) -> int:
     if valgrind is None:
         raise BenchError("valgrind is not installed (apt-get install valgrind)")
     counts: dict[tuple[str, int], int] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as folder:
+    with _callgrind_folder(args, "bench-callgrind-") as folder:
         runs: dict[tuple[str, int], subprocess.Popen[str]] = {}
         for route in ROUTES:
             for n in (0, args.instructions):
@@ -938,6 +938,21 @@ def callgrind_server(valgrind: str, folder: Path) -> Iterator[tuple[str, str]]:
             server.wait()
 
 
+@contextmanager
+def _callgrind_folder(args: argparse.Namespace, prefix: str) -> Iterator[str]:
+    """A folder for callgrind's files: ``--keep``'s, left for callgrind_annotate, or a
+    temporary one."""
+    if args.keep is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+            yield folder
+        return
+    keep = Path(args.keep).resolve()
+    keep.mkdir(parents=True, exist_ok=True)
+    if any(keep.iterdir()):
+        raise BenchError(f"--keep {keep} is not empty")
+    yield str(keep)
+
+
 def _callgrind_total(path: Path) -> int | None:
     """Return the instructions a finished callgrind file counts (None while unwritten)."""
     with suppress(OSError):
@@ -994,7 +1009,7 @@ def server_instructions(args: argparse.Namespace) -> int:
     if valgrind is None:
         raise BenchError("valgrind is not installed (apt-get install valgrind)")
     few = 10
-    with tempfile.TemporaryDirectory(prefix="bench-server-callgrind-") as name:
+    with _callgrind_folder(args, "bench-server-callgrind-") as name:
         folder = Path(name)
         with callgrind_server(valgrind, folder) as server, \
                 in_process(args, server) as service:
@@ -1055,6 +1070,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="instead of wrk: the instructions PostgreSQL takes for one "
                              "settle, counted by callgrind on a private server over N "
                              "settles (try 100; about ten minutes); needs valgrind")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="with --instructions or --server-instructions: leave "
+                             "callgrind's files in DIR (empty or new) for "
+                             "callgrind_annotate")
     parser.add_argument("--settle-loop", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--route", choices=sorted(ROUTES), default="settle",
                         help=argparse.SUPPRESS)
