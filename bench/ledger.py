@@ -277,7 +277,7 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
         heads[table] = (seq, content_hash)
         round_line = "\t".join((
             round_id, OPERATOR, table, "settlement", template.ruleset_name,
-            _copy_text(template.ruleset_json), template.ruleset_hash, STAKE,
+            template.ruleset_hash, STAKE,
             _copy_text(request), _copy_text(result), key, _sha(key), created_iso,
             content_hash, prev_hash or "\\N", str(seq), "\\N", str(CONTENT_VERSION))) + "\n"
         ledger = "".join(
@@ -287,7 +287,7 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
         yield round_line, "".join(seat_lines), ledger
 
 
-ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash, stake, "
+ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake, "
                  "request, result, idempotency_key, body_hash, created_at, content_hash, "
                  "prev_hash, chain_seq, reverses_round_id, content_version")
 # Rounds are loaded as the service now appends them: the hash covers their seats and lines.
@@ -316,6 +316,12 @@ def load(url: str, rounds: int, tables: int, seats: int, seed: int) -> Loaded:
         except psycopg.Error:
             connection.rollback()
         connection.execute("SET synchronous_commit = off")
+        # Each ruleset once, as ledger_append keeps them (migration 0027).
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO round_rulesets (operator_id, ruleset_hash, ruleset) "
+                "VALUES (%s, %s, %s::jsonb) ON CONFLICT DO NOTHING",
+                sorted({(OPERATOR, t.ruleset_hash, t.ruleset_json) for t in pool}))
         done = 0
         while done < rounds:
             chunk = [next(rows) for _ in range(min(batch, rounds - done))]

@@ -3,7 +3,8 @@
 A settle is two messages, each one round trip (app.db.driver binds the values):
 ``BEGIN; TAKE`` calls ``ledger_take``, which takes the Idempotency-Key's lock and the
 chain's row and returns the head and the key's earlier use; ``APPEND; COMMIT`` calls
-``ledger_append`` with the round, its seats and its lines as JSON. These functions, and
+``ledger_append`` with the round, its seats and its lines as JSON, its result and its
+ruleset as text. These functions, and
 those that write matches and checkpoints, run as the NOLOGIN writer role: the only way
 the runtime role writes those rows. Errors come back as SQLAlchemy's; a refusal by a
 constraint as the services' ConstraintViolation, a key used twice as RetryableConflict.
@@ -55,9 +56,13 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
 _TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s)"
-# The round's row (one JSON object), its players and lines (two JSON arrays), then the
-# chain's new head.
-_APPEND = "SELECT ledger_append(%(round)s::jsonb, %(players)s::jsonb, %(lines)s::jsonb)"
+# The round's row (one JSON object), its players and lines (two JSON arrays), its result
+# (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
+# only when its hash is new to the operator): migration 0027_lean_rounds.
+_APPEND = ("SELECT ledger_append(%(round)s::jsonb, %(players)s::jsonb, %(lines)s::jsonb, "
+           "%(result)s::text, %(ruleset)s::text)")
+# The round's columns sent as text parameters of their own rather than in its row.
+_TEXT_COLUMNS = ("result", "ruleset")
 
 # Matches and checkpoints are written by functions of the writer role too (migration 0021).
 _MATCH_OPEN = "SELECT match_open(%(match)s::jsonb)"
@@ -121,11 +126,14 @@ class AppendRepository:
         Refusals (a taken round id, a second reversal) raise ConstraintViolation, a key
         used twice RetryableConflict; the transaction is left to be rolled back.
         """
-        params = {"round": _json_of({name: round_[name] for name in ROUND_COLUMNS}),
+        params = {"round": _json_of({name: round_[name] for name in ROUND_COLUMNS
+                                     if name not in _TEXT_COLUMNS}),
                   "players": _json_of([{name: p[name] for name in PLAYER_COLUMNS}
                                        for p in players]),
                   "lines": _json_of([{name: line[name] for name in LINE_COLUMNS}
-                                     for line in lines])}
+                                     for line in lines]),
+                  "result": _json_of(round_["result"]),
+                  "ruleset": _json_of(round_["ruleset"])}
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
     def open_match(self, match: Mapping[str, Any]) -> None:

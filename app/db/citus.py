@@ -32,7 +32,7 @@ WRITERS = ("SELECT DISTINCT proowner::regrole::text FROM pg_proc "
 LOGIN = "SELECT format('ALTER ROLE %I LOGIN', CAST(:role AS text))"
 
 # In the order they can be distributed: a table after every table its foreign keys name.
-DISTRIBUTED = ("rounds", "round_players", "ledger_lines", "chains", "matches",
+DISTRIBUTED = ("rounds", "round_players", "ledger_lines", "round_rulesets", "chains", "matches",
                "match_rounds", "match_leaves", "audit_checkpoints", "console_sign_outs")
 REFERENCE = ("api_keys", "api_key_revocations")
 DISTRIBUTION_COLUMN = "operator_id"

@@ -10,6 +10,7 @@ schema reads as one page beside its migrations.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -31,10 +32,21 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     func,
+    select,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    column_property,
+    mapped_column,
+    relationship,
+)
+from sqlalchemy.types import TypeDecorator
+
+from app.json_codec import canonical_json
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -77,6 +89,36 @@ class Base(DeclarativeBase):
     }
 
 
+class JsonText(TypeDecorator[Any]):
+    """A JSON value kept as its canonical text (app.json_codec), which PostgreSQL stores
+    as it is and never parses; read back with the standard library, as a jsonb column was
+    (big integers exact, fractions as floats)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        return canonical_json(value).decode()
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class RoundRuleset(Base):
+    """A ruleset rounds were played by, kept once per operator and ruleset hash; written
+    by ``ledger_append`` when a round names a hash its operator has not used before."""
+
+    __tablename__ = "round_rulesets"
+
+    operator_id: Mapped[str] = mapped_column(Text)
+    ruleset_hash: Mapped[str] = mapped_column(Text)
+    ruleset: Mapped[dict[str, Any]]
+
+    __table_args__ = (PrimaryKeyConstraint("operator_id", "ruleset_hash"),)
+
+
 class Round(Base):
     """One settled (or reversing) round: everything needed to re-score it, and its chain."""
 
@@ -87,12 +129,11 @@ class Round(Base):
     table_id: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     ruleset_name: Mapped[str] = mapped_column(Text)
-    # Stored MAIN (migration 0017): kept in the row, so a page reads its precision there.
-    ruleset: Mapped[dict[str, Any]]
     ruleset_hash: Mapped[str] = mapped_column(Text)
     stake: Mapped[Decimal]
     request: Mapped[dict[str, Any]]
-    result: Mapped[dict[str, Any]]
+    # The answer as the service gave it: its canonical text, never parsed by the database.
+    result: Mapped[dict[str, Any]] = mapped_column(JsonText)
     idempotency_key: Mapped[str | None] = mapped_column(Text)
     body_hash: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
@@ -110,11 +151,25 @@ class Round(Base):
     # transaction still appending, so a row that commits late is not skipped.
     txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
+    # The ruleset the round was played by, kept once per hash (round_rulesets).
+    ruleset: Mapped[dict[str, Any]] = column_property(
+        select(RoundRuleset.ruleset)
+        .where(RoundRuleset.operator_id == operator_id,
+               RoundRuleset.ruleset_hash == ruleset_hash)
+        .correlate_except(RoundRuleset)
+        .scalar_subquery())
+
+    # No foreign keys: ledger_append writes a round's seats and lines with it, and audit
+    # verify reports any whose round is missing.
     players: Mapped[list[RoundPlayer]] = relationship(
-        back_populates="round", order_by="RoundPlayer.seat"
+        back_populates="round", order_by="RoundPlayer.seat",
+        primaryjoin="and_(Round.operator_id == foreign(RoundPlayer.operator_id), "
+                    "Round.id == foreign(RoundPlayer.round_id))"
     )
     lines: Mapped[list[LedgerLine]] = relationship(
-        back_populates="round", order_by="LedgerLine.line_no"
+        back_populates="round", order_by="LedgerLine.line_no",
+        primaryjoin="and_(Round.operator_id == foreign(LedgerLine.operator_id), "
+                    "Round.id == foreign(LedgerLine.round_id))"
     )
 
     __table_args__ = (
@@ -179,15 +234,16 @@ class RoundPlayer(Base):
     table_id: Mapped[str] = mapped_column(Text)
     chain_seq: Mapped[int] = mapped_column(BigInteger)
 
-    round: Mapped[Round] = relationship(back_populates="players")
+    round: Mapped[Round] = relationship(
+        back_populates="players",
+        primaryjoin="and_(Round.operator_id == foreign(RoundPlayer.operator_id), "
+                    "Round.id == foreign(RoundPlayer.round_id))")
 
     __table_args__ = (
         # A table's page of rounds reads its seats from this index alone, in chain order
         # (migrations 0017 and 0018); a round's seats by id come from the unique below.
         PrimaryKeyConstraint("operator_id", "table_id", "chain_seq", "seat",
                              postgresql_include=["round_id", "player_id", "points", "amount"]),
-        ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
-                             name="fk_round_players_round_rounds"),
         CheckConstraint("seat >= 0", name="seat_nonnegative"),
         CheckConstraint("fee >= 0", name="fee_nonnegative"),
         UniqueConstraint("operator_id", "round_id", "player_id"),
@@ -217,12 +273,13 @@ class LedgerLine(Base):
     # As on rounds: a player's ledger pages in (txid, id) order.
     txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
-    round: Mapped[Round] = relationship(back_populates="lines")
+    round: Mapped[Round] = relationship(
+        back_populates="lines",
+        primaryjoin="and_(Round.operator_id == foreign(LedgerLine.operator_id), "
+                    "Round.id == foreign(LedgerLine.round_id))")
 
     __table_args__ = (
         PrimaryKeyConstraint("operator_id", "id"),
-        ForeignKeyConstraint(["operator_id", "round_id"], ["rounds.operator_id", "rounds.id"],
-                             name="fk_ledger_lines_round_rounds"),
         CheckConstraint(_one_of("kind", LINE_KINDS), name="kind"),
         CheckConstraint("line_no >= 1", name="line_no_positive"),
         UniqueConstraint("operator_id", "round_id", "line_no"),
@@ -235,6 +292,9 @@ class LedgerLine(Base):
         Index(None, "operator_id", "account", "txid", "id"),
         # Each round's lines in round order: the zero-sum check streams, index-only.
         Index(None, "round_id", "operator_id", postgresql_include=["amount", "created_at"]),
+        # A period's lines, for verify's check that each names a stored round (migration
+        # 0027): a block range index, next to nothing to keep up on an append.
+        Index("ix_ledger_lines_created_at", "created_at", postgresql_using="brin"),
     )
 
 
@@ -428,7 +488,7 @@ class Chain(Base):
     )
 
 
-LEDGER_TABLES = ("rounds", "round_players", "ledger_lines")
+LEDGER_TABLES = ("rounds", "round_players", "ledger_lines", "round_rulesets")
 MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
 ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
 # Every table the migrations create for the service: its owner may alter or drop it, so

@@ -25,9 +25,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, selectinload
 
-from app.db.models import Chain, LedgerLine, Round, RoundPlayer
+from app.db.models import Chain, LedgerLine, Round, RoundPlayer, RoundRuleset
 from app.services.cursors import Cursor, Page, page_limit
-from app.services.repositories import ChainHead, ChainSpan, PlayerSummary, RoundSummary
+from app.services.repositories import (
+    ChainHead,
+    ChainSpan,
+    PlayerSummary,
+    RoundSummary,
+    StrayLines,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,23 @@ LIMIT :limit
 """)
 
 
+# Lines whose round is missing: nothing else stops one being added (the lines have no
+# foreign key, migration 0027), and a line is money a reader sees. The period is found by
+# the lines' BRIN index on created_at.
+_STRAY_LINES = text("""
+SELECT l.operator_id, l.table_id, l.round_id, count(*) AS lines
+FROM ledger_lines l
+WHERE l.created_at >= :from AND l.created_at < :to
+    AND (CAST(:operator AS text) IS NULL OR l.operator_id = :operator)
+    AND (CAST(:table AS text) IS NULL OR l.table_id = :table)
+    AND NOT EXISTS (SELECT FROM rounds r
+                    WHERE r.operator_id = l.operator_id AND r.id = l.round_id)
+GROUP BY l.operator_id, l.table_id, l.round_id
+ORDER BY l.operator_id, l.table_id, l.round_id
+LIMIT :limit
+""")
+
+
 # The columns of a round a list shows, and the one value of its ruleset it needs.
 _SUMMARY_COLUMNS = (Round.id, Round.operator_id, Round.table_id, Round.kind, Round.ruleset_name,
                     Round.stake, Round.created_at, Round.chain_seq, Round.reverses_round_id,
@@ -129,6 +152,11 @@ class RoundRepository:
         """
         for player in round_.players:  # as ledger_append copies them
             player.table_id, player.chain_seq = round_.table_id, round_.chain_seq
+        self._session.execute(  # as ledger_append keeps it, once per hash
+            insert(RoundRuleset).values(operator_id=round_.operator_id,
+                                        ruleset_hash=round_.ruleset_hash,
+                                        ruleset=round_.ruleset)
+            .on_conflict_do_nothing())
         self._session.add(round_)
         self._session.flush()
         head = {"seq": round_.chain_seq, "head_hash": round_.content_hash}
@@ -267,7 +295,7 @@ class RoundRepository:
         """
         rounds = Round.__table__
         stmt = (
-            select(rounds)
+            select(rounds, Round.ruleset.label("ruleset"))
             .where(rounds.c.operator_id == operator_id, rounds.c.table_id == table_id,
                    rounds.c.chain_seq > after_seq, rounds.c.chain_seq <= through_seq)
             .order_by(rounds.c.chain_seq)
@@ -296,6 +324,16 @@ class RoundRepository:
                                     lines.c.round_id.in_([r.id for r in rounds]))):
             by_round.setdefault(row.round_id, []).append(row)
         return by_seq, by_round
+
+    def stray_lines(self, operator_id: str | None, created_from: datetime,
+                    created_to: datetime, *, table_id: str | None = None,
+                    limit: int) -> list[StrayLines]:
+        """Return the rounds that ledger lines made in ``[created_from, created_to)`` name
+        and that are not stored, with how many lines name each (at most ``limit``)."""
+        rows = self._session.execute(_STRAY_LINES, {
+            "operator": operator_id, "table": table_id, "from": created_from,
+            "to": created_to, "limit": limit})
+        return [StrayLines(*row) for row in rows]
 
     def content_hash_at(self, operator_id: str, table_id: str, chain_seq: int) -> str | None:
         """Return the stored content hash of the round at ``chain_seq`` of a chain, or None."""

@@ -51,7 +51,7 @@ SELECT r.rolname, r.rolsuper, r.rolcreaterole,
 FROM pg_roles r WHERE r.rolname = current_user
 """)
 # Written only by the append functions (rows) and the command line (keys), never directly.
-SEALED_TABLES = ("rounds", "round_players", "ledger_lines", "chains", "api_keys",
+SEALED_TABLES = ("rounds", "round_players", "ledger_lines", "round_rulesets", "chains", "api_keys",
                  "api_key_revocations")
 
 

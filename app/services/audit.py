@@ -16,7 +16,9 @@ the present) are read in one REPEATABLE READ snapshot and checked one by one:
 - ``players`` and ``lines``: the stored round_players and ledger_lines rows differ from the
   result (the re-scored one when the round still scores), or the lines do not sum to zero;
 - ``created_at``: the round is older than the round before it (times never run backwards
-  along a chain: each is read under the chain's lock).
+  along a chain: each is read under the chain's lock);
+- ``stray_lines``: ledger lines made in the period name a round that is not stored (checked
+  by the call that finishes the period; ``chain_seq`` is 0, ``round_id`` the missing one).
 
 A round can be named for several of these; each is one difference. One call checks at
 most ``limit`` rounds and returns a ``next_cursor`` where it stopped; the report names each
@@ -64,6 +66,8 @@ DEFAULT_LIMIT = 500
 MAX_LIMIT = 2_000
 LIST = "audit.verify-period"
 MAX_DETAILS = 5
+# Missing rounds named by stray lines, reported at most (one is enough to fail the period).
+MAX_STRAYS = 100
 
 CONTENT_HASH = "content_hash"
 PREV_HASH = "prev_hash"
@@ -73,6 +77,7 @@ LINES = "lines"
 PLAYERS = "players"
 RULESET_HASH = "ruleset_hash"
 CREATED_AT = "created_at"
+STRAY_LINES = "stray_lines"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +182,13 @@ def verify(
                 break
             head = uow.rounds.content_hash_at(span.operator_id, span.table_id, last)
             ends.append(ChainEnd(span.table_id, last, head or ""))
+        if next_cursor is None:
+            differences.extend(
+                Difference(str(stray.round_id), stray.operator_id, stray.table_id, 0,
+                           STRAY_LINES, f"{stray.lines} ledger line(s) made in the period "
+                           f"name round {stray.round_id}, which is not stored")
+                for stray in uow.rounds.stray_lines(operator_id, created_from, created_to,
+                                                    table_id=table_id, limit=MAX_STRAYS))
     return Verification(rounds, len(ends), tuple(differences), tuple(ends), next_cursor)
 
 

@@ -34,6 +34,16 @@ SEAT_COPIES = ("table_id", "chain_seq")
 LINE_COPIES = ("operator_id", "table_id", "created_at")
 
 
+@dataclass(frozen=True, slots=True)
+class StrayLines:
+    """Ledger lines made in a period that name a round no one stored."""
+
+    operator_id: str
+    table_id: str
+    round_id: uuid.UUID
+    lines: int
+
+
 class OperatorRow(Protocol):
     """A stored row of one operator's, made at ``created_at``."""
 
@@ -284,6 +294,10 @@ class RoundRepository(Protocol):
 
     def content_hash_at(self, operator_id: str, table_id: str,
                         chain_seq: int) -> str | None: ...
+
+    def stray_lines(self, operator_id: str | None, created_from: datetime,
+                    created_to: datetime, *, table_id: str | None = None,
+                    limit: int) -> list[StrayLines]: ...
 
     def list(self, operator_id: str, *, table_id: str | None = None,
              player_id: str | None = None, created_from: datetime | None = None,

@@ -7,6 +7,7 @@ shape are 4xx problems, never a 500.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections import Counter
@@ -158,7 +159,7 @@ def _stored_deal(engine: Engine, round_id: str) -> tuple[Any, Any]:
     with engine.connect() as connection:
         row = connection.execute(
             text("SELECT request, result FROM rounds WHERE id = :id"), {"id": round_id}).one()
-    return row.request.get("deal"), row.result["deal"]
+    return row.request.get("deal"), json.loads(row.result)["deal"]
 
 
 def _settles_and_reads_back(api: Any, engine: Engine, game: Game,

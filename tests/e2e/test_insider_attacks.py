@@ -125,8 +125,9 @@ def _append_call(engine: Engine, body: dict[str, Any], *, skew: int = 0,
                   "balance_before": None, "balance_after": None}
                  for n, line in enumerate(body["lines"], start=1)]
         connection.execute(text("SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, "
-                                "CAST(:l AS jsonb))"),
-                           {"r": json.dumps(row), "l": json.dumps(lines)})
+                                "CAST(:l AS jsonb), :result, NULL)"),
+                           {"r": json.dumps(row), "l": json.dumps(lines),
+                            "result": row["result"]})
     return caught.value
 
 

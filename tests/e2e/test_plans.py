@@ -48,9 +48,9 @@ def _index_conditions(plan: dict[str, Any]) -> list[tuple[str, str]]:
 # Rounds the owner adds behind the service's back, so the table is no longer nearly empty
 # and has not been analysed since: the state the stale plan was cached in.
 _BULK = """
-INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash,
+INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset_hash,
     stake, request, result, idempotency_key, body_hash, content_hash, prev_hash, chain_seq)
-SELECT gen_random_uuid(), 'default', 'bulk-' || (g %% 50), 'settlement', 'bonus3', '{}', 'h',
+SELECT gen_random_uuid(), 'default', 'bulk-' || (g %% 50), 'settlement', 'bonus3', 'h',
     1, '{}', '{}', 'bulk-key-' || g, 'b', 'c',
     CASE WHEN g / 50 = 0 THEN NULL ELSE 'p' END, g / 50 + 1
 FROM generate_series(0, 7999) AS g

@@ -261,8 +261,8 @@ def test_verify_names_the_round_whose_stored_request_card_was_changed(sessions, 
 def test_verify_names_the_round_whose_stored_result_was_changed(sessions, owner_engine):
     operator, _, played = _three_rounds(sessions)
     target = played[0]["round_id"]
-    _tamper(owner_engine, "rounds", "UPDATE rounds SET result = jsonb_set(result, "
-            "'{players,0,points}', '999') WHERE id = :r", r=target)
+    _tamper(owner_engine, "rounds", "UPDATE rounds SET result = jsonb_set(result::jsonb, "
+            "'{players,0,points}', '999')::text WHERE id = :r", r=target)
     verification = _verify(sessions, operator)
     assert _named(verification) == {target: {"content_hash", "result"}}
     result = next(d for d in verification.differences if d.what == "result")
@@ -349,3 +349,29 @@ def test_verify_refuses_an_empty_period(sessions):
     with pytest.raises(ValueError, match="empty"):
         audit.verify(SqlUnitOfWorkFactory(sessions), operator_id="x", created_from=now,
                      created_to=now)
+
+
+def test_verify_names_the_missing_round_a_stray_line_names(sessions, owner_engine):
+    """The lines have no foreign key to their round: a line added for a round no one
+    stored is money a reader would see, and verify reports it."""
+    operator, table, played = _three_rounds(sessions)
+    ghost = uuid.uuid4()
+    with owner_engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no, "
+            "account, kind, amount) SELECT :ghost, operator_id, table_id, created_at, n, "
+            "'A', 'win', 5 FROM rounds, generate_series(1, 2) AS n WHERE id = :r"),
+            {"ghost": ghost, "r": played[0]["round_id"]})
+    verification = _verify(sessions, operator)
+    assert _named(verification) == {str(ghost): {"stray_lines"}}
+    (stray,) = verification.differences
+    assert (stray.operator_id, stray.table_id, stray.chain_seq) == (operator, table, 0)
+    assert "2 ledger line(s)" in stray.detail, stray.detail
+    # Another operator's period does not see them; a page that stops early does not check.
+    assert _verify(sessions, fresh_id("op")).ok
+    assert _verify(sessions, operator, limit=1).differences == ()
+
+
+def test_verify_names_no_stray_line_when_every_line_has_its_round(sessions):
+    operator, _, _ = _three_rounds(sessions)
+    assert _verify(sessions, operator).ok

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.db.models import LedgerLine, Round, RoundPlayer
+from app.db.models import LedgerLine, Round, RoundPlayer, RoundRuleset
 from app.services.repositories import (
     LINE_COLUMNS,
     LINE_COPIES,
@@ -17,8 +17,11 @@ def _columns(model: type, *database_only: str) -> tuple[str, ...]:
                  if c.key not in database_only)
 
 
-def test_a_round_is_every_column_of_the_rounds_table_but_its_txid():
-    assert _columns(Round, "txid") == ROUND_COLUMNS
+def test_a_round_is_every_column_of_the_rounds_table_but_its_txid_and_its_ruleset():
+    """The ruleset is kept once per hash, in round_rulesets, and read with the round."""
+    assert _columns(Round, "txid") == tuple(c for c in ROUND_COLUMNS if c != "ruleset")
+    assert _columns(RoundRuleset) == ("operator_id", "ruleset_hash", "ruleset")
+    assert "ruleset" in Round.__mapper__.column_attrs  # type: ignore[attr-defined]
 
 
 def test_a_seat_and_a_line_are_their_tables_columns_but_the_copies_of_their_round():
