@@ -171,6 +171,7 @@ def _roles() -> tuple[str, str]:
 # names lz4 itself.
 LZ4 = ("SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
        "WHERE name = 'default_toast_compression'")
+LZ4_SETTING = "\nSET default_toast_compression = 'lz4'"
 
 
 def upgrade() -> None:
@@ -194,7 +195,7 @@ def upgrade() -> None:
     op.execute("ALTER TABLE ledger_lines DROP CONSTRAINT fk_ledger_lines_round_rounds")
     op.execute("CREATE INDEX ix_ledger_lines_created_at ON ledger_lines USING brin (created_at)")
     lz4 = op.get_bind().exec_driver_sql(LZ4).scalar()
-    op.execute(_append("\nSET default_toast_compression = 'lz4'" if lz4 else ""))
+    op.execute(_append(LZ4_SETTING if lz4 else ""))
     _give_to_writer(SIGNATURE, runtime, writer)
 
 

@@ -96,10 +96,11 @@ def test_only_the_runtime_role_may_call_the_append_functions_which_run_as_the_wr
     # SECURITY DEFINER, as the writer, with a search_path no caller can change. The writer
     # has no login, but on Citus, whose coordinator reaches the workers as it.
     assert secdef is True and owner == f"{runtime}_writer" and login is citus
-    # The append writes the round's result with lz4 where the server has it (0027).
-    assert config[0] == "search_path=public, pg_temp"
-    assert config[1:] in ([], ["default_toast_compression=lz4"]) and (
-        signature.startswith("ledger_append") or config[1:] == [])
+    # Plans by index only (0028); the append writes the round's result with lz4 where the
+    # server has it (0027).
+    assert config[:2] == ["search_path=public, pg_temp", "enable_seqscan=off"]
+    assert config[2:] in ([], ["default_toast_compression=lz4"]) and (
+        signature.startswith("ledger_append") or config[2:] == [])
     assert sorted(grantees) == sorted({owner, runtime})
 
 
