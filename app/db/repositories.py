@@ -116,12 +116,13 @@ LIMIT :limit
 
 
 # Lines whose round is missing: nothing else stops one being added (the lines have no
-# foreign key, migration 0027), and a line is money a reader sees. The period is found by
-# the lines' BRIN index on created_at.
+# foreign key, migration 0027), and a line is money a reader sees. A period is found by
+# the lines' BRIN index on created_at, a table by its lines' index, which holds round_id.
 _STRAY_LINES = text("""
 SELECT l.operator_id, l.table_id, l.round_id, count(*) AS lines
 FROM ledger_lines l
-WHERE l.created_at >= :from AND l.created_at < :to
+WHERE (CAST(:from AS timestamptz) IS NULL OR l.created_at >= :from)
+    AND (CAST(:to AS timestamptz) IS NULL OR l.created_at < :to)
     AND (CAST(:operator AS text) IS NULL OR l.operator_id = :operator)
     AND (CAST(:table AS text) IS NULL OR l.table_id = :table)
     AND NOT EXISTS (SELECT FROM rounds r
@@ -325,11 +326,12 @@ class RoundRepository:
             by_round.setdefault(row.round_id, []).append(row)
         return by_seq, by_round
 
-    def stray_lines(self, operator_id: str | None, created_from: datetime,
-                    created_to: datetime, *, table_id: str | None = None,
+    def stray_lines(self, operator_id: str | None, created_from: datetime | None,
+                    created_to: datetime | None, *, table_id: str | None = None,
                     limit: int) -> list[StrayLines]:
-        """Return the rounds that ledger lines made in ``[created_from, created_to)`` name
-        and that are not stored, with how many lines name each (at most ``limit``)."""
+        """Return the rounds that ledger lines made in ``[created_from, created_to)`` (None:
+        unbounded) name and that are not stored, with how many lines name each (at most
+        ``limit``)."""
         rows = self._session.execute(_STRAY_LINES, {
             "operator": operator_id, "table": table_id, "from": created_from,
             "to": created_to, "limit": limit})

@@ -62,6 +62,9 @@ CONTENT_HASH = "content_hash"
 LINES_CHANGED = "lines_changed"
 _TABLE_OF = {audit.PLAYERS: "round_players", audit.LINES: "ledger_lines"}
 CREATED_AT = "created_at"
+# Ledger lines at a walked table that name a round that is not stored.
+STRAY_LINES = "stray_lines"
+MAX_STRAYS = 100
 
 
 # --- the Merkle tree ------------------------------------------------------------------
@@ -267,6 +270,11 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
             if not done:
                 report.next_cursor = cursors.encode(VERIFY, binding, [table_id, last])
                 break
+            report.findings.extend(
+                Finding(STRAY_LINES, table_id, None, f"{stray.lines} ledger line(s) name "
+                        f"round {stray.round_id}, which is not stored")
+                for stray in uow.rounds.stray_lines(operator_id, None, None,
+                                                    table_id=table_id, limit=MAX_STRAYS))
     return report
 
 

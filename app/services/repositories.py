@@ -295,8 +295,8 @@ class RoundRepository(Protocol):
     def content_hash_at(self, operator_id: str, table_id: str,
                         chain_seq: int) -> str | None: ...
 
-    def stray_lines(self, operator_id: str | None, created_from: datetime,
-                    created_to: datetime, *, table_id: str | None = None,
+    def stray_lines(self, operator_id: str | None, created_from: datetime | None,
+                    created_to: datetime | None, *, table_id: str | None = None,
                     limit: int) -> list[StrayLines]: ...
 
     def list(self, operator_id: str, *, table_id: str | None = None,

@@ -529,3 +529,29 @@ def test_a_verify_stops_when_its_time_budget_is_spent_and_goes_on_by_its_cursor(
             break
         query["cursor"] = page["next_cursor"]
     assert (checked, pages) == (6, 6)
+
+
+def test_a_stray_line_is_reported_by_the_period_verify_and_the_kept_checkpoint_verify(
+        auditor, owner_engine):
+    """Seats and lines have no foreign key to their round (migration 0027): a line that
+    names a round no one stored is money a reader sees, outside every round's content, so
+    both verifies name it, through the HTTP API."""
+    table = f"stray-{uuid.uuid4().hex[:10]}"
+    body = _settle(auditor, table)
+    checkpoint = _checkpoint(auditor)
+    assert _period(auditor, table)["ok"] is True
+    assert _verify(auditor, checkpoint=checkpoint, receipts=[_receipt(body)]) == []
+    ghost = uuid.uuid4()
+    with owner_engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no, "
+            "account, kind, amount) SELECT :ghost, operator_id, table_id, created_at, 1, "
+            "'A', 'win', 100 FROM rounds WHERE id = :r"),
+            {"ghost": ghost, "r": body["round_id"]})
+    period = _period(auditor, table)
+    assert period["ok"] is False
+    assert [(d["what"], d["round_id"], d["chain_seq"]) for d in period["differences"]] == [
+        ("stray_lines", str(ghost), 0)]
+    findings = _verify(auditor, checkpoint=checkpoint, receipts=[_receipt(body)])
+    assert ("stray_lines", table, None) in _kinds(findings)
+    assert any(str(ghost) in f["detail"] for f in findings if f["what"] == "stray_lines")
