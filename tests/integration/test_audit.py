@@ -18,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger_rows import fresh_id
 from sqlalchemy import Engine, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.schemas import RoundRequestSchema
@@ -375,3 +376,25 @@ def test_verify_names_the_missing_round_a_stray_line_names(sessions, owner_engin
 def test_verify_names_no_stray_line_when_every_line_has_its_round(sessions):
     operator, _, _ = _three_rounds(sessions)
     assert _verify(sessions, operator).ok
+
+
+def test_verify_names_every_round_whose_shared_ruleset_was_changed(sessions, owner_engine):
+    """A ruleset is kept once per operator and hash (round_rulesets): changing it changes
+    the content of every round played by it, and verify names each of them."""
+    operator, _, played = _three_rounds(sessions)
+    _tamper(owner_engine, "round_rulesets",
+            "UPDATE round_rulesets SET ruleset = jsonb_set(ruleset, '{fee_rate}', '\"0.5\"') "
+            "WHERE operator_id = :o", o=operator)
+    verification = _verify(sessions, operator)
+    named = _named(verification)
+    assert set(named) == {body["round_id"] for body in played}
+    assert all({"content_hash", "ruleset_hash"} <= whats for whats in named.values()), named
+
+
+def test_the_ruleset_rows_refuse_change_like_the_ledger(sessions, owner_engine):
+    _three_rounds(sessions)
+    for statement in ("UPDATE round_rulesets SET ruleset = '{}'", "DELETE FROM round_rulesets",
+                      "TRUNCATE round_rulesets"):
+        with owner_engine.begin() as connection, pytest.raises(DBAPIError) as refused:
+            connection.exec_driver_sql(statement)
+        assert "append-only" in str(refused.value) or "refused" in str(refused.value), statement
