@@ -3,7 +3,9 @@
 Read from the migrated database itself, not from the models: every primary key and unique
 constraint of an operator-keyed table starts with ``operator_id``, every foreign key
 carries ``operator_id`` to the ``operator_id`` of the row it names (so none crosses
-operators), and every table is either operator-keyed or a named reference table.
+operators), and every table is either operator-keyed or a named reference table. The
+tables a settle writes rows of (seats, lines, rulesets) have no foreign key at all: the
+append checks none.
 """
 
 from __future__ import annotations
@@ -62,3 +64,12 @@ def test_every_foreign_key_stays_within_its_operator(engine):
 def test_a_reference_table_is_never_referred_to_or_referring(engine):
     assert [c.conname for c in _constraints(engine) if c.contype == "f"
             and (c.table_name in REFERENCE_TABLES or c.referred in REFERENCE_TABLES)] == []
+
+
+def test_the_seats_and_lines_an_append_writes_have_no_foreign_key(engine):
+    """The append path checks no foreign key (migration 0027): ledger_append, the only
+    writer of seats and lines, writes them with the round it writes, and audit verify
+    reports a line whose round is missing (stray_lines). Other foreign keys stay."""
+    foreign = {(c.table_name, c.referred) for c in _constraints(engine) if c.contype == "f"}
+    assert {t for t, _ in foreign} & {"round_players", "ledger_lines", "round_rulesets"} == set()
+    assert ("match_rounds", "rounds") in foreign and ("rounds", "rounds") in foreign
