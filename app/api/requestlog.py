@@ -8,9 +8,9 @@ anything else, or none, gets a fresh id. The id is echoed in the response's
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
-import uuid
 
 from flask import Flask, Response, g, request
 
@@ -32,8 +32,21 @@ def init_request_log(app: Flask) -> None:
 
 def _begin() -> None:
     given = request.headers.get(HEADER, "")
-    g.request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    g.request_id = given if _REQUEST_ID.fullmatch(given) else _new_id()
     g.request_started = time.perf_counter()
+
+
+def _new_id() -> str:
+    """Return what ``uuid.uuid4().hex`` returns, without building a UUID object."""
+    return uuid4_hex(os.urandom(16))
+
+
+def uuid4_hex(random: bytes) -> str:
+    """Return ``uuid.UUID(bytes=random, version=4).hex``: the version and variant bits set."""
+    raw = bytearray(random)
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def _end(response: Response) -> Response:
@@ -41,6 +54,8 @@ def _end(response: Response) -> Response:
     if request_id is None:  # not begun (a hook before ours answered)
         return response
     response.headers[HEADER] = request_id
+    if not log.isEnabledFor(logging.INFO):  # what log.info checks first: build nothing
+        return response
     started = g.get("request_started", time.perf_counter())
     caller = g.get("caller")
     log.info("%s %s %s", request.method, request.path, response.status_code, extra={
