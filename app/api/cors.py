@@ -23,10 +23,10 @@ def init_cors(app: Flask) -> None:
 
 def _cors_headers(response: Response) -> Response:
     origins = current_app.config["SETTINGS"].cors_origins
-    origin = request.headers.get("Origin")
     if not origins:
         return response
     response.vary.add("Origin")
+    origin = request.headers.get("Origin")
     if origin not in origins:
         return response
     response.headers["Access-Control-Allow-Origin"] = origin
