@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -52,6 +52,11 @@ class Metrics:
     unavailable: Counter
     pool_in_use: Gauge
     verify_findings: Counter
+    # (method, route, status) -> that series' request counter and latency histogram.
+    # ``labels()`` checks and locks on every call to find the same two children each time;
+    # the app never removes a child, so the ones it found stay the ones it would find.
+    request_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = field(
+        default_factory=dict)
 
 
 def _make_metrics() -> Metrics:
@@ -149,10 +154,17 @@ def _observe(response: Response) -> Response:
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED
-    method = request.method if request.method in METHODS else OTHER_METHOD
+    method = request.method
+    if method not in METHODS:
+        method = OTHER_METHOD
     labels = (method, route, str(response.status_code))
-    metrics.requests.labels(*labels).inc()
-    metrics.latency.labels(*labels).observe(time.perf_counter() - started)
+    series = metrics.request_series.get(labels)
+    if series is None:
+        series = metrics.request_series.setdefault(
+            labels, (metrics.requests.labels(*labels), metrics.latency.labels(*labels)))
+    requests, latency = series
+    requests.inc()
+    latency.observe(time.perf_counter() - started)
     return response
 
 
