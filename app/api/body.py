@@ -158,7 +158,8 @@ def refuse_text_faults(faults: list[dict[str, str]]) -> None:
 def refuse_text_faults_in_url() -> None:
     """Refuse a query parameter or path segment that app.text refuses (422 naming it)."""
     faults: list[dict[str, str]] = []
-    for name, value in request.args.items(multi=True):
+    # No query string, no parameters: parsing it would only make an empty MultiDict.
+    for name, value in request.args.items(multi=True) if request.query_string else ():
         for text, what in ((name, "the parameter name "), (value, "")):
             fault = text_fault(text)
             if fault is not None:
