@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from flask import Flask, current_app, g, request
 
@@ -119,6 +120,8 @@ ACCESS: Mapping[tuple[str, str], Access] = {
 _CONVERTER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
 
 
+# Asked on every request (auth, limits) of the app's few rules: each is rewritten once.
+@lru_cache(maxsize=1024)
 def route_template(rule: str) -> str:
     """Return a Flask rule as openapi.yaml writes paths: ``<uuid:round_id>`` -> ``{round_id}``."""
     return _CONVERTER.sub(r"{\1}", rule)
@@ -155,14 +158,15 @@ def access_of(app: Flask, method: str, template: str) -> Access | None:
 def authorize() -> None:
     """Let the request through, or raise the 401, 403 or 500 problem that refuses it."""
     rule = request.url_rule
+    method = request.method
     # No route matched: the 404 or 405 that follows tells nothing about anyone's data.
     # OPTIONS answers only the Allow header, which a 405 would tell as well.
-    if rule is None or request.method == "OPTIONS":
+    if rule is None or method == "OPTIONS":
         return
     template = route_template(rule.rule)
-    access = access_of(current_app, request.method, template)
+    access = access_of(current_app, method, template)
     if access is None:
-        log.error("no access rule for %s %s: refusing until ACCESS has one", request.method,
+        log.error("no access rule for %s %s: refusing until ACCESS has one", method,
                   template)
         raise ProblemError(500, "Internal Server Error", "this route has no access rule yet",
                            type_=TYPE_INTERNAL)

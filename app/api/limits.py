@@ -126,7 +126,11 @@ class LocalCounts:
             self._counted += 1
             if self._counted % self.SWEEP_EVERY == 0:
                 self._sweep(now)
-            _, times = self._windows.setdefault((str(rate), name, who), (width, deque()))
+            key = (str(rate), name, who)
+            kept = self._windows.get(key)
+            if kept is None:  # made only when missing: most requests find their window
+                kept = self._windows[key] = (width, deque())
+            times = kept[1]
             while times and times[0] <= now - width:
                 times.popleft()
             allowed = len(times) < rate.amount
@@ -180,8 +184,10 @@ class Limiter:
               own_concurrency: Mapping[str, int]) -> Limit:
         default = self.defaults[name]
         rate = own_rates.get(name)
-        return Limit(default.rate if rate is None else parse(rate),
-                     own_concurrency.get(name, default.at_once))
+        at_once = own_concurrency.get(name, default.at_once)
+        if rate is None and at_once == default.at_once:
+            return default  # a key without limits of its own: the class's, as they are
+        return Limit(default.rate if rate is None else parse(rate), at_once)
 
 
 def init_limits(app: Flask, settings: Settings) -> None:
@@ -211,9 +217,10 @@ def _asks_for_best() -> bool:
 
 def _count() -> None:
     rule = request.url_rule
-    if rule is None or request.method == "OPTIONS":
+    method = request.method
+    if rule is None or method == "OPTIONS":
         return
-    name = _class_of(request.method, route_template(rule.rule))
+    name = _class_of(method, route_template(rule.rule))
     if name is None:
         return
     limiter: Limiter = current_app.extensions[EXTENSION]
