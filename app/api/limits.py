@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, request
 from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from app.api.auth import route_template
+from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
 
@@ -216,6 +217,7 @@ def _asks_for_best() -> bool:
 
 
 def _count() -> None:
+    request = current_request()
     rule = request.url_rule
     method = request.method
     if rule is None or method == "OPTIONS":
@@ -223,8 +225,9 @@ def _count() -> None:
     name = _class_of(method, route_template(rule.rule))
     if name is None:
         return
-    limiter: Limiter = current_app.extensions[EXTENSION]
-    caller = g.get("caller")
+    limiter: Limiter = current_flask().extensions[EXTENSION]
+    state = current_g()
+    caller = state.get("caller")
     if caller is None:
         who, limit = f"addr:{request.remote_addr or '-'}", limiter.defaults[PUBLIC]
     else:
@@ -244,8 +247,8 @@ def _count() -> None:
         limiter.counts.free_slot(slot)
         raise _refusal(name, limit, f"{limit.at_once} requests at once in class {name}",
                        time.time() + 1)
-    g.limit_slot = slot
-    g.limit_shown = (limit, counted)
+    state.limit_slot = slot
+    state.limit_shown = (limit, counted)
 
 
 def _refusal(name: str, limit: Limit, what: str, reset_at: float) -> ProblemError:
@@ -265,7 +268,7 @@ def _rate_headers(limit: Limit, remaining: int, reset_s: int) -> dict[str, str]:
 
 
 def _headers(response: Response) -> Response:
-    shown = g.get("limit_shown")
+    shown = current_g().get("limit_shown")
     if shown is not None:
         limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
@@ -274,9 +277,9 @@ def _headers(response: Response) -> Response:
 
 
 def _release(_: BaseException | None) -> None:
-    slot = g.pop("limit_slot", None)
+    slot = current_g().pop("limit_slot", None)
     if slot is not None:
         try:
-            current_app.extensions[EXTENSION].counts.free_slot(slot)
+            current_flask().extensions[EXTENSION].counts.free_slot(slot)
         except Exception:  # the store went away: the slot expires by itself
             log.warning("could not free a concurrency slot %s", slot, exc_info=True)

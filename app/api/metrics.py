@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, has_app_context, request
+from flask import Blueprint, Flask, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
+
+from app.api.current import current_flask, current_g, current_request
 
 bp = Blueprint("metrics", __name__)
 
@@ -143,14 +145,15 @@ def init_metrics(app: Flask) -> None:
 
 
 def _start_timer() -> None:
-    g.metrics_started = time.perf_counter()
+    current_g().metrics_started = time.perf_counter()
 
 
 def _observe(response: Response) -> Response:
-    started = g.pop("metrics_started", None)
+    started = current_g().pop("metrics_started", None)
     if started is None:  # a before_request hook answered before ours ran
         return response
-    metrics: Metrics = current_app.extensions[EXTENSION]
+    metrics: Metrics = current_flask().extensions[EXTENSION]
+    request = current_request()
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED

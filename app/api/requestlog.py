@@ -12,7 +12,9 @@ import os
 import re
 import time
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response
+
+from app.api.current import current_g, current_request
 
 log = logging.getLogger("app.request")
 
@@ -31,9 +33,10 @@ def init_request_log(app: Flask) -> None:
 
 
 def _begin() -> None:
-    given = request.headers.get(HEADER, "")
-    g.request_id = given if _REQUEST_ID.fullmatch(given) else _new_id()
-    g.request_started = time.perf_counter()
+    given = current_request().headers.get(HEADER, "")
+    state = current_g()
+    state.request_id = given if _REQUEST_ID.fullmatch(given) else _new_id()
+    state.request_started = time.perf_counter()
 
 
 def _new_id() -> str:
@@ -50,14 +53,16 @@ def uuid4_hex(random: bytes) -> str:
 
 
 def _end(response: Response) -> Response:
-    request_id = g.get("request_id")
+    state = current_g()
+    request_id = state.get("request_id")
     if request_id is None:  # not begun (a hook before ours answered)
         return response
     response.headers[HEADER] = request_id
     if not log.isEnabledFor(logging.INFO):  # what log.info checks first: build nothing
         return response
-    started = g.get("request_started", time.perf_counter())
-    caller = g.get("caller")
+    started = state.get("request_started", time.perf_counter())
+    caller = state.get("caller")
+    request = current_request()
     log.info("%s %s %s", request.method, request.path, response.status_code, extra={
         "path": request.path,
         "status": response.status_code,
