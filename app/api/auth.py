@@ -13,9 +13,11 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from flask import Flask, current_app, g, request
 
+from app.api.current import current_flask, current_g, current_request
 from app.api.errors import TYPE_INTERNAL, ProblemError
 from app.api.extensions import SCHEMA_GATE
 from app.db import get_database
@@ -119,6 +121,8 @@ ACCESS: Mapping[tuple[str, str], Access] = {
 _CONVERTER = re.compile(r"<(?:[^<>:]+:)?([^<>]+)>")
 
 
+# Asked on every request (auth, limits) of the app's few rules: each is rewritten once.
+@lru_cache(maxsize=1024)
 def route_template(rule: str) -> str:
     """Return a Flask rule as openapi.yaml writes paths: ``<uuid:round_id>`` -> ``{round_id}``."""
     return _CONVERTER.sub(r"{\1}", rule)
@@ -154,15 +158,18 @@ def access_of(app: Flask, method: str, template: str) -> Access | None:
 
 def authorize() -> None:
     """Let the request through, or raise the 401, 403 or 500 problem that refuses it."""
+    request = current_request()
     rule = request.url_rule
+    method = request.method
     # No route matched: the 404 or 405 that follows tells nothing about anyone's data.
     # OPTIONS answers only the Allow header, which a 405 would tell as well.
-    if rule is None or request.method == "OPTIONS":
+    if rule is None or method == "OPTIONS":
         return
     template = route_template(rule.rule)
-    access = access_of(current_app, request.method, template)
+    app = current_flask()
+    access = access_of(app, method, template)
     if access is None:
-        log.error("no access rule for %s %s: refusing until ACCESS has one", request.method,
+        log.error("no access rule for %s %s: refusing until ACCESS has one", method,
                   template)
         raise ProblemError(500, "Internal Server Error", "this route has no access rule yet",
                            type_=TYPE_INTERNAL)
@@ -171,9 +178,9 @@ def authorize() -> None:
         return
     # Keys live in the database: first make sure it holds the schema this code expects
     # (get_database connects first when the app was built for the command line).
-    get_database()
-    current_app.extensions[SCHEMA_GATE].ensure()
-    caller = _caller()
+    get_database(app)
+    app.extensions[SCHEMA_GATE].ensure()
+    caller = _caller(app, request.headers.get("Authorization", ""))
     if not caller.may(access.scopes):
         scopes = " ".join(s.value for s in Scope if s in access.scopes)
         named = " or ".join(s.value for s in Scope if s in access.scopes)
@@ -185,7 +192,7 @@ def authorize() -> None:
             type_=TYPE_INSUFFICIENT_SCOPE,
             headers={"WWW-Authenticate": f'Bearer realm="{REALM}", '
                      f'error="insufficient_scope", scope="{scopes}"'})
-    g.caller = caller
+    current_g().caller = caller
 
 
 def current_caller() -> Caller:
@@ -206,15 +213,15 @@ def optional_caller() -> Caller | None:
     try:
         get_database()
         current_app.extensions[SCHEMA_GATE].ensure()
-        return _caller()
+        return _caller(current_flask(), request.headers.get("Authorization", ""))
     except ProblemError:  # a bad key: the public part still shows
         return None
     except DATABASE_UNAVAILABLE:  # a database that does not answer: the same
         return None
 
 
-def _caller() -> Caller:
-    header = request.headers.get("Authorization", "")
+def _caller(app: Flask, header: str) -> Caller:
+    """Return the key ``header`` (the request's Authorization) names; raise the 401."""
     if not header.strip():
         # RFC 6750 §3.1: a request without credentials gets the challenge, no error code.
         raise ProblemError(
@@ -225,8 +232,7 @@ def _caller() -> Caller:
     try:
         if scheme.lower() != "bearer" or not token.strip():
             raise InvalidToken("invalid", "the Authorization header must be 'Bearer KEY'")
-        return authenticate(get_database().uows, token.strip(),
-                            current_app.extensions[KEY_CACHE])
+        return authenticate(get_database(app).uows, token.strip(), app.extensions[KEY_CACHE])
     except InvalidToken as refused:
         raise ProblemError(
             401, "Unauthorized", refused.detail,

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from flask import request
 from werkzeug.exceptions import UnsupportedMediaType
 
+from app.api.current import current_request
 from app.api.errors import TYPE_MALFORMED, TYPE_VALIDATION, ProblemError, join_path
 from app.json_codec import NOT_READ, loads_body, loads_decimal
 from app.text import text_fault
@@ -158,7 +159,9 @@ def refuse_text_faults(faults: list[dict[str, str]]) -> None:
 def refuse_text_faults_in_url() -> None:
     """Refuse a query parameter or path segment that app.text refuses (422 naming it)."""
     faults: list[dict[str, str]] = []
-    for name, value in request.args.items(multi=True):
+    request = current_request()
+    # No query string, no parameters: parsing it would only make an empty MultiDict.
+    for name, value in request.args.items(multi=True) if request.query_string else ():
         for text, what in ((name, "the parameter name "), (value, "")):
             fault = text_fault(text)
             if fault is not None:

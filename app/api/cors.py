@@ -8,7 +8,9 @@ Authorization header, never cookies, so ``Allow-Credentials`` is not sent.
 
 from __future__ import annotations
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response
+
+from app.api.current import current_flask, current_request
 
 ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-Id"
 EXPOSE_HEADERS = "ETag, Idempotent-Replayed, Retry-After, WWW-Authenticate, X-Request-Id"
@@ -22,11 +24,12 @@ def init_cors(app: Flask) -> None:
 
 
 def _cors_headers(response: Response) -> Response:
-    origins = current_app.config["SETTINGS"].cors_origins
-    origin = request.headers.get("Origin")
+    origins = current_flask().config["SETTINGS"].cors_origins
     if not origins:
         return response
     response.vary.add("Origin")
+    request = current_request()
+    origin = request.headers.get("Origin")
     if origin not in origins:
         return response
     response.headers["Access-Control-Allow-Origin"] = origin

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, request
 from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from app.api.auth import route_template
+from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
 
@@ -126,7 +127,11 @@ class LocalCounts:
             self._counted += 1
             if self._counted % self.SWEEP_EVERY == 0:
                 self._sweep(now)
-            _, times = self._windows.setdefault((str(rate), name, who), (width, deque()))
+            key = (str(rate), name, who)
+            kept = self._windows.get(key)
+            if kept is None:  # made only when missing: most requests find their window
+                kept = self._windows[key] = (width, deque())
+            times = kept[1]
             while times and times[0] <= now - width:
                 times.popleft()
             allowed = len(times) < rate.amount
@@ -180,8 +185,10 @@ class Limiter:
               own_concurrency: Mapping[str, int]) -> Limit:
         default = self.defaults[name]
         rate = own_rates.get(name)
-        return Limit(default.rate if rate is None else parse(rate),
-                     own_concurrency.get(name, default.at_once))
+        at_once = own_concurrency.get(name, default.at_once)
+        if rate is None and at_once == default.at_once:
+            return default  # a key without limits of its own: the class's, as they are
+        return Limit(default.rate if rate is None else parse(rate), at_once)
 
 
 def init_limits(app: Flask, settings: Settings) -> None:
@@ -210,14 +217,17 @@ def _asks_for_best() -> bool:
 
 
 def _count() -> None:
+    request = current_request()
     rule = request.url_rule
-    if rule is None or request.method == "OPTIONS":
+    method = request.method
+    if rule is None or method == "OPTIONS":
         return
-    name = _class_of(request.method, route_template(rule.rule))
+    name = _class_of(method, route_template(rule.rule))
     if name is None:
         return
-    limiter: Limiter = current_app.extensions[EXTENSION]
-    caller = g.get("caller")
+    limiter: Limiter = current_flask().extensions[EXTENSION]
+    state = current_g()
+    caller = state.get("caller")
     if caller is None:
         who, limit = f"addr:{request.remote_addr or '-'}", limiter.defaults[PUBLIC]
     else:
@@ -237,8 +247,8 @@ def _count() -> None:
         limiter.counts.free_slot(slot)
         raise _refusal(name, limit, f"{limit.at_once} requests at once in class {name}",
                        time.time() + 1)
-    g.limit_slot = slot
-    g.limit_shown = (limit, counted)
+    state.limit_slot = slot
+    state.limit_shown = (limit, counted)
 
 
 def _refusal(name: str, limit: Limit, what: str, reset_at: float) -> ProblemError:
@@ -258,7 +268,7 @@ def _rate_headers(limit: Limit, remaining: int, reset_s: int) -> dict[str, str]:
 
 
 def _headers(response: Response) -> Response:
-    shown = g.get("limit_shown")
+    shown = current_g().get("limit_shown")
     if shown is not None:
         limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
@@ -267,9 +277,9 @@ def _headers(response: Response) -> Response:
 
 
 def _release(_: BaseException | None) -> None:
-    slot = g.pop("limit_slot", None)
+    slot = current_g().pop("limit_slot", None)
     if slot is not None:
         try:
-            current_app.extensions[EXTENSION].counts.free_slot(slot)
+            current_flask().extensions[EXTENSION].counts.free_slot(slot)
         except Exception:  # the store went away: the slot expires by itself
             log.warning("could not free a concurrency slot %s", slot, exc_info=True)

@@ -15,15 +15,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, has_app_context, request
+from flask import Blueprint, Flask, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
+
+from app.api.current import current_flask, current_g, current_request
 
 bp = Blueprint("metrics", __name__)
 
@@ -52,6 +54,11 @@ class Metrics:
     unavailable: Counter
     pool_in_use: Gauge
     verify_findings: Counter
+    # (method, route, status) -> that series' request counter and latency histogram.
+    # ``labels()`` checks and locks on every call to find the same two children each time;
+    # the app never removes a child, so the ones it found stay the ones it would find.
+    request_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = field(
+        default_factory=dict)
 
 
 def _make_metrics() -> Metrics:
@@ -138,21 +145,29 @@ def init_metrics(app: Flask) -> None:
 
 
 def _start_timer() -> None:
-    g.metrics_started = time.perf_counter()
+    current_g().metrics_started = time.perf_counter()
 
 
 def _observe(response: Response) -> Response:
-    started = g.pop("metrics_started", None)
+    started = current_g().pop("metrics_started", None)
     if started is None:  # a before_request hook answered before ours ran
         return response
-    metrics: Metrics = current_app.extensions[EXTENSION]
+    metrics: Metrics = current_flask().extensions[EXTENSION]
+    request = current_request()
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED
-    method = request.method if request.method in METHODS else OTHER_METHOD
+    method = request.method
+    if method not in METHODS:
+        method = OTHER_METHOD
     labels = (method, route, str(response.status_code))
-    metrics.requests.labels(*labels).inc()
-    metrics.latency.labels(*labels).observe(time.perf_counter() - started)
+    series = metrics.request_series.get(labels)
+    if series is None:
+        series = metrics.request_series.setdefault(
+            labels, (metrics.requests.labels(*labels), metrics.latency.labels(*labels)))
+    requests, latency = series
+    requests.inc()
+    latency.observe(time.perf_counter() - started)
     return response
 
 

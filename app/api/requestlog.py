@@ -8,11 +8,13 @@ anything else, or none, gets a fresh id. The id is echoed in the response's
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
-import uuid
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response
+
+from app.api.current import current_g, current_request
 
 log = logging.getLogger("app.request")
 
@@ -31,18 +33,36 @@ def init_request_log(app: Flask) -> None:
 
 
 def _begin() -> None:
-    given = request.headers.get(HEADER, "")
-    g.request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
-    g.request_started = time.perf_counter()
+    given = current_request().headers.get(HEADER, "")
+    state = current_g()
+    state.request_id = given if _REQUEST_ID.fullmatch(given) else _new_id()
+    state.request_started = time.perf_counter()
+
+
+def _new_id() -> str:
+    """Return what ``uuid.uuid4().hex`` returns, without building a UUID object."""
+    return uuid4_hex(os.urandom(16))
+
+
+def uuid4_hex(random: bytes) -> str:
+    """Return ``uuid.UUID(bytes=random, version=4).hex``: the version and variant bits set."""
+    raw = bytearray(random)
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def _end(response: Response) -> Response:
-    request_id = g.get("request_id")
+    state = current_g()
+    request_id = state.get("request_id")
     if request_id is None:  # not begun (a hook before ours answered)
         return response
     response.headers[HEADER] = request_id
-    started = g.get("request_started", time.perf_counter())
-    caller = g.get("caller")
+    if not log.isEnabledFor(logging.INFO):  # what log.info checks first: build nothing
+        return response
+    started = state.get("request_started", time.perf_counter())
+    caller = state.get("caller")
+    request = current_request()
     log.info("%s %s %s", request.method, request.path, response.status_code, extra={
         "path": request.path,
         "status": response.status_code,
