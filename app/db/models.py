@@ -98,9 +98,7 @@ class JsonText(TypeDecorator[Any]):
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        if value is None or isinstance(value, str):
-            return value
-        return canonical_json(value).decode()
+        return None if value is None else canonical_json(value).decode()
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
         return None if value is None else json.loads(value)

@@ -53,6 +53,7 @@ from app.services.repositories import (
     ChainSpan,
     RoundColumns,
     RoundWithRows,
+    StrayLines,
 )
 from app.services.round_json import round_body
 from app.services.rounds import content_hash, utc_text
@@ -66,8 +67,6 @@ DEFAULT_LIMIT = 500
 MAX_LIMIT = 2_000
 LIST = "audit.verify-period"
 MAX_DETAILS = 5
-# Missing rounds named by stray lines, reported at most (one is enough to fail the period).
-MAX_STRAYS = 100
 
 CONTENT_HASH = "content_hash"
 PREV_HASH = "prev_hash"
@@ -185,10 +184,10 @@ def verify(
         if next_cursor is None:
             differences.extend(
                 Difference(str(stray.round_id), stray.operator_id, stray.table_id, 0,
-                           STRAY_LINES, f"{stray.lines} ledger line(s) made in the period "
-                           f"name round {stray.round_id}, which is not stored")
+                           STRAY_LINES, stray.detail())
                 for stray in uow.rounds.stray_lines(operator_id, created_from, created_to,
-                                                    table_id=table_id, limit=MAX_STRAYS))
+                                                    table_id=table_id,
+                                                    limit=StrayLines.REPORTED))
     return Verification(rounds, len(ends), tuple(differences), tuple(ends), next_cursor)
 
 

@@ -36,7 +36,7 @@ from typing import Any
 from app.services import audit, cursors
 from app.services.audit import ChainEnd, money_row_changes
 from app.services.cursors import InvalidCursor
-from app.services.repositories import ChainHead, CheckpointColumns
+from app.services.repositories import ChainHead, CheckpointColumns, StrayLines
 from app.services.rounds import content_hash, utc_text
 from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
@@ -64,7 +64,6 @@ _TABLE_OF = {audit.PLAYERS: "round_players", audit.LINES: "ledger_lines"}
 CREATED_AT = "created_at"
 # Ledger lines at a walked table that name a round that is not stored.
 STRAY_LINES = "stray_lines"
-MAX_STRAYS = 100
 
 
 # --- the Merkle tree ------------------------------------------------------------------
@@ -271,10 +270,10 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
                 report.next_cursor = cursors.encode(VERIFY, binding, [table_id, last])
                 break
             report.findings.extend(
-                Finding(STRAY_LINES, table_id, None, f"{stray.lines} ledger line(s) name "
-                        f"round {stray.round_id}, which is not stored")
+                Finding(STRAY_LINES, table_id, None, stray.detail())
                 for stray in uow.rounds.stray_lines(operator_id, None, None,
-                                                    table_id=table_id, limit=MAX_STRAYS))
+                                                    table_id=table_id,
+                                                    limit=StrayLines.REPORTED))
     return report
 
 

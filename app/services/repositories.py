@@ -43,6 +43,13 @@ class StrayLines:
     round_id: uuid.UUID
     lines: int
 
+    # The most a verify reports: one is enough to fail it.
+    REPORTED = 100
+
+    def detail(self) -> str:
+        return (f"{self.lines} ledger line(s) at table {self.table_id} name round "
+                f"{self.round_id}, which is not stored")
+
 
 class OperatorRow(Protocol):
     """A stored row of one operator's, made at ``created_at``."""

@@ -12,6 +12,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, make_url, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import NullPool
 
 from app import create_app
@@ -406,3 +407,61 @@ def test_the_seats_by_table_migration_gives_every_seat_its_rounds_table_and_down
             "SELECT tgenabled FROM pg_trigger "
             "WHERE tgname = 'round_players_refuse_update_delete'").scalar_one()
     assert (nullable, trigger) == ("NO", "O")  # and the append-only trigger is on again
+
+
+_ROUNDS_0026 = """
+INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset, ruleset_hash,
+    stake, request, result, idempotency_key, body_hash, content_hash, prev_hash, chain_seq)
+SELECT gen_random_uuid(), 'lean', 't', 'settlement', 'bonus3', CAST(:ruleset AS jsonb), :hash,
+    1, '{}', '{"points": [1, -1]}', 'key-' || :n, 'b', 'c',
+    CASE WHEN :n = 1 THEN NULL ELSE 'p' END, :n
+"""
+
+
+def _rounds_at_0026(url: str, rulesets: list[tuple[str, str]]) -> None:
+    upgrade(url, "0026_append_rows_by_values")
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.begin() as connection:
+        for n, (ruleset, hash_) in enumerate(rulesets, start=1):
+            connection.execute(text(_ROUNDS_0026), {"ruleset": ruleset, "hash": hash_, "n": n})
+    engine.dispose()
+
+
+def test_the_lean_rounds_migration_keeps_each_ruleset_once_and_the_result_as_text(
+        make_database):
+    """0027 moves each ruleset to round_rulesets once per operator and hash and keeps the
+    result as text; its downgrade puts both back in every round."""
+    url = make_database()
+    _rounds_at_0026(url, [('{"precision": 2}', "h1"), ('{"precision": 2}', "h1"),
+                          ('{"precision": 0}', "h0")])
+    upgrade(url, "0027_lean_rounds")
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.connect() as connection:
+        assert connection.execute(text(
+            "SELECT ruleset_hash, ruleset FROM round_rulesets ORDER BY 1")).all() == [
+            ("h0", {"precision": 0}), ("h1", {"precision": 2})]
+        assert connection.scalar(text(
+            "SELECT DISTINCT pg_typeof(result)::text || ':' || result FROM rounds")) == (
+            'text:{"points": [1, -1]}')
+    downgrade(url, "0026_append_rows_by_values")
+    with engine.connect() as connection:
+        assert connection.execute(text(
+            "SELECT ruleset_hash, ruleset, pg_typeof(result)::text FROM rounds "
+            "ORDER BY chain_seq")).all() == [
+            ("h1", {"precision": 2}, "jsonb"), ("h1", {"precision": 2}, "jsonb"),
+            ("h0", {"precision": 0}, "jsonb")]
+    engine.dispose()
+
+
+def test_the_lean_rounds_migration_stops_on_one_hash_with_two_rulesets_changing_nothing(
+        make_database):
+    url = make_database()
+    _rounds_at_0026(url, [('{"precision": 2}', "h"), ('{"precision": 0}', "h")])
+    with pytest.raises(IntegrityError, match="2 different rulesets under hash h"):
+        upgrade(url, "0027_lean_rounds")
+    assert _revisions(url) == {"0026_append_rows_by_values"}
+    assert "round_rulesets" not in _tables(url)
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.connect() as connection:
+        assert connection.scalar(text("SELECT count(DISTINCT ruleset) FROM rounds")) == 2
+    engine.dispose()
