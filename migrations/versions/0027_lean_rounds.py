@@ -174,9 +174,17 @@ LZ4 = ("SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
 LZ4_SETTING = "\nSET default_toast_compression = 'lz4'"
 
 
+# On a ledger already distributed, the functions' changes go to every node on one
+# connection each, which Citus allows only if the transaction's reads of the rounds'
+# shards went one connection a node too. A setting of Citus's; plain PostgreSQL keeps it
+# as a placeholder and ignores it.
+ONE_CONNECTION_A_NODE = "SET LOCAL citus.multi_shard_modify_mode = 'sequential'"
+
+
 def upgrade() -> None:
     runtime, writer = _roles()
     op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    op.execute(ONE_CONNECTION_A_NODE)
     op.execute(RULESETS)
     op.execute(SPLIT)
     op.execute("REVOKE ALL ON round_rulesets FROM PUBLIC")
@@ -219,6 +227,7 @@ $$"""
 def downgrade() -> None:
     runtime, writer = _roles()
     op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    op.execute(ONE_CONNECTION_A_NODE)
     op.execute(f"DROP FUNCTION {SIGNATURE}")
     op.execute("DROP INDEX ix_ledger_lines_created_at")
     op.execute("ALTER TABLE ledger_lines ADD CONSTRAINT fk_ledger_lines_round_rounds "

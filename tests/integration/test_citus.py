@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import pytest
 from flask import Flask
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
 
 from app.config import Settings
-from app.db.citus import DISTRIBUTED, REFERENCE, layout
+from app.db.citus import DISTRIBUTED, REFERENCE, distribute, layout
 from app.db.reconcile_queries import (
     BREAKS_IN,
     LINKS_AT,
@@ -23,6 +24,7 @@ from app.db.reconcile_queries import (
     same_operator,
     scope_filter,
 )
+from app.db.schema import upgrade
 from tests.worked_examples import EX_000, round_request
 
 
@@ -154,3 +156,49 @@ def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engi
             "SELECT nodeport, result FROM run_command_on_placements('rounds', :check) "
             "WHERE shardid = :s"), {"check": check.replace(name, "%1$s"), "s": shard}).all()
     assert answers == [(target, "truefalsetrue2")]
+
+
+def test_on_citus_a_ledger_distributed_before_the_lean_rounds_upgrades_and_is_distributed_again(
+        make_database: Callable[[], str], owner_engine: Engine) -> None:
+    """docs/operations/upgrades.md: 0027 runs on a ledger already distributed (its table
+    rewrite and dropped keys reach every shard), and ``citus distribute``, run again,
+    distributes the new round_rulesets with the rounds."""
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    url = make_database()
+    upgrade(url, "0026_append_rows_by_values")
+    engine = create_engine(url, poolclass=NullPool)
+    before = [t for t in DISTRIBUTED if t != "round_rulesets"]
+    with engine.begin() as connection:  # as the command did at 0026
+        connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
+        for table in REFERENCE:
+            connection.execute(text("SELECT create_reference_table(:t)"), {"t": table})
+        for table in before:
+            connection.execute(text(
+                "SELECT create_distributed_table(:t, 'operator_id', colocate_with => :w)"),
+                {"t": table, "w": "default" if table == "rounds" else "rounds"})
+        connection.execute(text(
+            "INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset, "
+            "ruleset_hash, stake, request, result, idempotency_key, body_hash, content_hash, "
+            "prev_hash, chain_seq) SELECT gen_random_uuid(), 'op-' || g, 't', 'settlement', "
+            "'bonus3', '{\"precision\": 2}', 'h', 1, '{}', '{\"points\": [1]}', 'k', 'b', "
+            "'c', NULL, 1 FROM generate_series(1, 6) AS g"))
+    upgrade(url)
+    defaults = Settings()
+    with engine.begin() as connection:
+        distribute(connection, say=lambda _: None,
+                   lock_timeout_ms=defaults.db_lock_timeout_ms,
+                   statement_timeout_ms=defaults.db_statement_timeout_ms)
+    with engine.connect() as connection:
+        assert layout(connection).tables["round_rulesets"] == "distributed by operator_id"
+        assert connection.execute(text(
+            "SELECT count(*), count(DISTINCT operator_id) FROM round_rulesets")).one() == (6, 6)
+        kinds = connection.execute(text(
+            "SELECT DISTINCT result FROM run_command_on_shards('rounds', "
+            "$$SELECT format_type(atttypid, NULL) FROM pg_attribute "
+            "WHERE attrelid = '%s'::regclass AND attname = 'result'$$)")).scalars().all()
+        assert kinds == ["text"]
+        assert connection.execute(text(
+            "SELECT result FROM rounds WHERE operator_id = 'op-1'")).scalar_one() == (
+            '{"points": [1]}')
+    engine.dispose()
