@@ -13,9 +13,9 @@ worker's shards by logging in to it as the current role: the writer may log in. 
 no password; give it inter-node credentials (``pg_dist_authinfo``) and let
 ``pg_hba.conf`` accept it from the cluster's nodes only. Citus keeps a role the same on
 every node, so the change is made on the coordinator and reaches the workers, those
-added later included. So are the writer's own lock and statement timeouts: the service's
+added later included. So are the writer's own lock and statement timeouts (the service's
 timeouts are its session's, on the coordinator, and the workers' locks are waited for on
-the writer's connections.
+the writer's connections) and its TOAST compression.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from sqlalchemy import Connection, text
 # The owners of the SECURITY DEFINER functions the runtime role calls to write.
 WRITERS = ("SELECT DISTINCT proowner::regrole::text FROM pg_proc "
            "WHERE prosecdef AND proname IN ('ledger_take', 'ledger_append')")
+LZ4 = ("SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
+       "WHERE name = 'default_toast_compression'")
 # Made on the coordinator, which sends it on to every worker.
 LOGIN = "SELECT format('ALTER ROLE %I LOGIN', CAST(:role AS text))"
 
@@ -97,15 +99,19 @@ def distribute(connection: Connection, say: Callable[[str], None] = print, *,
                 {"t": table, "c": DISTRIBUTION_COLUMN,
                  "with": "default" if table == DISTRIBUTED[0] else DISTRIBUTED[0]})
             say(f"{table}: distributed by {DISTRIBUTION_COLUMN}")
-    timeouts = {"lock_timeout": int(lock_timeout_ms),
-                "statement_timeout": int(statement_timeout_ms)}
+    settings = {"lock_timeout": f"{int(lock_timeout_ms)}ms",
+                "statement_timeout": f"{int(statement_timeout_ms)}ms"}
+    # The workers write the rounds' results with the writer's session: lz4, as the append
+    # function asks on a single server (migration 0027), where the server has it.
+    if connection.execute(text(LZ4)).scalar():
+        settings["default_toast_compression"] = "lz4"
     for role in list(connection.execute(text(WRITERS)).scalars()):
         connection.execute(text(connection.execute(text(LOGIN), {"role": role}).scalar_one()))
-        for name, ms in timeouts.items():
+        for name, value in settings.items():
             connection.execute(text(connection.execute(
                 text(f"SELECT format('ALTER ROLE %I SET {name} = %L', "
                      "CAST(:role AS text), CAST(:value AS text))"),
-                {"role": role, "value": f"{ms}ms"}).scalar_one()))
-        say(f"{role}: may log in, for Citus to reach the workers as it; lock_timeout "
-            f"{lock_timeout_ms} ms, statement_timeout {statement_timeout_ms} ms")
+                {"role": role, "value": value}).scalar_one()))
+        say(f"{role}: may log in, for Citus to reach the workers as it; "
+            + ", ".join(f"{name} {value}" for name, value in settings.items()))
     return layout(connection)
