@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.db.driver import driver_of, refusal, send
 from app.db.engine import TRANSACTION_SETUP
-from app.json_codec import fragment_value
+from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
     LINE_COLUMNS,
     PLAYER_COLUMNS,
@@ -133,7 +133,9 @@ class AppendRepository:
                   "lines": _json_of([{name: line[name] for name in LINE_COLUMNS}
                                      for line in lines]),
                   "result": _json_of(round_["result"]),
-                  "ruleset": _json_of(round_["ruleset"])}
+                  # Canonical: ledger_append keeps a new ruleset only if this text hashes
+                  # to the round's ruleset_hash.
+                  "ruleset": canonical_json(round_["ruleset"]).decode()}
         self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
 
     def open_match(self, match: Mapping[str, Any]) -> None:

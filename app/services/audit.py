@@ -269,6 +269,10 @@ def _verb(kind: str) -> str:
 
 
 def _stored_ruleset(round_: RoundColumns, found: list[Difference]) -> AnyRules | None:
+    if round_.ruleset is None:  # kept once per hash (round_rulesets): its row is gone
+        found.append(_difference(round_, RULESET_HASH, "no ruleset is stored under "
+                                 f"{round_.ruleset_hash}"))
+        return None
     try:
         rules = rules_from_dict(round_.ruleset)
     except (DomainError, KeyError, TypeError, ValueError) as error:

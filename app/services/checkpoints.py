@@ -269,10 +269,12 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
             if not done:
                 report.next_cursor = cursors.encode(VERIFY, binding, [table_id, last])
                 break
+        if report.next_cursor is None:
+            # Every line of the operator, at any table and of any date: a line is money a
+            # reader sees, and one that names no stored round is in no round's content.
             report.findings.extend(
-                Finding(STRAY_LINES, table_id, None, stray.detail())
+                Finding(STRAY_LINES, stray.table_id, None, stray.detail())
                 for stray in uow.rounds.stray_lines(operator_id, None, None,
-                                                    table_id=table_id,
                                                     limit=StrayLines.REPORTED))
     return report
 

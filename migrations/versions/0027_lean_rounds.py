@@ -6,7 +6,8 @@ canonical JSON text, which PostgreSQL no longer parses into jsonb on every settl
 parse was a quarter of the server's work a settle). A ruleset is kept once per operator
 and ruleset hash in ``round_rulesets``, rather than in every round. ``ledger_append``
 takes both as text parameters: the result is stored as sent, the ruleset read as jsonb
-only when its hash is new to the operator.
+only when its hash is new to the operator, and kept then only if its canonical text
+hashes to that hash, so no caller can leave a wrong ruleset for later rounds to name.
 
 The seats and lines lose their foreign keys to ``rounds``: ``ledger_append``, their only
 writer, inserts them with the id of the round it inserts in the same statement list.
@@ -144,9 +145,14 @@ DECLARE
     seat_ record;
     line_ record;
 BEGIN
-{CHAIN}    -- The ruleset is read as jsonb only the first time the operator plays by it.
+{CHAIN}    -- The ruleset is read as jsonb only the first time the operator plays by it, and kept
+    -- only if its canonical text hashes to the hash every later round will name.
     IF NOT EXISTS (SELECT FROM round_rulesets
                    WHERE operator_id = r.operator_id AND ruleset_hash = r.ruleset_hash) THEN
+        IF p_ruleset IS NULL
+           OR encode(sha256(convert_to(p_ruleset, 'UTF8')), 'hex') <> r.ruleset_hash THEN
+            RAISE EXCEPTION 'ledger_append refused: the ruleset sent with round % does not hash to %', r.id, r.ruleset_hash USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_ruleset';
+        END IF;
         INSERT INTO round_rulesets (operator_id, ruleset_hash, ruleset)
         VALUES (r.operator_id, r.ruleset_hash, p_ruleset::jsonb)
         ON CONFLICT (operator_id, ruleset_hash) DO NOTHING;

@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import Engine, delete, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.db.models import LedgerLine, Round, RoundPlayer
@@ -555,3 +556,77 @@ def test_a_stray_line_is_reported_by_the_period_verify_and_the_kept_checkpoint_v
     findings = _verify(auditor, checkpoint=checkpoint, receipts=[_receipt(body)])
     assert ("stray_lines", table, None) in _kinds(findings)
     assert any(str(ghost) in f["detail"] for f in findings if f["what"] == "stray_lines")
+
+
+def test_a_caller_cannot_leave_a_wrong_ruleset_for_later_rounds_to_name(api, make_key,
+                                                                         engine):
+    """A ruleset is kept once per operator and hash, append-only: ledger_append keeps a new
+    one only if its text hashes to the round's ruleset_hash, so the runtime login cannot
+    plant a changed ruleset under the hash an operator's honest rounds will name."""
+    probe = api.with_key(make_key("admin", operator_id=f"op-{uuid.uuid4().hex[:10]}"))
+    seen = _settle(probe, f"t-{uuid.uuid4().hex[:8]}")
+    victim_op = f"op-{uuid.uuid4().hex[:10]}"
+    victim = api.with_key(make_key("admin", operator_id=victim_op))
+    table, round_id = f"junk-{uuid.uuid4().hex[:8]}", uuid.uuid4()
+    with engine.begin() as connection, pytest.raises(DBAPIError) as refused:
+        taken = connection.execute(text(
+            "SELECT * FROM ledger_take(:lock, :operator, :table, :key)"),
+            {"lock": f"x-{round_id}", "operator": victim_op, "table": table,
+             "key": f"x-{round_id}"}).mappings().one()
+        row, result = connection.execute(text(
+            "SELECT to_jsonb(r) - 'txid' - 'result', result FROM rounds r WHERE id = :id"),
+            {"id": seen["round_id"]}).one()
+        planted = dict(connection.execute(text(
+            "SELECT ruleset FROM round_rulesets WHERE operator_id = :o"),
+            {"o": seen["operator_id"]}).scalar_one())
+        planted["precision"] = 4
+        row.update(id=str(round_id), operator_id=victim_op, table_id=table,
+                   idempotency_key=f"x-{round_id}", chain_seq=taken["seq"] + 1,
+                   prev_hash=taken["head_hash"], created_at=taken["locked_at"].isoformat())
+        lines = [{"line_no": n, "account": line["account"], "kind": line["kind"],
+                  "amount": str(line["amount"]), "balance_before": None,
+                  "balance_after": None} for n, line in enumerate(seen["lines"], start=1)]
+        connection.execute(text(
+            "SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, CAST(:l AS jsonb), "
+            ":result, :ruleset)"),
+            {"r": json.dumps(row), "l": json.dumps(lines), "result": result,
+             "ruleset": json.dumps(planted, sort_keys=True, separators=(",", ":"))})
+    assert refused.value.orig.diag.constraint_name == "ledger_append_ruleset"
+    honest = _settle(victim, f"t-{uuid.uuid4().hex[:8]}")
+    (item,) = victim.get(f"/v1/rounds?table_id={honest['table_id']}").get_json()["items"]
+    assert item["stake"] == honest["stake"]
+    assert _period(victim, honest["table_id"])["ok"] is True
+
+
+def test_a_stray_line_of_any_table_and_date_fails_the_kept_checkpoint_verify(auditor,
+                                                                             owner_engine):
+    """One INSERT by the owner can add a line dated outside any period checked, at a table
+    no checkpoint names, and the player's ledger shows it: the kept checkpoint's verify
+    checks every line of the operator on its last page."""
+    table = f"t-{uuid.uuid4().hex[:8]}"
+    body = _settle(auditor, table)
+    checkpoint = _checkpoint(auditor)
+    with owner_engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no, "
+            "account, kind, amount) VALUES (:ghost, :op, 'elsewhere', "
+            "'2001-01-01T00:00:00Z', 1, 'A', 'win', 1000000)"),
+            {"ghost": uuid.uuid4(), "op": body["operator_id"]})
+    assert _period(auditor, table)["ok"] is True  # the period's own lines are all held
+    findings = _verify(auditor, checkpoint=checkpoint, receipts=[_receipt(body)])
+    assert ("stray_lines", "elsewhere", None) in _kinds(findings)
+
+
+def test_a_round_whose_ruleset_row_is_gone_is_a_finding_not_a_500(auditor, owner_engine):
+    body = _settle(auditor, f"t-{uuid.uuid4().hex[:8]}")
+    _as_attacker(owner_engine, "DELETE FROM round_rulesets WHERE operator_id = :o",
+                 o=body["operator_id"])
+    period = _period(auditor, body["table_id"])
+    assert {(d["what"], d["round_id"]) for d in period["differences"]} >= {
+        ("ruleset_hash", body["round_id"])}
+    # What was answered reads back as it was; the table's page still lists the round.
+    got = auditor.get(f"/v1/rounds/{body['round_id']}")
+    assert got.status_code == 200 and got.get_json()["players"] == body["players"]
+    page = auditor.get(f"/v1/rounds?table_id={body['table_id']}")
+    assert page.status_code == 200, page.get_json()
+    assert [item["round_id"] for item in page.get_json()["items"]] == [body["round_id"]]
