@@ -51,7 +51,6 @@ def _revision(name: str) -> ModuleType:
 
 SEALED = _revision("0019_sealed_appends")
 BEFORE = _revision("0026_append_rows_by_values")
-PLAYERS, LINES = SEALED.PLAYER_FIELDS, SEALED.LINE_FIELDS
 LOCK_TIMEOUT = "5s"
 
 ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake, "
@@ -90,40 +89,9 @@ BEGIN
 END $$"""
 
 
-def _rows(citus_rows: bool) -> str:
-    """The seats' and lines' inserts: a statement a table, or on Citus a row each
-    (migration 0026)."""
-    if not citus_rows:
-        return f"""\
-    INSERT INTO round_players (operator_id, round_id, table_id, chain_seq,
-                               {SEALED._names(PLAYERS)})
-    SELECT r.operator_id, r.id, r.table_id, r.chain_seq, {SEALED._names(PLAYERS)}
-    FROM jsonb_to_recordset(p_players) AS row_({PLAYERS});
-    INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at,
-                              {SEALED._names(LINES)})
-    SELECT r.id, r.operator_id, r.table_id, r.created_at, {SEALED._names(LINES)}
-    FROM jsonb_to_recordset(p_lines) AS row_({LINES});
-"""
-    return f"""\
-    FOR seat_ IN SELECT * FROM jsonb_to_recordset(p_players) AS row_({PLAYERS}) LOOP
-        INSERT INTO round_players (operator_id, round_id, table_id, chain_seq,
-                                   {SEALED._names(PLAYERS)})
-        VALUES (r.operator_id, r.id, r.table_id, r.chain_seq, {_values(PLAYERS, "seat_")});
-    END LOOP;
-    FOR line_ IN SELECT * FROM jsonb_to_recordset(p_lines) AS row_({LINES}) LOOP
-        INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at,
-                                  {SEALED._names(LINES)})
-        VALUES (r.id, r.operator_id, r.table_id, r.created_at, {_values(LINES, "line_")});
-    END LOOP;
-"""
-
-
-def _values(fields: str, row: str) -> str:
-    return ", ".join(f"{row}.{field.split()[0]}" for field in fields.split(", "))
-
-
-# The chain checks are 0026's (0024's time order, 0025's head); what changed is the
-# round's result and ruleset, now text parameters, and the ruleset's row.
+# The chain checks and the seats' and lines' inserts are 0026's (0024's time order,
+# 0025's head); what changed is the round's result and ruleset, now text parameters, and
+# the ruleset's row.
 CHAIN = BEFORE.APPEND[BEFORE.APPEND.index("    SELECT coalesce(sum(amount), 0)"):
                       BEFORE.APPEND.index("    INSERT INTO rounds (")]
 
@@ -151,7 +119,9 @@ BEGIN
                    WHERE operator_id = r.operator_id AND ruleset_hash = r.ruleset_hash) THEN
         IF p_ruleset IS NULL
            OR encode(sha256(convert_to(p_ruleset, 'UTF8')), 'hex') <> r.ruleset_hash THEN
-            RAISE EXCEPTION 'ledger_append refused: the ruleset sent with round % does not hash to %', r.id, r.ruleset_hash USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_ruleset';
+            {SEALED._refuse("ledger_append_ruleset",
+                            "ledger_append refused: the ruleset sent with round % does not "
+                            "hash to %", "r.id", "r.ruleset_hash")};
         END IF;
         INSERT INTO round_rulesets (operator_id, ruleset_hash, ruleset)
         VALUES (r.operator_id, r.ruleset_hash, p_ruleset::jsonb)
@@ -159,10 +129,7 @@ BEGIN
     END IF;
     INSERT INTO rounds ({ROUND_COLUMNS})
     VALUES ({values});
-    IF current_setting('citus.version', true) IS NULL THEN
-{_rows(False)}    ELSE
-{_rows(True)}    END IF;
-END;
+{BEFORE.ROWS}END;
 $$
 """
 
