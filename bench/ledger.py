@@ -604,7 +604,7 @@ def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
     """Verify one table's chain over the loaded period (every page) and summarise it."""
     rounds, differences, cursor = 0, [], None
     while True:
-        report = audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=OPERATOR, table_id=table,
+        report = audit.verify(SqlUnitOfWorkFactory(sessions), KEYS, operator_id=OPERATOR, table_id=table,
                               created_from=loaded.first, created_to=loaded.end,
                               limit=audit.MAX_LIMIT, cursor=cursor)
         rounds += report.rounds

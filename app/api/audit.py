@@ -23,11 +23,13 @@ from app.api.schemas import IDENTIFIER_FIELD, FullMatch, RequiredPeriodQuerySche
 from app.db import get_database
 from app.extensions import extension
 from app.services import audit, checkpoints
+from app.services.receipts import ReceiptCache
 from app.services.signing import Keyring, Signer
 
 bp = Blueprint("audit", __name__, url_prefix="/v1/audit")
 
 KEYRING = "audit_keyring"
+RECEIPT_CACHE = "audit_checked_receipts"
 
 # Verify re-scores every round of the period inside one request, so the period is bounded.
 MAX_PERIOD = timedelta(days=366)
@@ -49,6 +51,13 @@ def keyring() -> Keyring:
     """Return the app's audit keyring: loaded once, at start, or for the flask command the
     first time one of its commands asks (create_app)."""
     return extension(KEYRING, Keyring)
+
+
+def checked_receipts() -> ReceiptCache:
+    """Return the receipts this process has checked and found good (a read checks a
+    round's once, app.services.rounds.vouch_for)."""
+    cache: ReceiptCache = current_app.extensions.setdefault(RECEIPT_CACHE, ReceiptCache())
+    return cache
 
 
 def _budget() -> float:
@@ -77,7 +86,7 @@ class VerifyQuerySchema(RequiredPeriodQuerySchema):
 def verify() -> Response:
     query = VerifyQuerySchema().load(request.args.to_dict())
     verification = audit.verify(
-        get_database().uows, operator_id=operator_id(), created_from=query["from_"],
+        get_database().uows, keyring().public, operator_id=operator_id(), created_from=query["from_"],
         created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
         cursor=query.get("cursor"), budget_s=_budget())
     count_verify_findings("period", (d.what for d in verification.differences))

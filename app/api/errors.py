@@ -41,6 +41,7 @@ from app.services.rounds import (
     NotReversible,
     RoundIdTaken,
     RoundNotFound,
+    UnverifiedRound,
 )
 from app.services.uow import ConnectionLost, RetryableConflict
 
@@ -325,6 +326,15 @@ def _on_chain_head_mismatch(mismatch: ChainHeadMismatch) -> Response:
                    headers=_retry_after())
 
 
+def _on_unverified_round(error: UnverifiedRound) -> Response:
+    log.error("not serving round %s: %s: %s", error.round_id, error.what, error.detail)
+    return problem(409, "Round evidence does not hold", f"round {error.round_id} is stored "
+                   f"but not served: {error.what}: {error.detail}; the ledger holds a round "
+                   "the service did not sign as it is (run GET /v1/audit/verify)",
+                   _refused("round_id", error.what, error.what),
+                   type_="/problems/unverified-round")
+
+
 def _on_round_not_found(error: RoundNotFound) -> Response:
     return problem(404, "Not Found", f"no round {error}")
 
@@ -360,6 +370,7 @@ _SERVICE_PROBLEMS: dict[type[Exception], Callable[[Any], Response]] = {
     RoundIdTaken: _on_round_id_taken,
     ChainHeadMismatch: _on_chain_head_mismatch,
     RoundNotFound: _on_round_not_found,
+    UnverifiedRound: _on_unverified_round,
     NotReversible: _on_not_reversible,
     AlreadyReversed: _on_already_reversed,
     MatchNotFound: _on_match_not_found,

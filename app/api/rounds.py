@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate
 
-from app.api.audit import signer
+from app.api.audit import checked_receipts, keyring, signer
 from app.api.body import json_body
 from app.api.context import operator_id
 from app.api.errors import ProblemError, not_found, validation_errors, validation_problem
@@ -155,8 +155,8 @@ def _idempotency_key() -> str:
 
 @bp.get("/<uuid:round_id>")
 def get_round(round_id: uuid.UUID) -> Response:
-    stored = rounds.get_round(round_id, operator_id=operator_id(),
-                              uows=get_database().uows)
+    stored = rounds.get_round(round_id, operator_id=operator_id(), uows=get_database().uows,
+                              keys=keyring().public, checked=checked_receipts())
     if stored is None:
         raise not_found(f"no round {round_id}")
     # The receipt is the one stored at append: the tag names what is shown.

@@ -29,7 +29,7 @@ from flask import (
 from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.api.audit import VerifyQuerySchema
+from app.api.audit import VerifyQuerySchema, checked_receipts, keyring
 from app.api.auth import access_of, route_template
 from app.api.extensions import SCHEMA_GATE
 from app.api.rounds import RoundQuerySchema
@@ -165,6 +165,12 @@ def _invalid(error: ValidationError) -> Response:
     named = "; ".join(f"{'from' if k == 'from_' else k}: {' '.join(map(str, v))}"
                       if isinstance(v, list) else f"{k}: {v}" for k, v in messages.items())
     return _page("console/error.html", 422, title="Check the filters", message=named)
+
+
+def _unverified(unverified: rounds.UnverifiedRound) -> Response:
+    return _page("console/error.html", 409, title="This round's evidence does not hold",
+                 message=f"Round {unverified.round_id} is not shown: {unverified.what}: "
+                         f"{unverified.detail}. Run the audit verify and tell the operator.")
 
 
 def _invalid_cursor() -> Response:
@@ -304,8 +310,12 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
                                 created_to=None, limit=1, cursor=None)["items"]
     if not newest:
         return _not_found(f"table {table_id!r} with rounds of yours")
-    head = rounds.get_round(uuid.UUID(newest[0]["round_id"]), operator_id=caller.operator_id,
-                            uows=uows)
+    try:
+        head = rounds.get_round(uuid.UUID(newest[0]["round_id"]),
+                                operator_id=caller.operator_id, uows=uows,
+                                keys=keyring().public, checked=checked_receipts())
+    except rounds.UnverifiedRound as unverified:
+        return _unverified(unverified)
     next_link = None
     if page["next_cursor"]:
         kept = {k: v for k, v in filters.items() if k != "cursor"}
@@ -345,7 +355,8 @@ def verify_table(table_id: str) -> Response:
         detail = "; ".join(f"{'from' if k == 'from_' else k}: {' '.join(map(str, v))}"
                            for k, v in _messages(error).items())
         return _table_page(table_id, None, verify_error=detail, status=422)
-    result = audit.verify(get_database().uows, operator_id=_caller().operator_id,
+    result = audit.verify(get_database().uows, keyring().public,
+                          operator_id=_caller().operator_id,
                           created_from=period["from_"], created_to=period["to"],
                           table_id=table_id,
                           budget_s=current_app.config["SETTINGS"].verify_budget_s)
@@ -407,8 +418,12 @@ def round_page(round_id: str) -> Response:
     parsed = uuid_of(round_id)
     if parsed is None:
         return _not_found(f"round {round_id!r}")
-    stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
-                              uows=get_database().uows)
+    try:
+        stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
+                                  uows=get_database().uows, keys=keyring().public,
+                                  checked=checked_receipts())
+    except rounds.UnverifiedRound as unverified:
+        return _unverified(unverified)
     if stored is None:
         return _not_found(f"round {round_id}")
     body = stored.body  # with the receipt stored at append, as the API shows it

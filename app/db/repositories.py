@@ -33,6 +33,7 @@ from app.services.repositories import (
     PlayerSummary,
     RoundSummary,
     StrayLines,
+    StraySeats,
 )
 
 
@@ -129,6 +130,23 @@ WHERE (CAST(:from AS timestamptz) IS NULL OR l.created_at >= :from)
                     WHERE r.operator_id = l.operator_id AND r.id = l.round_id)
 GROUP BY l.operator_id, l.table_id, l.round_id
 ORDER BY l.operator_id, l.table_id, l.round_id
+LIMIT :limit
+""")
+
+
+# Seats whose round is not stored where they say: nothing else stops one being added (the
+# seats have no foreign key, migration 0027), and a seat shows on the player's lists. Read
+# in the seats' primary key order, each probing the rounds' (operator, table, chain_seq).
+_STRAY_SEATS = text("""
+SELECT p.operator_id, p.table_id, p.chain_seq, p.round_id, count(*) AS seats
+FROM round_players p
+WHERE (CAST(:operator AS text) IS NULL OR p.operator_id = :operator)
+    AND (CAST(:table AS text) IS NULL OR p.table_id = :table)
+    AND NOT EXISTS (SELECT FROM rounds r
+                    WHERE r.operator_id = p.operator_id AND r.table_id = p.table_id
+                        AND r.chain_seq = p.chain_seq AND r.id = p.round_id)
+GROUP BY p.operator_id, p.table_id, p.chain_seq, p.round_id
+ORDER BY p.operator_id, p.table_id, p.chain_seq, p.round_id
 LIMIT :limit
 """)
 
@@ -337,6 +355,13 @@ class RoundRepository:
             "to": created_to, "limit": limit})
         return [StrayLines(*row) for row in rows]
 
+    def stray_seats(self, operator_id: str | None, *, table_id: str | None = None,
+                    limit: int) -> list[StraySeats]:
+        """Return the places whose seats name a round not stored there (at most ``limit``)."""
+        rows = self._session.execute(_STRAY_SEATS, {
+            "operator": operator_id, "table": table_id, "limit": limit})
+        return [StraySeats(*row) for row in rows]
+
     def content_hash_at(self, operator_id: str, table_id: str, chain_seq: int) -> str | None:
         """Return the stored content hash of the round at ``chain_seq`` of a chain, or None."""
         stmt = select(Round.content_hash).where(
@@ -374,9 +399,13 @@ class RoundRepository:
         if kind is not None:
             stmt = stmt.where(Round.kind == kind)
         if player_id is not None:
+            # The seat's place must be its round's: a seat added beside another round's
+            # (verify names it) never puts that round on this player's list.
             stmt = stmt.where(
                 exists().where(RoundPlayer.operator_id == Round.operator_id,
                               RoundPlayer.round_id == Round.id,
+                              RoundPlayer.table_id == Round.table_id,
+                              RoundPlayer.chain_seq == Round.chain_seq,
                               RoundPlayer.player_id == player_id)
             )
         if created_from is not None:
@@ -419,16 +448,19 @@ class RoundRepository:
         if not rounds:
             return {}
         stmt = (select(RoundPlayer.round_id, RoundPlayer.player_id, RoundPlayer.points,
-                       RoundPlayer.amount)
+                       RoundPlayer.amount, RoundPlayer.table_id, RoundPlayer.chain_seq)
                 .where(RoundPlayer.operator_id == operator_id,
                        RoundPlayer.round_id.in_([row.id for row in rounds]))
                 .order_by(RoundPlayer.seat))
+        places = {row.id: (row.table_id, row.chain_seq) for row in rounds}
         tables = {row.table_id for row in rounds}
         if len(tables) == 1:
             seqs = [row.chain_seq for row in rounds]
             stmt = stmt.where(RoundPlayer.table_id == tables.pop(),
                               RoundPlayer.chain_seq.between(min(seqs), max(seqs)))
         seats: dict[uuid.UUID, list[PlayerSummary]] = {}
-        for round_id, player_id, points, amount in self._session.execute(stmt):
-            seats.setdefault(round_id, []).append(PlayerSummary(player_id, points, amount))
+        for round_id, player_id, points, amount, table_id, chain_seq in self._session.execute(
+                stmt):
+            if places.get(round_id) == (table_id, chain_seq):  # not a seat placed elsewhere
+                seats.setdefault(round_id, []).append(PlayerSummary(player_id, points, amount))
         return {round_id: tuple(found) for round_id, found in seats.items()}

@@ -13,12 +13,19 @@ the present) are read in one REPEATABLE READ snapshot and checked one by one:
 - ``ruleset_hash``: the stored ruleset does not load, or does not hash to ``ruleset_hash``;
 - ``result``: the round scored again from its stored request and stored ruleset (a
   reversal: mirrored again from the round it voids) differs from the stored result;
-- ``players`` and ``lines``: the stored round_players and ledger_lines rows differ from the
-  result (the re-scored one when the round still scores), or the lines do not sum to zero;
+- ``players_changed`` and ``lines_changed``: the stored round_players and ledger_lines rows
+  differ from the result (the re-scored one when the round still scores), or the lines do
+  not sum to zero, whatever the content hash says;
 - ``created_at``: the round is older than the round before it (times never run backwards
   along a chain: each is read under the chain's lock);
-- ``stray_lines``: ledger lines made in the period name a round that is not stored (checked
-  by the call that finishes the period; ``chain_seq`` is 0, ``round_id`` the missing one).
+- ``receipt_missing`` and ``receipt_invalid``: the round's stored receipt is absent, or is
+  not a signature, by a key the service published and signed with at the round's time,
+  over the round's own operator, table, seq, prev_hash and content hash
+  (app.services.receipts): a round a database login appended, however well it hashes;
+- ``stray_lines`` and ``stray_seats``: ledger lines made in the period, or seats of any
+  time, that name a round that is not stored, or one of another operator, table or place
+  in its chain (checked by the call that finishes the period; ``chain_seq`` is 0,
+  ``round_id`` the one named).
 
 A round can be named for several of these; each is one difference. One call checks at
 most ``limit`` rounds and returns a ``next_cursor`` where it stopped; the report names each
@@ -47,6 +54,7 @@ from app.services.cursors import InvalidCursor
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play
+from app.services.receipts import receipt_problem
 from app.services.repositories import (
     LINE_COPIES,
     SEAT_COPIES,
@@ -54,9 +62,11 @@ from app.services.repositories import (
     RoundColumns,
     RoundWithRows,
     StrayLines,
+    StraySeats,
 )
 from app.services.round_json import round_body
 from app.services.rounds import content_hash, utc_text
+from app.services.signing import PublicKeys
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
 
 BATCH = 200
@@ -72,11 +82,14 @@ CONTENT_HASH = "content_hash"
 PREV_HASH = "prev_hash"
 SEQ_GAP = "seq_gap"
 RESULT = "result"
-LINES = "lines"
-PLAYERS = "players"
+# A seat or a line that is not what its round answered with: changed (before and after),
+# missing, added, or naming another round.
+LINES = "lines_changed"
+PLAYERS = "players_changed"
 RULESET_HASH = "ruleset_hash"
 CREATED_AT = "created_at"
 STRAY_LINES = "stray_lines"
+STRAY_SEATS = "stray_seats"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +138,13 @@ class Verification:
 
     def to_json(self) -> dict[str, Any]:
         return {"checked": {"rounds": self.rounds, "chains": self.chains}, "ok": self.ok,
-                "differences": [d.to_json() for d in self.differences],
+                "findings": [d.to_json() for d in self.differences],
                 "chains": [e.to_json() for e in self.ends], "next_cursor": self.next_cursor}
 
 
 def verify(
     uows: UnitOfWorkFactory,
+    keys: PublicKeys,
     *,
     operator_id: str | None,
     created_from: datetime,
@@ -145,7 +159,8 @@ def verify(
     ``operator_id`` None covers every operator; ``table_id`` limits it to one table. A
     chain is checked from its first round of the period (linked to the stored round
     before it) to its last, or to its head when ``created_to`` is past the database's
-    clock. At most ``limit`` rounds are checked, and none is started once ``budget_s``
+    clock. Each round's receipt is checked with ``keys``, every public key the service
+    signed with. At most ``limit`` rounds are checked, and none is started once ``budget_s``
     seconds have passed (at least one always is); ``next_cursor`` continues (it is bound
     to the same period and table).
     """
@@ -172,8 +187,8 @@ def verify(
             after = start[2] if start is not None and key == start[:2] else span.first_seq - 1
             # The first round of a request is checked whatever the budget: every request
             # moves on.
-            checked, found, last = _verify_chain(uow, span, after, limit - rounds, deadline,
-                                                 at_least_one=rounds == 0)
+            checked, found, last = _verify_chain(uow, keys, span, after, limit - rounds,
+                                                 deadline, at_least_one=rounds == 0)
             rounds += checked
             differences.extend(found)
             if last < span.last_seq:
@@ -188,6 +203,12 @@ def verify(
                 for stray in uow.rounds.stray_lines(operator_id, created_from, created_to,
                                                     table_id=table_id,
                                                     limit=StrayLines.REPORTED))
+            # Seats carry no time: every seat of the operator (of the table) is checked.
+            differences.extend(
+                Difference(str(stray.round_id), stray.operator_id, stray.table_id, 0,
+                           STRAY_SEATS, stray.detail())
+                for stray in uow.rounds.stray_seats(operator_id, table_id=table_id,
+                                                    limit=StraySeats.REPORTED))
     return Verification(rounds, len(ends), tuple(differences), tuple(ends), next_cursor)
 
 
@@ -199,7 +220,7 @@ def _position(position: list[Any]) -> tuple[str, str, int]:
     return position[0], position[1], position[2]
 
 
-def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int, budget: int,
+def _verify_chain(uow: UnitOfWork, keys: PublicKeys, span: ChainSpan, after: int, budget: int,
                   deadline: float | None, *,
                   at_least_one: bool) -> tuple[int, list[Difference], int]:
     """Check a span's rounds after ``after``, at most ``budget`` and none started after
@@ -233,19 +254,22 @@ def _verify_chain(uow: UnitOfWork, span: ChainSpan, after: int, budget: int,
             found.append(_difference(round_, CREATED_AT, f"created_at "
                                      f"{utc_text(round_.created_at)} is before the "
                                      f"{utc_text(prev_time)} of the round before it"))
-        found.extend(check_round(uow, round_))
+        found.extend(check_round(uow, keys, round_))
         prev_seq, prev_hash, prev_time = round_.chain_seq, round_.content_hash, round_.created_at
         last = round_.chain_seq
     return checked, found, last
 
 
-def check_round(uow: UnitOfWork, round_: RoundWithRows) -> list[Difference]:
+def check_round(uow: UnitOfWork, keys: PublicKeys, round_: RoundWithRows) -> list[Difference]:
     """Return every difference between a stored round and what it should hold."""
     found: list[Difference] = []
     recomputed = content_hash(round_, round_.players, round_.lines)
     if recomputed != round_.content_hash:
         found.append(_difference(round_, CONTENT_HASH, f"content hashes to {recomputed}, "
                                  f"stored {round_.content_hash}"))
+    problem = receipt_problem(keys, round_)
+    if problem is not None:
+        found.append(_difference(round_, problem.what, problem.detail))
     rules = _stored_ruleset(round_, found)
     expected: Mapping[str, Any] | None = None
     if round_.kind == REVERSAL_KIND:

@@ -36,7 +36,8 @@ from typing import Any
 from app.services import audit, cursors
 from app.services.audit import ChainEnd, money_row_changes
 from app.services.cursors import InvalidCursor
-from app.services.repositories import ChainHead, CheckpointColumns, StrayLines
+from app.services.receipts import receipt_problem
+from app.services.repositories import ChainHead, CheckpointColumns, StrayLines, StraySeats
 from app.services.rounds import content_hash, utc_text
 from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
@@ -59,11 +60,15 @@ BROKEN_LINK = "broken_link"
 CONTENT_HASH = "content_hash"
 # A seat or a line that is not what its round answered with: changed (before and after),
 # missing, added, or naming another round.
-LINES_CHANGED = "lines_changed"
+LINES_CHANGED = audit.LINES
+PLAYERS_CHANGED = audit.PLAYERS
 _TABLE_OF = {audit.PLAYERS: "round_players", audit.LINES: "ledger_lines"}
 CREATED_AT = "created_at"
-# Ledger lines at a walked table that name a round that is not stored.
+# Ledger lines, or seats, of the operator that name a round that is not stored (there).
 STRAY_LINES = "stray_lines"
+STRAY_SEATS = "stray_seats"
+# A round's stored receipt absent, or not the service's signature of that round:
+# RECEIPT_MISSING and RECEIPT_INVALID (app.services.receipts).
 
 
 # --- the Merkle tree ------------------------------------------------------------------
@@ -262,8 +267,8 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
     with uows(isolation_level="REPEATABLE READ", read_only=True) as uow:
         for table_id in tables:
             resume = after_seq if table_id == start_table else 0
-            done, checked, last = _walk(uow, operator_id, table_id, anchors[table_id], resume,
-                                        budget, report, deadline)
+            done, checked, last = _walk(uow, keys, operator_id, table_id, anchors[table_id],
+                                        resume, budget, report, deadline)
             budget -= checked
             report.rounds += checked
             if not done:
@@ -276,6 +281,9 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
                 Finding(STRAY_LINES, stray.table_id, None, stray.detail())
                 for stray in uow.rounds.stray_lines(operator_id, None, None,
                                                     limit=StrayLines.REPORTED))
+            report.findings.extend(
+                Finding(STRAY_SEATS, stray.table_id, None, stray.detail())
+                for stray in uow.rounds.stray_seats(operator_id, limit=StraySeats.REPORTED))
     return report
 
 
@@ -334,7 +342,8 @@ def _anchor_receipt(keys: PublicKeys, operator_id: str, receipt: Mapping[str, An
     return []
 
 
-def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[int, Anchor],
+def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
+          anchored: Mapping[int, Anchor],
           after_seq: int, budget: int, report: AnchoredVerification,
           deadline: float | None = None) -> tuple[bool, int, int]:
     """Walk one chain from after ``after_seq`` to its head, at most ``budget`` rounds.
@@ -384,13 +393,14 @@ def _walk(uow: UnitOfWork, operator_id: str, table_id: str, anchored: Mapping[in
             if recomputed != round_.content_hash:
                 found.append(Finding(CONTENT_HASH, table_id, seq, f"content hashes to "
                                      f"{recomputed}, stored {round_.content_hash}"))
-            if recomputed != round_.content_hash or round_.content_version < 2:
-                # Rows a matching version-2 hash covers are the ones appended: only a
-                # mismatch, or a hash that does not cover them, needs them named.
-                found.extend(Finding(LINES_CHANGED, table_id, seq,
-                                     f"{_TABLE_OF[what]}: {detail}")
-                             for what, detail in money_row_changes(round_, round_.result,
-                                                                   players, entries))
+            problem = receipt_problem(keys, round_)
+            if problem is not None:
+                found.append(Finding(problem.what, table_id, seq, problem.detail))
+            # Whatever the hash says: a round appended with rows that are not its answer's
+            # hashes them as well as honest ones.
+            found.extend(Finding(what, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
+                         for what, detail in money_row_changes(round_, round_.result,
+                                                               players, entries))
             if prev_time is not None and round_.created_at < prev_time:
                 found.append(Finding(CREATED_AT, table_id, seq, f"created_at "
                                      f"{utc_text(round_.created_at)} is before seq "

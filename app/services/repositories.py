@@ -51,6 +51,24 @@ class StrayLines:
                 f"{self.round_id}, which is not stored")
 
 
+@dataclass(frozen=True, slots=True)
+class StraySeats:
+    """Seats that name a round that is not stored where they are: no such round of their
+    operator, or one at another table or place in its chain."""
+
+    operator_id: str
+    table_id: str
+    chain_seq: int
+    round_id: uuid.UUID
+    seats: int
+
+    REPORTED = 100
+
+    def detail(self) -> str:
+        return (f"{self.seats} seat(s) at table {self.table_id}, seq {self.chain_seq} name "
+                f"round {self.round_id}, which is not stored there")
+
+
 class OperatorRow(Protocol):
     """A stored row of one operator's, made at ``created_at``."""
 
@@ -305,6 +323,9 @@ class RoundRepository(Protocol):
     def stray_lines(self, operator_id: str | None, created_from: datetime | None,
                     created_to: datetime | None, *, table_id: str | None = None,
                     limit: int) -> list[StrayLines]: ...
+
+    def stray_seats(self, operator_id: str | None, *, table_id: str | None = None,
+                    limit: int) -> list[StraySeats]: ...
 
     def list(self, operator_id: str, *, table_id: str | None = None,
              player_id: str | None = None, created_from: datetime | None = None,

@@ -48,8 +48,9 @@ from app.services.repositories import (
     RoundSummary,
     StoredColumns,
 )
+from app.services.receipts import ReceiptCache, receipt_problem
 from app.services.round_json import round_body
-from app.services.signing import Signer, receipt_statement
+from app.services.signing import PublicKeys, Signer, receipt_statement
 from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
 
 ROUND_KIND = "settlement"
@@ -76,6 +77,18 @@ class ChainHeadMismatch(Exception):
     """The chain's head row names a position its rounds already hold: it was changed
     behind the service's back (or restored apart from them). Nothing is appended until an
     operator has checked the chain; verify shows where it breaks."""
+
+
+class UnverifiedRound(Exception):
+    """A stored round whose evidence does not hold: its receipt is missing or is not the
+    service's signature of it (``receipt_missing``, ``receipt_invalid``), or its content no
+    longer hashes to the hash the receipt signs (``content_hash``). It is not served."""
+
+    def __init__(self, round_id: uuid.UUID, what: str, detail: str) -> None:
+        super().__init__(f"round {round_id}: {what}: {detail}")
+        self.round_id = round_id
+        self.what = what
+        self.detail = detail
 
 
 class RoundNotFound(LookupError):
@@ -280,21 +293,25 @@ def reverse(
 
 
 def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
-            earlier: KeyUse) -> Settled:
+            earlier: KeyUse, keys: PublicKeys) -> Settled:
     """Return the first answer for ``key`` again: its round, rebuilt from what is stored.
 
-    The round never changes, so the answer is the same JSON as the first one.
+    The round never changes, so the answer is the same JSON as the first one; its receipt
+    is checked first, so a round a database login appended under the key is not served.
     """
     if earlier.body_hash != body_hash:
         raise IdempotencyConflict("mismatch")
     round_ = uow.rounds.get_plain(operator_id, earlier.round_id)
     if round_ is None:
         raise RuntimeError(f"idempotency key {key!r} names a round that is not there")
+    problem = receipt_problem(keys, round_)
+    if problem is not None:
+        raise UnverifiedRound(round_.id, problem.what, problem.detail)
     return Settled(200, round_json(round_, reversed_by=None), replayed=True)
 
 
 def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
-                         body_hash: str) -> Settled:
+                         body_hash: str, keys: PublicKeys) -> Settled:
     """Answer a request that found ``key``'s lock held by another transaction.
 
     Once a round holds the key, every replay is a 200, even one racing another replay;
@@ -303,7 +320,7 @@ def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
     earlier = uow.appends.committed_use(operator_id, key)
     if earlier is None:
         raise IdempotencyConflict("in_flight")
-    return _replay(uow, operator_id, key, body_hash, earlier)
+    return _replay(uow, operator_id, key, body_hash, earlier, keys)
 
 
 def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key: str,
@@ -321,9 +338,9 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key)
         if start is None:
-            return _replay_or_in_flight(uow, operator_id, key, body_hash)
+            return _replay_or_in_flight(uow, operator_id, key, body_hash, signer.keys)
         if start.earlier is not None:
-            return _replay(uow, operator_id, key, body_hash, start.earlier)
+            return _replay(uow, operator_id, key, body_hash, start.earlier, signer.keys)
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
@@ -362,7 +379,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
     """Hold the key, append the mirror of ``round_id`` to its chain and store the key."""
     with uows() as uow:
         if not uow.appends.try_lock_key(operator_id, key):
-            return _replay_or_in_flight(uow, operator_id, key, body_hash)
+            return _replay_or_in_flight(uow, operator_id, key, body_hash, signer.keys)
         original = uow.rounds.get_plain(operator_id, round_id)
         if original is None:
             raise RoundNotFound(str(round_id))
@@ -373,7 +390,7 @@ def _append_reversal(round_id: uuid.UUID, reason: str, operator_id: str, key: st
         if start is None:
             raise RuntimeError(f"lost the lock of idempotency key {key!r} in its transaction")
         if start.earlier is not None:
-            return _replay(uow, operator_id, key, body_hash, start.earlier)
+            return _replay(uow, operator_id, key, body_hash, start.earlier, signer.keys)
         # Read under the chain's lock: a reversal committed before it is seen here, and
         # the unique constraint on reverses_round_id stops any other writer.
         earlier = uow.rounds.reversal_of(operator_id, original.id)
@@ -468,15 +485,37 @@ def round_etag(content_hash_: str, reversed_by: uuid.UUID | None) -> str:
     return content_hash_ if reversed_by is None else f"{content_hash_}.{reversed_by.hex}"
 
 
-def get_round(round_id: uuid.UUID, *, operator_id: str,
-              uows: UnitOfWorkFactory) -> StoredRound | None:
+def get_round(round_id: uuid.UUID, *, operator_id: str, uows: UnitOfWorkFactory,
+              keys: PublicKeys, checked: ReceiptCache) -> StoredRound | None:
+    """Return a stored round as the API shows it, once its evidence holds: its receipt is
+    the service's signature of its content hash, and its content (seats and lines with it)
+    hashes to that. ``checked`` remembers the rounds this process found good. Raises
+    UnverifiedRound otherwise."""
     with uows() as uow:
         round_ = uow.rounds.get(round_id, operator_id)
         if round_ is None:
             return None
+        vouch_for(round_, keys, checked)
         reversed_by = uow.rounds.reversals_of(operator_id, [round_.id]).get(round_.id)
         return StoredRound(round_json(round_, reversed_by=reversed_by),
                            round_etag(round_.content_hash, reversed_by))
+
+
+def vouch_for(round_: Any, keys: PublicKeys, checked: ReceiptCache) -> None:
+    """Check a stored round (with its seats and lines) the first time this process serves
+    it; raise UnverifiedRound when its receipt or its content hash fails."""
+    key = ReceiptCache.key(round_)
+    if key in checked:
+        return
+    problem = receipt_problem(keys, round_)
+    if problem is not None:
+        raise UnverifiedRound(round_.id, problem.what, problem.detail)
+    recomputed = content_hash(round_, round_.players, round_.lines)
+    if recomputed != round_.content_hash:
+        raise UnverifiedRound(round_.id, "content_hash", f"the round's content hashes to "
+                              f"{recomputed}, not to the {round_.content_hash} its receipt "
+                              "signs")
+    checked.add(key)
 
 
 ROUNDS_LIST = "rounds"

@@ -91,12 +91,19 @@ class Verifier:
 
 
 class Signer:
-    """The private key, kept in memory once loaded; signs with Ed25519."""
+    """The private key, kept in memory once loaded; signs with Ed25519.
 
-    def __init__(self, private_key: Ed25519PrivateKey) -> None:
+    ``keys`` are the public keys what it reads back is checked with (a replay's receipt):
+    the keyring's, or its own key alone, valid at any time, when it stands alone (tests,
+    benchmarks).
+    """
+
+    def __init__(self, private_key: Ed25519PrivateKey, keys: PublicKeys | None = None) -> None:
         self._key = private_key
         self.verifier = Verifier(private_key.public_key().public_bytes(
             serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+        self.keys = keys if keys is not None else PublicKeys((
+            PublishedKey(self.verifier, datetime.min.replace(tzinfo=UTC), None),))
 
     @property
     def key_id(self) -> str:
@@ -147,6 +154,10 @@ class PublishedKey:
         return {**self.verifier.to_json(), "valid_from": _utc(self.valid_from),
                 "valid_to": None if self.valid_to is None else _utc(self.valid_to)}
 
+    def covers(self, moment: datetime) -> bool:
+        """Tell whether the service signed with this key at ``moment``."""
+        return self.valid_from <= moment and (self.valid_to is None or moment <= self.valid_to)
+
 
 @dataclass(frozen=True, slots=True)
 class PublicKeys:
@@ -155,7 +166,12 @@ class PublicKeys:
     keys: tuple[PublishedKey, ...]
 
     def find(self, key_id: str) -> Verifier | None:
-        return next((k.verifier for k in self.keys if k.verifier.key_id == key_id), None)
+        published = self.published(key_id)
+        return None if published is None else published.verifier
+
+    def published(self, key_id: str) -> PublishedKey | None:
+        """Return the key with ``key_id`` and when it was current, or None."""
+        return next((k for k in self.keys if k.verifier.key_id == key_id), None)
 
     def names(self) -> str:
         return ", ".join(k.verifier.key_id for k in self.keys) or "none"
@@ -221,6 +237,7 @@ def load_keyring(key_file: Path, public_file: Path | None = None, *,
         published = PublicKeys((*_retired(published, now), PublishedKey(signer.verifier, now,
                                                                           None)))
         _write_atomically(path, json.dumps(published.to_json(), indent=2).encode(), 0o644)
+    signer.keys = published
     return Keyring(signer, published)
 
 

@@ -136,7 +136,7 @@ def test_twenty_concurrent_settles_at_one_table_form_one_verified_chain_in_time_
     query = urlencode({"from": (now - timedelta(hours=1)).isoformat(),
                        "to": (now + timedelta(hours=1)).isoformat(), "table_id": table})
     verified = app.test_client().get(f"/v1/audit/verify?{query}", headers=headers).get_json()
-    assert verified["ok"] is True and verified["differences"] == [], verified
+    assert verified["ok"] is True and verified["findings"] == [], verified
 
 
 def _as_attacker(owner_engine: Engine, *statements: str, **params: Any) -> None:
@@ -347,20 +347,21 @@ def _rewrite_in_favour_of_the_loser(owner_engine: Engine, operator: str, table: 
         session.flush()
 
 
-def test_a_full_rewrite_passes_the_period_verify_but_not_a_kept_checkpoint(auditor,
-                                                                          owner_engine):
+def test_a_full_rewrite_is_named_by_its_receipts_in_every_verify(auditor, owner_engine):
+    """Re-scored, re-hashed and re-chained with the project's own code: the database alone
+    cannot tell, but no key of the service's signed the new hashes."""
     table = f"t-{uuid.uuid4().hex[:10]}"
     played = [_settle(auditor, table, EX_004) for _ in range(3)]
     checkpoint = _checkpoint(auditor)
     _rewrite_in_favour_of_the_loser(owner_engine, played[0]["operator_id"], table, 2)
-    rewritten = auditor.get(f"/v1/rounds/{played[1]['round_id']}").get_json()
-    assert [p["amount"] for p in rewritten["players"]] != [p["amount"]
-                                                            for p in played[1]["players"]]
-    # Re-scored, re-hashed and re-chained: the database alone cannot tell.
-    assert _period(auditor, table)["ok"] is True
-    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("rewritten", table, 3)}
-    assert _kinds(_verify(auditor, receipts=[_receipt(played[1])])) == {
-        ("rewritten", table, 2)}
+    refused = auditor.get(f"/v1/rounds/{played[1]['round_id']}")
+    assert refused.status_code == 409
+    assert refused.get_json()["type"] == "/problems/unverified-round"
+    assert {(d["what"], d["chain_seq"]) for d in _period(auditor, table)["findings"]} == {
+        ("receipt_invalid", 2), ("receipt_invalid", 3)}
+    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {
+        ("rewritten", table, 3), ("receipt_invalid", table, 2), ("receipt_invalid", table, 3)}
+    assert ("rewritten", table, 2) in _kinds(_verify(auditor, receipts=[_receipt(played[1])]))
 
 
 def test_a_forged_receipt_or_checkpoint_is_a_bad_signature(auditor):
@@ -427,7 +428,7 @@ def test_the_period_verify_runs_to_the_head_in_pages_and_names_a_round_out_of_ti
     _as_attacker(owner_engine, "UPDATE rounds SET created_at = :t WHERE id = :r",
                  t=earlier, r=played[1]["round_id"])
     query["limit"] = 10
-    found = auditor.get(f"/v1/audit/verify?{urlencode(query)}").get_json()["differences"]
+    found = auditor.get(f"/v1/audit/verify?{urlencode(query)}").get_json()["findings"]
     assert {(d["chain_seq"], d["what"]) for d in found} >= {(2, "created_at"),
                                                            (2, "content_hash")}
 
@@ -476,7 +477,7 @@ def test_a_forged_chain_head_shows_as_a_broken_link_at_the_next_round(auditor, o
     assert second["chain"]["prev_hash"] == "f" * 64
     verified = _period(auditor, table)
     assert verified["ok"] is False
-    assert {(d["chain_seq"], d["what"]) for d in verified["differences"]} == {(2, "prev_hash")}
+    assert {(d["chain_seq"], d["what"]) for d in verified["findings"]} == {(2, "prev_hash")}
 
 
 def test_a_rewound_chain_head_refuses_appends_with_a_503_and_writes_nothing(
@@ -551,7 +552,7 @@ def test_a_stray_line_is_reported_by_the_period_verify_and_the_kept_checkpoint_v
             {"ghost": ghost, "r": body["round_id"]})
     period = _period(auditor, table)
     assert period["ok"] is False
-    assert [(d["what"], d["round_id"], d["chain_seq"]) for d in period["differences"]] == [
+    assert [(d["what"], d["round_id"], d["chain_seq"]) for d in period["findings"]] == [
         ("stray_lines", str(ghost), 0)]
     findings = _verify(auditor, checkpoint=checkpoint, receipts=[_receipt(body)])
     assert ("stray_lines", table, None) in _kinds(findings)
@@ -622,11 +623,13 @@ def test_a_round_whose_ruleset_row_is_gone_is_a_finding_not_a_500(auditor, owner
     _as_attacker(owner_engine, "DELETE FROM round_rulesets WHERE operator_id = :o",
                  o=body["operator_id"])
     period = _period(auditor, body["table_id"])
-    assert {(d["what"], d["round_id"]) for d in period["differences"]} >= {
+    assert {(d["what"], d["round_id"]) for d in period["findings"]} >= {
         ("ruleset_hash", body["round_id"])}
-    # What was answered reads back as it was; the table's page still lists the round.
+    # Its content no longer hashes to what its receipt signs, so it is not served (a
+    # problem, not a 500); the table's page still lists the round.
     got = auditor.get(f"/v1/rounds/{body['round_id']}")
-    assert got.status_code == 200 and got.get_json()["players"] == body["players"]
+    assert got.status_code == 409, got.get_json()
+    assert got.get_json()["errors"][0]["code"] == "content_hash"
     page = auditor.get(f"/v1/rounds?table_id={body['table_id']}")
     assert page.status_code == 200, page.get_json()
     assert [item["round_id"] for item in page.get_json()["items"]] == [body["round_id"]]

@@ -192,12 +192,13 @@ def test_moved_money_in_seats_and_lines_is_named_by_every_verify(auditor, owner_
     checkpoint = _checkpoint(auditor)
     _move_money(owner_engine, body, 3000)
     # The period's verify, a kept checkpoint's, a kept receipt's.
-    period = {d["what"] for d in _period(auditor, table)["differences"]}
-    assert {"content_hash", "lines", "players"} <= period
+    period = {d["what"] for d in _period(auditor, table)["findings"]}
+    assert {"content_hash", "lines_changed", "players_changed"} <= period
     for kept in ({"checkpoint": checkpoint}, {"receipts": [_receipt(body)]}):
         findings = _verify(auditor, **kept)
         assert {("content_hash", table, 1), ("lines_changed", table, 1)} <= _kinds(findings)
-        details = [f["detail"] for f in findings if f["what"] == "lines_changed"]
+        details = [f["detail"] for f in findings
+                   if f["what"] in ("lines_changed", "players_changed")]
         assert any(d.startswith("ledger_lines: line ") and " stored as " in d
                    for d in details), details
         assert any(d.startswith("round_players: seat ") for d in details), details
@@ -244,20 +245,27 @@ def _as_version_1(owner_engine: Engine, round_id: str) -> None:
         session.flush()
 
 
-def test_a_version_1_round_keeps_verifying_and_its_rows_are_still_checked(auditor,
+def test_a_round_without_a_receipt_is_named_by_every_verify_and_not_served(auditor,
                                                                           owner_engine):
+    """A round stored as the service did before receipts (content version 1, its hash over
+    its row alone, no receipt): nothing vouches for it, so every verify names it and a read
+    refuses it; its rows are still compared with its answer."""
     table = _table()
     body = _settle(auditor, table, EX_000)
     _as_version_1(owner_engine, body["round_id"])
-    read = auditor.get(f"/v1/rounds/{body['round_id']}").get_json()
-    assert read["chain"]["signature"] is None and read["chain"]["key_id"] is None
+    read = auditor.get(f"/v1/rounds/{body['round_id']}")
+    assert read.status_code == 409, read.get_json()
+    assert read.get_json()["errors"][0]["code"] == "receipt_missing"
     checkpoint = _checkpoint(auditor)
-    assert _period(auditor, table)["ok"] is True
-    assert _verify(auditor, checkpoint=checkpoint) == []
+    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("receipt_missing", table, 1)}
+    assert {d["what"] for d in _period(auditor, table)["findings"]} == {"receipt_missing"}
     _move_money(owner_engine, body, 10)
     # Its hash does not cover the rows, but the rows are still what it answered with.
-    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {("lines_changed", table, 1)}
-    assert {d["what"] for d in _period(auditor, table)["differences"]} == {"lines", "players"}
+    assert _kinds(_verify(auditor, checkpoint=checkpoint)) == {
+        ("receipt_missing", table, 1), ("lines_changed", table, 1),
+        ("players_changed", table, 1)}
+    assert {d["what"] for d in _period(auditor, table)["findings"]} == {
+        "receipt_missing", "lines_changed", "players_changed"}
 
 
 def test_the_match_function_counts_only_a_settlement_at_the_matchs_table(

@@ -51,7 +51,7 @@ def _reverse(sessions: sessionmaker[Session], operator: str, round_id: str) -> d
 
 def _verify(sessions: sessionmaker[Session], operator: str, **kwargs: Any) -> audit.Verification:
     now = datetime.now(UTC)
-    return audit.verify(SqlUnitOfWorkFactory(sessions), operator_id=operator,
+    return audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id=operator,
                         created_from=now - timedelta(hours=1),
                         created_to=now + timedelta(hours=1), **kwargs)
 
@@ -209,8 +209,8 @@ def test_a_clean_ledger_with_a_reversal_verifies_clean(sessions):
     verification = _verify(sessions, operator)
     assert verification.ok, verification.differences
     report = verification.to_json()
-    assert {k: report[k] for k in ("checked", "ok", "differences", "next_cursor")} == {
-        "checked": {"rounds": 4, "chains": 2}, "ok": True, "differences": [],
+    assert {k: report[k] for k in ("checked", "ok", "findings", "next_cursor")} == {
+        "checked": {"rounds": 4, "chains": 2}, "ok": True, "findings": [],
         "next_cursor": None}
     # The period reaches the present, so each chain is checked to its head.
     heads = {first: (3, _chain(sessions, operator, first)[-1].content_hash),
@@ -232,7 +232,7 @@ def test_verify_names_the_round_whose_ledger_amount_was_changed(sessions, owner_
             "WHERE round_id = :r AND line_no = 1", r=target)
     verification = _verify(sessions, operator)
     # The lines are in the round's content (version 2): its hash fails too.
-    assert _named(verification) == {target: {"lines", "content_hash"}}
+    assert _named(verification) == {target: {"lines_changed", "content_hash"}}
     details = [d.detail for d in verification.differences]
     assert any("line 1: amount" in d for d in details), details
     assert any("sum to 1" in d for d in details), details
@@ -276,7 +276,7 @@ def test_verify_names_the_round_whose_stored_player_row_was_changed(sessions, ow
     target = played[1]["round_id"]
     _tamper(owner_engine, "round_players", "UPDATE round_players SET balance_after = 0 "
             "WHERE round_id = :r AND seat = 0", r=target)
-    assert _named(_verify(sessions, operator)) == {target: {"players", "content_hash"}}
+    assert _named(_verify(sessions, operator)) == {target: {"players_changed", "content_hash"}}
 
 
 def test_verify_names_the_round_whose_seat_was_moved_to_another_table(sessions, owner_engine):
@@ -288,8 +288,9 @@ def test_verify_names_the_round_whose_seat_was_moved_to_another_table(sessions, 
     _tamper(owner_engine, "round_players", "UPDATE round_players SET table_id = 'elsewhere' "
             "WHERE round_id = :r AND seat = 1", r=target)
     verification = _verify(sessions, operator)
-    assert _named(verification) == {target: {"players"}}
-    [difference] = verification.differences
+    # Named by the walk of its round, and as a seat placed where no round of its is.
+    assert _named(verification) == {target: {"players_changed", "stray_seats"}}
+    [difference] = [d for d in verification.differences if d.what == "players_changed"]
     assert difference.detail.startswith("seat 1 carries table_id elsewhere, the round's is ")
     _tamper(owner_engine, "round_players", "UPDATE round_players SET chain_seq = 99 "
             "WHERE round_id = :r AND seat = 0", r=target)
@@ -320,7 +321,8 @@ def test_a_rewritten_hash_breaks_the_link_of_the_next_round(sessions, owner_engi
     _tamper(owner_engine, "rounds",
             "UPDATE rounds SET content_hash = repeat('0', 64) WHERE id = :r",
             r=first)
-    assert _named(_verify(sessions, operator)) == {first: {"content_hash"},
+    # The receipt signs the hash the round was appended with, not this one.
+    assert _named(_verify(sessions, operator)) == {first: {"content_hash", "receipt_invalid"},
                                                    second: {"prev_hash"}}
 
 
@@ -342,13 +344,13 @@ def test_a_reversal_whose_line_no_longer_mirrors_its_round_is_named(sessions, ow
     _tamper(owner_engine, "ledger_lines", "UPDATE ledger_lines SET balance_after = 1 "
             "WHERE round_id = :r AND line_no = 2", r=reversal["round_id"])
     assert _named(_verify(sessions, operator)) == {
-        reversal["round_id"]: {"lines", "content_hash"}}
+        reversal["round_id"]: {"lines_changed", "content_hash"}}
 
 
 def test_verify_refuses_an_empty_period(sessions):
     now = datetime.now(UTC)
     with pytest.raises(ValueError, match="empty"):
-        audit.verify(SqlUnitOfWorkFactory(sessions), operator_id="x", created_from=now,
+        audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id="x", created_from=now,
                      created_to=now)
 
 
