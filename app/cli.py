@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -308,14 +309,19 @@ AUDIT_FINDINGS_EXIT = 3
 @click.option("--limit", type=click.IntRange(1, checkpoint_service.MAX_LIMIT),
               default=checkpoint_service.DEFAULT_LIMIT, show_default=True,
               help="Rounds walked per page.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=None,
+              help="Processes that walk the chains at once, each on a connection of its "
+                   "own (default: one a core).")
 @click.option("--public-keys", "keys_file",
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The public keys to check signatures with, as GET /v1/audit/public-keys "
                    "answered them and you kept them (default: the keys the service "
                    "publishes, AUDIT_PUBLIC_KEYS_FILE).")
 @needs_database
-def audit_verify(checkpoint_file: Path, limit: int, keys_file: Path | None) -> None:
-    """Check a kept checkpoint's signature, then walk every chain it names to its head.
+def audit_verify(checkpoint_file: Path, limit: int, jobs: int | None,
+                 keys_file: Path | None) -> None:
+    """Check a kept checkpoint's signature, then walk every chain it names to its head:
+    every round's content hash, its receipt and its seats and lines against its answer.
 
     Uses public keys only: never reads, and never makes, a private key. Prints one line per
     finding; exits 0 when clean and 3 on any finding.
@@ -337,21 +343,25 @@ def audit_verify(checkpoint_file: Path, limit: int, keys_file: Path | None) -> N
         raise click.ClickException(f"{error}; give the keys you kept with --public-keys") \
             from None
     total = sum(head["seq"] for head in checkpoint["heads"])
-    findings, rounds, cursor = 0, 0, None
+    database = get_database()
+
+    def uows_here() -> Any:
+        # In a forked process: the parent's pooled connections are its own, not ours.
+        database.engine.dispose(close=False)
+        return database.uows
+
+    pages = checkpoint_service.verify_anchored_in_processes(
+        uows_here, keys, checkpoint["operator_id"], checkpoint=checkpoint,
+        jobs=jobs or os.cpu_count() or 1, limit=limit)
+    findings, rounds = 0, 0
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
-        while True:
-            page = checkpoint_service.verify_anchored(
-                get_database().uows, keys, checkpoint["operator_id"],
-                checkpoint=checkpoint, receipts=[], limit=limit, cursor=cursor)
+        for page in pages:
             for finding in page.findings:
                 click.echo(f"{finding.what}\ttable {finding.table_id or '-'}\tseq "
                            f"{finding.seq if finding.seq is not None else '-'}\t{finding.detail}")
             findings += len(page.findings)
             rounds += page.rounds
             bar.update(page.rounds)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
     click.echo(f"checked {rounds} round(s) of {len(checkpoint['heads'])} chain(s) against "
                f"checkpoint {checkpoint['checkpoint_id']}: {findings} finding(s)", err=True)
     if findings:

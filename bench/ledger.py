@@ -74,7 +74,7 @@ from app.services.play import parse_round, play
 from app.services.reconcile import reconcile
 from app.services.round_json import round_body
 from app.services.rounds import canonical_json, stored_input
-from app.services.signing import PublicKeys, PublishedKey, Signer
+from app.services.signing import PublicKeys, PublishedKey, Signer, receipt_statement
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 # What app.db.reconcile_connections sets for a report, so its parts time alike here.
@@ -83,6 +83,10 @@ OPERATOR = "bench-op"
 PRESETS = ("classic4", "dagiang4", "swap3")
 STAKE = "10"
 START_BALANCE = Decimal("10000000.00")
+# The run's signing key, the same for every run (so --reuse verifies what a load signed),
+# published from before the loaded month: every round carries a receipt, as appended.
+SIGNER = Signer(Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"bench.ledger").digest()))
+KEYS = PublicKeys((PublishedKey(SIGNER.verifier, datetime(2024, 12, 1, tzinfo=UTC), None),))
 # Markers in a pool round's canonical JSON where a generated round puts its own values.
 _SLOT = re.compile(r"@@(\w+)@@")
 
@@ -279,7 +283,9 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
             round_id, OPERATOR, table, "settlement", template.ruleset_name,
             template.ruleset_hash, STAKE,
             _copy_text(request), _copy_text(result), key, _sha(key), created_iso,
-            content_hash, prev_hash or "\\N", str(seq), "\\N", str(CONTENT_VERSION))) + "\n"
+            content_hash, prev_hash or "\\N", str(seq), "\\N", str(CONTENT_VERSION),
+            SIGNER.key_id, SIGNER.sign(receipt_statement(OPERATOR, table, seq, prev_hash,
+                                                         content_hash)))) + "\n"
         ledger = "".join(
             "\t".join((round_id, str(no), account, kind, amount, bb, ba, OPERATOR, table,
                        created_iso)) + "\n"
@@ -289,7 +295,8 @@ def generate(rounds: int, tables: int, seats_per_table: int, pool: list[PoolRoun
 
 ROUND_COLUMNS = ("id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake, "
                  "request, result, idempotency_key, body_hash, created_at, content_hash, "
-                 "prev_hash, chain_seq, reverses_round_id, content_version")
+                 "prev_hash, chain_seq, reverses_round_id, content_version, receipt_key_id, "
+                 "receipt_signature")
 # Rounds are loaded as the service now appends them: the hash covers their seats and lines.
 CONTENT_VERSION = 2
 PLAYER_COLUMNS = ("operator_id, round_id, seat, player_id, balance_before, points, amount, fee, "
@@ -451,7 +458,7 @@ def reconcile_parts(engine: Engine, statements: list[tuple[str, Any]]) -> None:
 
 
 def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random,
-                verify_all: bool = True) -> None:
+                verify_all: bool = True, jobs: int = 1) -> None:
     engine = create_engine(url, poolclass=NullPool)
     pooled = create_engine(url, pool_size=2)
     sessions = make_sessionmaker(pooled)
@@ -509,7 +516,7 @@ def run_timings(url: str, loaded: Loaded, samples: int, rng: random.Random,
     print(f"verify of one table's chain ({tables[0]}): {time.perf_counter() - t:.2f} s; "
           f"{outcome} ({load_average()})")
     if verify_all:
-        _checkpoint_and_verify(sessions)
+        _checkpoint_and_verify(sessions, url, jobs)
 
     sample_player, sample_table = players[0], tables[0]
     with Statements(pooled) as captured:
@@ -604,8 +611,8 @@ def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
     """Verify one table's chain over the loaded period (every page) and summarise it."""
     rounds, differences, cursor = 0, [], None
     while True:
-        report = audit.verify(SqlUnitOfWorkFactory(sessions), KEYS, operator_id=OPERATOR, table_id=table,
-                              created_from=loaded.first, created_to=loaded.end,
+        report = audit.verify(SqlUnitOfWorkFactory(sessions), KEYS, operator_id=OPERATOR,
+                              table_id=table, created_from=loaded.first, created_to=loaded.end,
                               limit=audit.MAX_LIMIT, cursor=cursor)
         rounds += report.rounds
         differences.extend(report.differences)
@@ -616,29 +623,38 @@ def _verify_table(sessions: Any, table: str, loaded: Loaded) -> str:
     return f"{rounds} rounds re-scored and re-hashed, {len(differences)} differences{first}"
 
 
-def _checkpoint_and_verify(sessions: Any) -> None:
-    """Time a checkpoint of every chain head, then a verify of every chain against it."""
-    signer = Signer(Ed25519PrivateKey.generate())  # a key of this run only
-    keys = PublicKeys((PublishedKey(signer.verifier, datetime.now(UTC), None),))
+def _checkpoint_and_verify(sessions: Any, url: str, jobs: int) -> None:
+    """Time a checkpoint of every chain head, then a verify of every chain against it in
+    ``jobs`` processes, as ``flask --app app audit verify --jobs`` runs it: every content
+    hash recomputed, every receipt checked, every seat and line compared with its answer."""
     t = time.perf_counter()
-    checkpoint = checkpoints.create_checkpoint(SqlUnitOfWorkFactory(sessions), signer, OPERATOR)
+    checkpoint = checkpoints.create_checkpoint(SqlUnitOfWorkFactory(sessions), SIGNER, OPERATOR)
     print(f"checkpoint of every chain head: {(time.perf_counter() - t) * 1000:.1f} ms, "
           f"{checkpoint['tree_size']:,} chains ({load_average()})", flush=True)
+
+    def uows_here() -> SqlUnitOfWorkFactory:
+        return SqlUnitOfWorkFactory(make_sessionmaker(create_engine(url, poolclass=NullPool)))
+
+    started_cpu = _children_cpu()
     t = time.perf_counter()
-    rounds, findings, pages, cursor = 0, 0, 0, None
-    while True:
-        page = checkpoints.verify_anchored(SqlUnitOfWorkFactory(sessions), keys, OPERATOR,
-                                           checkpoint=checkpoint, receipts=[],
-                                           limit=checkpoints.MAX_LIMIT, cursor=cursor)
+    rounds, findings, pages = 0, 0, 0
+    for page in checkpoints.verify_anchored_in_processes(
+            uows_here, KEYS, OPERATOR, checkpoint=checkpoint, jobs=jobs,
+            limit=checkpoints.MAX_LIMIT):
         rounds, findings, pages = rounds + page.rounds, findings + len(page.findings), pages + 1
-        cursor = page.next_cursor
-        if cursor is None:
-            break
     seconds = time.perf_counter() - t
-    print(f"verify against that checkpoint (every chain walked to its head, every content "
-          f"hash recomputed): {seconds:.1f} s, {rounds:,} rounds in {pages} pages of "
-          f"{checkpoints.MAX_LIMIT:,} ({rounds / seconds:,.0f} rounds/s), {findings} findings "
-          f"({load_average()})")
+    cpu = _children_cpu() - started_cpu
+    print(f"verify against that checkpoint in {jobs} process(es) (every chain walked to its "
+          f"head; every content hash, receipt, seat and line checked): {seconds:.1f} s, "
+          f"{rounds:,} rounds in {pages} pages ({rounds / seconds:,.0f} rounds/s; "
+          f"{cpu / max(rounds, 1) * 1e6:,.0f} us of the verify processes' CPU a round), "
+          f"{findings} findings ({load_average()})", flush=True)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children (the verify processes)."""
+    usage = os.times()
+    return usage.children_user + usage.children_system
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -660,6 +676,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reindex", action="store_true",
                         help="before timing, rebuild the ledger's indexes as `flask --app app "
                              "reindex` does (the load leaves them as appends do: scattered)")
+    parser.add_argument("--verify-only", action="store_true",
+                        help="time only the checkpoint of every chain and the verify of every "
+                             "chain against it, receipts included")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="processes the verify of every chain runs in (default: one a "
+                             "core)")
     parser.add_argument("--reuse", metavar="DATABASE",
                         help="time a database kept by an earlier --keep run with the same "
                              "--tables and --seats: migrate it to head, skip the load, keep it")
@@ -687,8 +709,13 @@ def main(argv: list[str] | None = None) -> int:
             reindex_ledger(url, echo=lambda line: print(f"  {line}", flush=True))
         if args.cold:
             run_cold(url, loaded, args.samples, random.Random(args.seed + 2), args.cold)
-        run_timings(url, loaded, args.samples, random.Random(args.seed + 1),
-                    verify_all=not args.no_verify_all)
+        if args.verify_only:
+            pooled = create_engine(url, pool_size=2)
+            _checkpoint_and_verify(make_sessionmaker(pooled), url, args.jobs)
+            pooled.dispose()
+        else:
+            run_timings(url, loaded, args.samples, random.Random(args.seed + 1),
+                        verify_all=not args.no_verify_all, jobs=args.jobs)
     finally:
         if args.keep or args.reuse:
             print(f"kept database {name}")

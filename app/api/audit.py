@@ -86,7 +86,8 @@ class VerifyQuerySchema(RequiredPeriodQuerySchema):
 def verify() -> Response:
     query = VerifyQuerySchema().load(request.args.to_dict())
     verification = audit.verify(
-        get_database().uows, keyring().public, operator_id=operator_id(), created_from=query["from_"],
+        get_database().uows, keyring().public, operator_id=operator_id(),
+        created_from=query["from_"],
         created_to=query["to"], table_id=query.get("table_id"), limit=query["limit"],
         cursor=query.get("cursor"), budget_s=_budget())
     count_verify_findings("period", (d.what for d in verification.differences))

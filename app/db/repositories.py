@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from psycopg.rows import namedtuple_row
 from sqlalchemy import (
     exists,
     func,
@@ -25,9 +26,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, selectinload
 
+from app.db.driver import as_sqlalchemy_errors, driver_of
 from app.db.models import Chain, LedgerLine, Round, RoundPlayer, RoundRuleset
 from app.services.cursors import Cursor, Page, page_limit
 from app.services.repositories import (
+    ChainBatch,
     ChainHead,
     ChainSpan,
     PlayerSummary,
@@ -149,6 +152,40 @@ GROUP BY p.operator_id, p.table_id, p.chain_seq, p.round_id
 ORDER BY p.operator_id, p.table_id, p.chain_seq, p.round_id
 LIMIT :limit
 """)
+
+
+# A verify's walk of a chain, on psycopg directly: every round of a chain is read once and
+# kept by none, so no ORM object or SQLAlchemy row is built for it. The request is read as
+# its JSONB's text and the result as its stored canonical text: verify hashes the stored
+# text as it is, and parses each once.
+_EVIDENCE_ROUNDS = """
+SELECT id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
+    request::text AS request, result, idempotency_key, body_hash, created_at, content_hash,
+    prev_hash, chain_seq, reverses_round_id, content_version, receipt_key_id,
+    receipt_signature
+FROM rounds
+WHERE operator_id = %(operator)s AND table_id = %(table)s
+    AND chain_seq > %(after)s AND chain_seq <= %(through)s
+ORDER BY chain_seq
+LIMIT %(limit)s
+"""
+_EVIDENCE_SEATS = """
+SELECT operator_id, round_id, seat, player_id, balance_before, points, amount, fee,
+    balance_after, foul, special, table_id, chain_seq
+FROM round_players
+WHERE operator_id = %(operator)s AND table_id = %(table)s
+    AND chain_seq BETWEEN %(first)s AND %(last)s
+"""
+_EVIDENCE_LINES = """
+SELECT id, round_id, line_no, account, kind, amount, balance_before, balance_after,
+    operator_id, table_id, created_at
+FROM ledger_lines
+WHERE operator_id = %(operator)s AND round_id = ANY(%(rounds)s)
+"""
+_RULESETS = """
+SELECT ruleset_hash, ruleset::text FROM round_rulesets
+WHERE operator_id = %(operator)s AND ruleset_hash = ANY(%(hashes)s)
+"""
 
 
 # The columns of a round a list shows, and the one value of its ruleset it needs.
@@ -343,6 +380,38 @@ class RoundRepository:
                                     lines.c.round_id.in_([r.id for r in rounds]))):
             by_round.setdefault(row.round_id, []).append(row)
         return by_seq, by_round
+
+    def chain_batch(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
+                    limit: int) -> ChainBatch:
+        """Return up to ``limit`` rounds of a chain after ``after_seq`` (through
+        ``through_seq``) with their stored seats and lines, in three statements."""
+        connection = self._session.connection()
+        with (as_sqlalchemy_errors(connection, _EVIDENCE_ROUNDS),
+              driver_of(connection).cursor(row_factory=namedtuple_row) as cursor):
+            rounds: list[Any] = cursor.execute(_EVIDENCE_ROUNDS, {
+                "operator": operator_id, "table": table_id, "after": after_seq,
+                "through": through_seq, "limit": limit}).fetchall()
+            if not rounds:
+                return ChainBatch((), {}, {})
+            seats: dict[int, list[Any]] = {}
+            row: Any
+            for row in cursor.execute(_EVIDENCE_SEATS, {
+                    "operator": operator_id, "table": table_id,
+                    "first": rounds[0].chain_seq, "last": rounds[-1].chain_seq}).fetchall():
+                seats.setdefault(row.chain_seq, []).append(row)
+            lines: dict[uuid.UUID, list[Any]] = {}
+            for row in cursor.execute(_EVIDENCE_LINES, {
+                    "operator": operator_id, "rounds": [r.id for r in rounds]}).fetchall():
+                lines.setdefault(row.round_id, []).append(row)
+        return ChainBatch(rounds, seats, lines)
+
+    def rulesets(self, operator_id: str, hashes: Sequence[str]) -> dict[str, str]:
+        """Return the stored ruleset (as its JSONB's text) of each of ``hashes`` kept."""
+        connection = self._session.connection()
+        with as_sqlalchemy_errors(connection, _RULESETS), driver_of(connection).cursor() as cursor:
+            found = cursor.execute(_RULESETS, {"operator": operator_id,
+                                               "hashes": list(hashes)}).fetchall()
+        return {ruleset_hash: text_ for ruleset_hash, text_ in found}
 
     def stray_lines(self, operator_id: str | None, created_from: datetime | None,
                     created_to: datetime | None, *, table_id: str | None = None,

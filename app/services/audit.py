@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -393,6 +393,41 @@ def money_row_changes(round_: Any, result: Mapping[str, Any], players: Sequence[
     round's, or lines that do not sum to zero."""
     return ([(PLAYERS, detail) for detail in _player_changes(round_, result, players)]
             + [(LINES, detail) for detail in _line_changes(round_, result, lines)])
+
+
+def rows_match(round_: Any, result: Mapping[str, Any], players: Sequence[Any],
+               lines: Sequence[Any]) -> bool:
+    """Tell, quickly, whether a round's stored seats and lines are exactly its result's
+    (each value, each place, no row missing or added, the lines summing to zero). False
+    says only that ``money_row_changes`` has something to name."""
+    try:
+        seats = {p["seat"]: _player_values(p) for p in result["players"]}
+        entries = {line["line_no"]: _line_values(line) for line in result["lines"]}
+    except (KeyError, TypeError, InvalidOperation):
+        return False
+    if (len(players) != len(seats) or len(lines) != len(entries)
+            or {p.seat for p in players} != seats.keys()
+            or {line.line_no for line in lines} != entries.keys()):
+        return False
+    place = (round_.operator_id, round_.table_id, round_.chain_seq, round_.id)
+    for p in players:
+        if (seats[p.seat] != _player_row_values(p)
+                or (p.operator_id, p.table_id, p.chain_seq, p.round_id) != place):
+            return False
+    copies = (round_.operator_id, round_.table_id, round_.created_at, round_.id)
+    for line in lines:
+        if (entries[line.line_no] != _line_row_values(line)
+                or (line.operator_id, line.table_id, line.created_at, line.round_id) != copies):
+            return False
+    try:
+        with localcontext(_EXACT):
+            return sum((line.amount for line in lines), Decimal(0)) == 0
+    except Inexact:  # past the context's digits: the exact sum is money_row_changes's
+        return False
+
+
+# Sums of money without rounding, or Inexact: amounts are bounded far below its digits.
+_EXACT = Context(prec=120, traps=[Inexact, InvalidOperation])
 
 
 def _player_changes(round_: Any, result: Mapping[str, Any], players: Sequence[Any]) -> list[str]:

@@ -26,15 +26,22 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
+import multiprocessing
+import multiprocessing.connection
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
+from typing import Any, cast
 
+import orjson
+
+from app.json_codec import canonical_json
 from app.services import audit, cursors
-from app.services.audit import ChainEnd, money_row_changes
+from app.services.audit import ChainEnd, money_row_changes, rows_match
 from app.services.cursors import InvalidCursor
 from app.services.receipts import receipt_problem
 from app.services.repositories import ChainHead, CheckpointColumns, StrayLines, StraySeats
@@ -236,18 +243,21 @@ VERIFY = "audit.verify"
 def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str, *,
                     checkpoint: Mapping[str, Any] | None,
                     receipts: Sequence[Mapping[str, Any]], limit: int = DEFAULT_LIMIT,
-                    cursor: str | None = None,
-                    budget_s: float | None = None) -> AnchoredVerification:
+                    cursor: str | None = None, budget_s: float | None = None,
+                    only: Part | None = None) -> AnchoredVerification:
     """Check the signatures of a kept checkpoint and receipts with ``keys`` (every public
     key the service signed with), then the chains they name.
 
     Does at most ``limit`` rounds of work, and starts none once ``budget_s`` seconds have
     passed (but the first); ``next_cursor`` continues where it stopped (bound to the same
-    checkpoint and receipts). Signature findings come on the first page.
+    checkpoint and receipts). Signature findings come on the first page, the operator's
+    stray lines and seats on the last. ``only`` does one part of that work (what one of
+    several processes does, ``verify_anchored_in_processes``).
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-    binding = {"checkpoint": checkpoint, "receipts": list(receipts)}
+    binding = {"checkpoint": checkpoint, "receipts": list(receipts),
+               "part": None if only is None else [only.index, only.of]}
     report = AnchoredVerification()
     anchors: dict[str, dict[int, Anchor]] = {}
     findings: list[Finding] = []
@@ -258,23 +268,28 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
     start_table: str | None = None
     after_seq = 0
     if cursor is None:
-        report.findings.extend(findings)
+        if only is None or only.signatures:
+            report.findings.extend(findings)
     else:
         start_table, after_seq = _verify_position(cursors.decode(cursor, VERIFY, binding))
     tables = sorted(t for t in anchors if start_table is None or t >= start_table)
+    if only is not None:
+        order = {table_id: n for n, table_id in enumerate(sorted(anchors))}
+        tables = [t for t in tables if order[t] % only.of == only.index]
     budget = limit
     deadline = None if budget_s is None else time.monotonic() + budget_s
+    rulesets = Rulesets()
     with uows(isolation_level="REPEATABLE READ", read_only=True) as uow:
         for table_id in tables:
             resume = after_seq if table_id == start_table else 0
             done, checked, last = _walk(uow, keys, operator_id, table_id, anchors[table_id],
-                                        resume, budget, report, deadline)
+                                        resume, budget, report, rulesets, deadline)
             budget -= checked
             report.rounds += checked
             if not done:
                 report.next_cursor = cursors.encode(VERIFY, binding, [table_id, last])
                 break
-        if report.next_cursor is None:
+        if report.next_cursor is None and (only is None or only.strays):
             # Every line of the operator, at any table and of any date: a line is money a
             # reader sees, and one that names no stored round is in no round's content.
             report.findings.extend(
@@ -285,6 +300,80 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
                 Finding(STRAY_SEATS, stray.table_id, None, stray.detail())
                 for stray in uow.rounds.stray_seats(operator_id, limit=StraySeats.REPORTED))
     return report
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One of ``of`` parts of a verify: part ``index`` walks every ``of``-th chain (by
+    table id) from its ``index``-th; part 0 also reports the signatures and the strays."""
+
+    index: int
+    of: int
+
+    @property
+    def signatures(self) -> bool:
+        return self.index == 0
+
+    @property
+    def strays(self) -> bool:
+        return self.index == 0
+
+
+def verify_anchored_in_processes(
+        make_uows: Callable[[], UnitOfWorkFactory], keys: PublicKeys, operator_id: str, *,
+        checkpoint: Mapping[str, Any], jobs: int,
+        limit: int = DEFAULT_LIMIT) -> Iterator[AnchoredVerification]:
+    """Verify a kept checkpoint in ``jobs`` processes at once, each walking its share of
+    the chains (chains are independent) on a connection of its own; yield every page of
+    every part as it comes. ``make_uows`` runs in each process, which it forks. The parts
+    read in snapshots of their own: each chain is read whole in one."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    context = multiprocessing.get_context("fork")
+    running: dict[Any, Any] = {}
+    for index in range(jobs):
+        here, there = context.Pipe(duplex=False)
+        process = context.Process(target=_verify_part, daemon=True, args=(
+            there, make_uows, keys, operator_id, checkpoint, Part(index, jobs), limit))
+        process.start()
+        there.close()
+        running[here] = process
+    try:
+        while running:
+            for ready in multiprocessing.connection.wait(list(running)):
+                try:
+                    page = ready.recv()  # type: ignore[union-attr,call-arg]
+                except EOFError:
+                    page = RuntimeError("a verify process ended without its report")
+                if isinstance(page, BaseException):
+                    raise page
+                if page is None:
+                    running.pop(ready).join()
+                else:
+                    yield cast(AnchoredVerification, page)
+    finally:
+        for process in running.values():
+            process.kill()
+
+
+def _verify_part(out: Any, make_uows: Callable[[], UnitOfWorkFactory], keys: PublicKeys,
+                 operator_id: str, checkpoint: Mapping[str, Any], part: Part,
+                 limit: int) -> None:
+    try:
+        uows = make_uows()
+        cursor = None
+        while True:
+            page = verify_anchored(uows, keys, operator_id, checkpoint=checkpoint,
+                                   receipts=[], limit=limit, cursor=cursor, only=part)
+            out.send(page)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        out.send(None)
+    except Exception as error:  # reported to the parent, which raises it
+        out.send(RuntimeError(f"verify part {part.index} of {part.of} failed: {error!r}"))
+    finally:
+        out.close()
 
 
 def _verify_position(position: list[Any]) -> tuple[str, int]:
@@ -343,8 +432,8 @@ def _anchor_receipt(keys: PublicKeys, operator_id: str, receipt: Mapping[str, An
 
 
 def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
-          anchored: Mapping[int, Anchor],
-          after_seq: int, budget: int, report: AnchoredVerification,
+          anchored: Mapping[int, Anchor], after_seq: int, budget: int,
+          report: AnchoredVerification, rulesets: Rulesets,
           deadline: float | None = None) -> tuple[bool, int, int]:
     """Walk one chain from after ``after_seq`` to its head, at most ``budget`` rounds.
 
@@ -374,14 +463,15 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
         if checked >= budget or (deadline is not None and (checked or report.rounds)
                                  and time.monotonic() > deadline):
             return False, checked, prev_seq
-        batch = uow.rounds.chain_rows(operator_id, table_id, prev_seq, head.seq,
-                                      min(BATCH, budget - checked))
-        if not batch:
+        batch = uow.rounds.chain_batch(operator_id, table_id, prev_seq, head.seq,
+                                       min(BATCH, budget - checked))
+        if not batch.rounds:
             break
-        seats, lines = uow.rounds.money_rows(operator_id, table_id, batch)
-        for round_ in batch:
+        for stored in batch.rounds:
             checked += 1
-            players, entries = seats.get(round_.chain_seq, []), lines.get(round_.id, [])
+            round_ = _evidence(stored, rulesets(uow, operator_id, stored.ruleset_hash))
+            players, entries = batch.seats.get(round_.chain_seq, []), batch.lines.get(
+                round_.id, [])
             seq = round_.chain_seq
             if seq != prev_seq + 1:
                 found.append(Finding(SEQ_GAP, table_id, seq, f"seq {seq} follows seq "
@@ -389,6 +479,7 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
             elif round_.prev_hash != prev_hash:
                 found.append(Finding(BROKEN_LINK, table_id, seq, f"prev_hash {round_.prev_hash}"
                                      f" is not the hash {prev_hash} of seq {prev_seq}"))
+            # The stored texts as they are: a result not stored as it was hashed fails here.
             recomputed = content_hash(round_, players, entries)
             if recomputed != round_.content_hash:
                 found.append(Finding(CONTENT_HASH, table_id, seq, f"content hashes to "
@@ -398,9 +489,11 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
                 found.append(Finding(problem.what, table_id, seq, problem.detail))
             # Whatever the hash says: a round appended with rows that are not its answer's
             # hashes them as well as honest ones.
-            found.extend(Finding(what, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
-                         for what, detail in money_row_changes(round_, round_.result,
-                                                               players, entries))
+            answer = _answer(stored.result)
+            if not rows_match(round_, answer, players, entries):
+                found.extend(Finding(what, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
+                             for what, detail in money_row_changes(round_, answer, players,
+                                                                   entries))
             if prev_time is not None and round_.created_at < prev_time:
                 found.append(Finding(CREATED_AT, table_id, seq, f"created_at "
                                      f"{utc_text(round_.created_at)} is before seq "
@@ -414,6 +507,78 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
             prev_seq, prev_hash, prev_time = seq, round_.content_hash, round_.created_at
     report.chains.append(ChainEnd(table_id, head.seq, head.content_hash))
     return True, checked, prev_seq
+
+
+@dataclass(frozen=True, slots=True)
+class _Evidence:
+    """A stored round as its content hash covers it, with its request, result and ruleset
+    as canonical JSON text (``orjson.Fragment``): the result the text stored, the request
+    and ruleset their stored JSON written again the one canonical way."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    ruleset_name: str
+    ruleset_hash: str
+    stake: Decimal
+    request: Any
+    result: Any
+    ruleset: Any
+    idempotency_key: str | None
+    body_hash: str | None
+    created_at: datetime
+    content_hash: str
+    prev_hash: str | None
+    chain_seq: int
+    reverses_round_id: uuid.UUID | None
+    content_version: int
+    receipt_key_id: str | None
+    receipt_signature: str | None
+
+
+def _evidence(stored: Any, ruleset: orjson.Fragment | None) -> _Evidence:
+    return _Evidence(
+        stored.id, stored.operator_id, stored.table_id, stored.kind, stored.ruleset_name,
+        stored.ruleset_hash, stored.stake, orjson.Fragment(canonical_json(_loads(stored.request))),
+        orjson.Fragment(stored.result), ruleset, stored.idempotency_key, stored.body_hash,
+        stored.created_at, stored.content_hash, stored.prev_hash, stored.chain_seq,
+        stored.reverses_round_id, stored.content_version, stored.receipt_key_id,
+        stored.receipt_signature)
+
+
+def _loads(text_: str) -> Any:
+    """Read JSON text as the database driver reads a JSONB value (orjson when it can)."""
+    try:
+        return orjson.loads(text_)
+    except orjson.JSONDecodeError:
+        return json.loads(text_)
+
+
+def _answer(result: str) -> Mapping[str, Any]:
+    """Return a stored result's JSON object, or an empty one when it is not one (then
+    every seat and line is named as not in the result)."""
+    try:
+        value = _loads(result)
+    except ValueError:
+        return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+class Rulesets:
+    """Each stored ruleset's canonical text, read once per hash for a whole verify."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], orjson.Fragment | None] = {}
+
+    def __call__(self, uow: UnitOfWork, operator_id: str,
+                 ruleset_hash: str) -> orjson.Fragment | None:
+        key = (operator_id, ruleset_hash)
+        if key not in self._texts:
+            stored = uow.rounds.rulesets(operator_id, [ruleset_hash]).get(ruleset_hash)
+            self._texts[key] = (None if stored is None
+                                else orjson.Fragment(canonical_json(_loads(stored))))
+        return self._texts[key]
 
 
 def _sources(anchored: Mapping[int, Anchor]) -> str:

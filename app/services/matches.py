@@ -390,7 +390,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         if earlier is not None:
             return _leave_replay(earlier, body_hash)
         if start.earlier is not None:  # the key made a round, not this leave
-            return _replay(uow, operator_id, key, body_hash, start.earlier)
+            return _replay(uow, operator_id, key, body_hash, start.earlier, signer.keys)
         seats = _seat_ids(match)
         if req.player_id not in seats:
             raise MatchError(Problem("player_id", f"player {req.player_id!r} has no seat in "

@@ -35,6 +35,18 @@ LINE_COPIES = ("operator_id", "table_id", "created_at")
 
 
 @dataclass(frozen=True, slots=True)
+class ChainBatch:
+    """Rounds of one chain in order, as a verify walks them: each round's columns with its
+    request and result as the text stored (``request`` the JSONB's text, ``result`` the
+    canonical text answered), and the stored seats by ``chain_seq`` and lines by round id.
+    Rows have their columns as attributes."""
+
+    rounds: Sequence[Any]
+    seats: Mapping[int, list[Any]]
+    lines: Mapping[uuid.UUID, list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class StrayLines:
     """Ledger lines made in a period that name a round no one stored."""
 
@@ -316,6 +328,11 @@ class RoundRepository(Protocol):
 
     def money_rows(self, operator_id: str, table_id: str, rounds: Sequence[Any]
                    ) -> tuple[dict[int, list[Any]], dict[uuid.UUID, list[Any]]]: ...
+
+    def chain_batch(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
+                    limit: int) -> ChainBatch: ...
+
+    def rulesets(self, operator_id: str, hashes: Sequence[str]) -> dict[str, str]: ...
 
     def content_hash_at(self, operator_id: str, table_id: str,
                         chain_seq: int) -> str | None: ...

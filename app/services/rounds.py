@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any, NoReturn
 
 import orjson
@@ -39,6 +41,7 @@ from app.services import cursors
 from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play
+from app.services.receipts import ReceiptCache, receipt_problem
 from app.services.repositories import (
     LINE_COLUMNS,
     PLAYER_COLUMNS,
@@ -48,7 +51,6 @@ from app.services.repositories import (
     RoundSummary,
     StoredColumns,
 )
-from app.services.receipts import ReceiptCache, receipt_problem
 from app.services.round_json import round_body
 from app.services.signing import PublicKeys, Signer, receipt_statement
 from app.services.uow import ConstraintViolation, UnitOfWork, UnitOfWorkFactory, run_with_retry
@@ -213,16 +215,17 @@ def round_content(round_: RoundColumns, players: Iterable[Row] = (),
 def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """A seat's or a line's columns as the content holds them: money as its decimal text
     (zero without a sign, as PostgreSQL's numeric stores it)."""
-    values = row if isinstance(row, Mapping) else getattr(row, "_mapping", None)
-    if values is None:
-        values = {name: getattr(row, name) for name in names}
-    content = {}
-    for name in names:
-        value = values[name]
-        if value.__class__ is Decimal:
-            value = format(value.copy_abs() if value.is_zero() else value, "f")
-        content[name] = value
-    return content
+    # A mapping, or a row or an object with the columns as attributes (read in one C call).
+    values: Sequence[Any] = ([row[name] for name in names] if isinstance(row, Mapping)
+                             else _getter(names)(row))
+    return {name: (format(value.copy_abs() if value.is_zero() else value, "f")
+                   if value.__class__ is Decimal else value)
+            for name, value in zip(names, values, strict=True)}
+
+
+@lru_cache(maxsize=8)
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    return attrgetter(*names)
 
 
 def content_hash(round_: RoundColumns, players: Iterable[Row] = (), lines: Iterable[Row] = (),

@@ -21,6 +21,7 @@ import logging
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,16 @@ class Verifier:
     def verify_raw(self, message: bytes, signature: bytes) -> bool:
         """Tell whether ``signature`` (64 bytes) is this key's signature of ``message``."""
         try:
-            Ed25519PublicKey.from_public_bytes(self.public_key).verify(signature, message)
+            _public_key(self.public_key).verify(signature, message)
         except (InvalidSignature, ValueError):
             return False
         return True
+
+
+@lru_cache(maxsize=64)
+def _public_key(raw: bytes) -> Ed25519PublicKey:
+    """Load a public key once: a verify checks every round's receipt with one of a few."""
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 class Signer:

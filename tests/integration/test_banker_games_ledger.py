@@ -51,13 +51,15 @@ def test_banker_rounds_verify_clean_and_an_edited_21_card_is_named(
     operator, table = fresh_id("op"), fresh_id("t")
     first = _settle(sessions, operator, banker_request(QIANG21_EXAMPLE, table))
     second = _settle(sessions, operator, banker_request(ERBAGANG_EXAMPLE, table))
-    clean = audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id=operator, **_period())
+    clean = audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id=operator,
+                         **_period())
     assert clean.ok, clean.to_json()
     assert clean.rounds == 2
     # P2's 9♣ 8♠ (17, a push) becomes 9♣ 2♠ (11): the stored result no longer follows.
     _tamper(owner_engine, "UPDATE rounds SET request = jsonb_set(request, '{players,2,cards,1}', "
             "'\"2s\"') WHERE id = :r", r=first["round_id"])
-    found = audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id=operator, **_period())
+    found = audit.verify(SqlUnitOfWorkFactory(sessions), SIGNER.keys, operator_id=operator,
+                         **_period())
     named = {(d.round_id, d.what) for d in found.differences}
     assert (first["round_id"], "result") in named
     assert (first["round_id"], "content_hash") in named
