@@ -375,14 +375,16 @@ def audit_rotate_key() -> None:
     Receipts and checkpoints signed by the old key keep verifying. Reload the service
     afterwards (SIGHUP to gunicorn's master) so its workers sign with the new key.
     """
-    from app.services.signing import SigningKeyError, rotate_key
+    from app.services.signing import ROTATION_GRACE, SigningKeyError, rotate_key
 
     settings = current_app.config["SETTINGS"]
     try:
         old, new = rotate_key(settings.audit_signing_key_file, settings.audit_public_keys_file)
     except SigningKeyError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"the audit signing key is now {new}; {old} stays published, valid until now")
+    grace = int(ROTATION_GRACE.total_seconds() // 60)
+    click.echo(f"the audit signing key is now {new}; {old} stays published, valid for "
+               f"{grace} more minutes: reload the service before then")
 
 
 # --- reindex ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -248,20 +248,29 @@ def load_keyring(key_file: Path, public_file: Path | None = None, *,
     return Keyring(signer, published)
 
 
+# How long the old key stays valid after a rotation: the service's workers sign with it
+# until they are reloaded, and a round is checked against the validity of its key.
+ROTATION_GRACE = timedelta(minutes=10)
+
+
 def rotate_key(key_file: Path, public_file: Path | None = None) -> tuple[str, str]:
     """Start a new signing key: publish it, then replace the private key; return the old
-    and the new key ids. The old public key stays published, with the time it ended."""
+    and the new key ids. The old public key stays published, valid until ROTATION_GRACE
+    from now (the new one is valid from now): reload the service within it."""
     old = load_keyring(key_file, public_file)
     new_key = Ed25519PrivateKey.generate()
     signer = Signer(new_key)
     now = datetime.now(UTC)
-    published = PublicKeys((*_retired(old.public, now), PublishedKey(signer.verifier, now, None)))
+    published = PublicKeys((*_retired(old.public, now + ROTATION_GRACE),
+                            PublishedKey(signer.verifier, now, None)))
     # Published first: no signature is ever made with a key that is not.
     _write_atomically(public_file or public_keys_file(key_file),
                       json.dumps(published.to_json(), indent=2).encode(), 0o644)
     _write_atomically(key_file, _pem(new_key), 0o600)
-    log.warning("rotated the audit signing key: %s replaces %s; reload the service so its "
-                "workers sign with the new key", signer.key_id, old.current.key_id)
+    log.warning("rotated the audit signing key: %s replaces %s; reload the service within "
+                "%d minutes so its workers sign with the new key (a round the old key signs "
+                "after that is reported by every verify)", signer.key_id, old.current.key_id,
+                ROTATION_GRACE.total_seconds() // 60)
     return old.current.key_id, signer.key_id
 
 

@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.services.signing import rotate_key
+from app.services.signing import ROTATION_GRACE, rotate_key
 from tests.e2e.test_audit_api import _checkpoint, _kinds, _receipt, _settle, _statement, _verify
 from tests.worked_examples import EX_000
 
@@ -54,7 +55,10 @@ def test_after_a_rotation_old_receipts_and_checkpoints_verify_and_reads_keep_the
         make_key("admin", operator_id=old_round["operator_id"]))
     keys = _published(after)
     assert [k["key_id"] for k in keys] == [old_key["key_id"], keys[1]["key_id"]]
-    assert keys[0]["valid_to"] == keys[1]["valid_from"] and keys[1]["valid_to"] is None
+    # The old key stays valid a grace period past the new one's start: the workers sign
+    # with it until they are reloaded.
+    assert (datetime.fromisoformat(keys[0]["valid_to"]) - ROTATION_GRACE
+            == datetime.fromisoformat(keys[1]["valid_from"])) and keys[1]["valid_to"] is None
     assert after.with_key(None).get("/v1/audit/public-key").get_json()["key_id"] == \
         keys[1]["key_id"]
     # Reading the old round gives the receipt made at append, by the old key.

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.services.signing import (
+    ROTATION_GRACE,
     PublicKeys,
     PublishedKey,
     SigningKeyError,
@@ -82,7 +83,9 @@ def test_a_keyring_publishes_its_key_and_a_rotation_keeps_the_old_one_published(
     assert again.current.key_id == new_id
     keys = again.public.keys
     assert [k.verifier.key_id for k in keys] == [old_id, new_id]
-    assert keys[0].valid_to is not None and keys[0].valid_to == keys[1].valid_from
+    # Valid a grace period past the new key's start, while the workers are reloaded.
+    assert keys[0].valid_to is not None
+    assert keys[0].valid_to == keys[1].valid_from + ROTATION_GRACE
     assert keys[1].valid_to is None
     # What the old key signed still verifies, with public keys alone.
     saved = tmp_path / "kept.json"
