@@ -33,7 +33,15 @@ from typing import Any, NoReturn
 
 import orjson
 
-from app.domain.games import Game, game_of_preset, presets_of, rules_hash, rules_to_dict
+from app.domain.errors import DomainError
+from app.domain.games import (
+    Game,
+    game_of_preset,
+    presets_of,
+    rules_from_dict,
+    rules_hash,
+    rules_to_dict,
+)
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
 from app.json_codec import as_stored, canonical_json
@@ -310,7 +318,56 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     problem = receipt_problem(keys, round_)
     if problem is not None:
         raise UnverifiedRound(round_.id, problem.what, problem.detail)
-    return Settled(200, round_json(round_, reversed_by=None), replayed=True)
+    return Settled(200, round_json(round_, reversed_by=None,
+                                   result=in_answer_order(uow, round_)), replayed=True)
+
+
+def in_answer_order(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any]:
+    """Return a stored round's result with its keys in the order it was first answered in,
+    so a replay's bytes are the first answer's.
+
+    The stored result is canonical JSON, its keys sorted; the first answer wrote them in
+    the order the round's parts are built. The round is built again (scored again from
+    its stored request, or mirrored or decided again) for that order alone: every value
+    is the stored one, and a key the rebuilt round lacks keeps its sorted place at the end.
+    """
+    try:
+        fresh = _rebuilt(uow, round_)
+    except (DomainError, KeyError, TypeError, ValueError, ArithmeticError):
+        fresh = None
+    return round_.result if fresh is None else _ordered_like(round_.result, fresh)
+
+
+def _rebuilt(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any] | None:
+    from app.services.audit import load_request
+    from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
+
+    if round_.kind == ROUND_KIND:
+        rules = rules_from_dict(round_.ruleset)
+        return round_body(play(parse_round(load_request(round_.request), ruleset=rules)))
+    if round_.kind == REVERSAL_KIND and round_.reverses_round_id is not None:
+        original = uow.rounds.get_plain(round_.operator_id, round_.reverses_round_id)
+        if original is None:
+            return None
+        return reversal_result(original.result, reverses_round_id=str(original.id),
+                               reason=round_.request["reason"])
+    if round_.kind == PENALTY_ROUND_KIND:
+        return penalty_result(round_.request, table_id=round_.table_id,
+                              ruleset_name=round_.ruleset_name, ruleset=round_.ruleset,
+                              ruleset_hash=round_.ruleset_hash, stake=round_.stake)
+    return None
+
+
+def _ordered_like(stored: Any, fresh: Any) -> Any:
+    """Return ``stored`` with its objects' keys in ``fresh``'s order (values: stored's)."""
+    if isinstance(stored, dict) and isinstance(fresh, Mapping):
+        ordered = {key: _ordered_like(stored[key], fresh[key]) for key in fresh
+                   if key in stored}
+        ordered.update((key, value) for key, value in stored.items() if key not in ordered)
+        return ordered
+    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
+        return [_ordered_like(s, f) for s, f in zip(stored, fresh, strict=True)]
+    return stored
 
 
 def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
@@ -453,8 +510,10 @@ def _line_rows(played: PlayedRound) -> list[dict[str, Any]]:
     ]
 
 
-def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None) -> dict[str, Any]:
-    """Return a stored round as the API shows it: the stored result with its metadata.
+def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None,
+               result: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return a stored round as the API shows it: the stored result (or ``result``, the
+    same in another key order) with its metadata.
 
     ``reverses_round_id`` links a reversal to its round and ``reversed_by`` the other way;
     the second is found on read, as the original is never written again.
@@ -462,7 +521,8 @@ def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None) -> dict[
     return {
         "round_id": str(round_.id), "kind": round_.kind,
         "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
-        "created_at": utc_text(round_.created_at), **round_.result,
+        "created_at": utc_text(round_.created_at),
+        **(round_.result if result is None else result),
         "chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
                   "content_hash": round_.content_hash,
                   "signature": round_.receipt_signature, "key_id": round_.receipt_key_id},

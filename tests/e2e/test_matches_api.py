@@ -417,8 +417,8 @@ def test_verify_recomputes_a_penalty_and_names_one_whose_amount_was_changed(api,
     found = api.get("/v1/audit/verify?" + _period(start, table)).get_json()
     assert not found["ok"]
     # The lines are in the round's content (version 2): its hash no longer matches either.
-    assert {(d["round_id"], d["what"]) for d in found["differences"]} == {
-        (penalty["round_id"], "lines"), (penalty["round_id"], "content_hash")}
+    assert {(d["round_id"], d["what"]) for d in found["findings"]} == {
+        (penalty["round_id"], "lines_changed"), (penalty["round_id"], "content_hash")}
 
 
 def test_a_penalty_round_can_be_reversed_like_any_round(api):
@@ -581,7 +581,7 @@ def test_matches_md_a_round_may_send_the_ruleset_as_the_match_resolved_it(api):
         "to": (now + timedelta(hours=1)).isoformat(), "table_id": match["table_id"]})
     assert verified.status_code == 200, verified.get_json()
     report = verified.get_json()  # re-scored from what was stored
-    assert (report["ok"], report["differences"], report["checked"]["rounds"]) == (True, [], 1)
+    assert (report["ok"], report["findings"], report["checked"]["rounds"]) == (True, [], 1)
     # Some of them, or none, also do; one that differs from the match's is refused.
     assert _play(api, match, SEATS, ruleset={"preset": "dagiang4", "overrides": {
         "rounds_per_match": 8}}).status_code == 201
