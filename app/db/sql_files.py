@@ -78,3 +78,11 @@ def trigger_differences(connection: Connection, folder: Path) -> tuple[list[str]
     found = {" ".join(str(d).split())
              for d in connection.exec_driver_sql(TRIGGER_DEFINITIONS).scalars()}
     return sorted(wanted - found), sorted(found - wanted)
+
+
+def check_triggers(connection: Connection, folder: Path) -> None:
+    """Raise unless the database's triggers are those ``folder``'s triggers.sql names."""
+    missing, extra = trigger_differences(connection, folder)
+    if missing or extra:
+        raise RuntimeError(f"the append-only triggers are not those of {folder}/{TRIGGERS}: "
+                           f"missing {missing}, not named there {extra}")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from alembic import context, op
 
-from app.db.sql_files import install, trigger_differences
+from app.db.sql_files import check_triggers, install
 
 revision: str = "0029_sql_files"
 down_revision: str | None = "0028_planned_once"
@@ -43,17 +43,9 @@ FILES = ("ledger_refuse_change.sql", "keys_refuse_change.sql", "ledger_take.sql"
          "match_leave_add.sql", "checkpoint_add.sql", "grants.sql")
 
 
-def check_triggers(folder: Path) -> None:
-    """Stop unless the database's triggers are those ``folder``'s triggers.sql names."""
-    missing, extra = trigger_differences(op.get_bind(), folder)
-    if missing or extra:
-        raise RuntimeError(f"the append-only triggers are not those of {folder}/triggers.sql: "
-                           f"missing {missing}, not named there {extra}")
-
-
 def upgrade() -> None:
     runtime: str = context.config.attributes["runtime_role"]
-    check_triggers(FROZEN)
+    check_triggers(op.get_bind(), FROZEN)
     install(op.get_bind(), FROZEN, FILES, runtime)
 
 

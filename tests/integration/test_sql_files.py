@@ -43,7 +43,7 @@ def _file_statement(name: str) -> str:
 
 
 def _installed(connection: Connection) -> dict[str, str]:
-    return dict(connection.execute(text(FUNCTIONS)).tuples().all())
+    return {name: definition for name, definition in connection.execute(text(FUNCTIONS))}
 
 
 def test_every_function_of_the_schema_has_its_file_and_every_file_its_function(owner_engine):
@@ -91,7 +91,7 @@ WHERE p.pronamespace = 'public'::regnamespace
 
 
 def _rights(connection: Connection) -> set[tuple[Any, ...]]:
-    return set(connection.execute(text(RIGHTS)).tuples().all())
+    return set(tuple(row) for row in connection.execute(text(RIGHTS)))
 
 
 def _take_every_right_away(connection: Connection, runtime: str) -> None:
@@ -105,7 +105,7 @@ def _take_every_right_away(connection: Connection, runtime: str) -> None:
     for (signature,) in connection.execute(text(
             "SELECT p.oid::regprocedure::text FROM pg_proc p "
             "WHERE p.pronamespace = 'public'::regnamespace "
-            "AND p.prorettype <> 'trigger'::regtype")).tuples():
+            "AND p.prorettype <> 'trigger'::regtype")):
         connection.execute(text(f"ALTER FUNCTION {signature} OWNER TO CURRENT_USER"))
         connection.execute(text(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC, {roles}"))
 

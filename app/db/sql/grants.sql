@@ -64,6 +64,11 @@ GRANT EXECUTE ON FUNCTION ledger_take(text, text, text, text),
     checkpoint_add(jsonb)
     TO :"runtime_role";
 
+-- The canonical JSON of a ruleset is worked out for the append functions, as the writer
+-- role; it belongs to the tables' owner, and nobody else needs it.
+REVOKE ALL ON FUNCTION ledger_canonical_json(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_canonical_json(jsonb) TO :"writer_role";
+
 -- The trigger functions (ledger_refuse_change, keys_refuse_change) keep PostgreSQL's
 -- default: PUBLIC may execute them, which lets nobody do anything, as a trigger function
 -- runs only as a trigger, and they belong to the tables' owner.

@@ -5,16 +5,32 @@
 -- one of the service's, with every column it sends and nothing else (created_at and
 -- txid are the database's); the row cannot change afterwards (triggers.sql).
 --
--- What it refuses: nothing beyond the table's own constraints (its key, the stake, the
--- operator's Idempotency-Key), which name themselves.
+-- What it refuses, and why (check_violation naming the rule):
+-- * match_open_ruleset: a ruleset whose canonical JSON (ledger_canonical_json.sql) does
+--   not hash to the match's ruleset_hash. Every round of the match is played by that
+--   ruleset and checked against that hash; a ruleset stored otherwise than it was hashed
+--   (a key sent twice, of which jsonb keeps the last) would be the rules of no round.
+--   A few milliseconds, once a match.
+-- Beyond that, the table's own constraints (its key, the stake, the operator's
+-- Idempotency-Key), which name themselves.
 CREATE OR REPLACE FUNCTION public.match_open(p_match jsonb)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'public', 'pg_temp'
 AS $function$
+DECLARE
+    m matches := jsonb_populate_record(NULL::matches, p_match);
 BEGIN
-    INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash, match_rules, stake, seats, idempotency_key, body_hash) SELECT r.id, r.operator_id, r.table_id, r.ruleset_name, r.ruleset, r.ruleset_hash, r.match_rules, r.stake, r.seats, r.idempotency_key, r.body_hash FROM jsonb_populate_record(NULL::matches, p_match) AS r;
+    IF m.ruleset IS NULL OR m.ruleset_hash IS DISTINCT FROM
+       encode(sha256(convert_to(ledger_canonical_json(m.ruleset), 'UTF8')), 'hex') THEN
+        RAISE EXCEPTION 'match_open refused: the ruleset of match % does not hash to %',
+                        m.id, m.ruleset_hash
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_ruleset';
+    END IF;
+    INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
+                         match_rules, stake, seats, idempotency_key, body_hash)
+    VALUES (m.id, m.operator_id, m.table_id, m.ruleset_name, m.ruleset, m.ruleset_hash,
+            m.match_rules, m.stake, m.seats, m.idempotency_key, m.body_hash);
 END;
 $function$;
-
