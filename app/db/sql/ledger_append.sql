@@ -67,9 +67,11 @@ BEGIN
             USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_content_version';
     END IF;
     -- Canonical base64 of 64 bytes: 85 characters, one whose last 4 bits are 0, "==".
-    IF r.receipt_key_id IS NULL OR r.receipt_key_id !~ '^[0-9a-f]{8}$'
-       OR r.receipt_signature IS NULL
-       OR r.receipt_signature !~ '^[A-Za-z0-9+/]{85}[AQgw]==$' THEN
+    -- (A length and an unbounded pattern: the pattern with {85} took 20 times as long.)
+    IF r.receipt_key_id IS NULL OR length(r.receipt_key_id) <> 8
+       OR r.receipt_key_id !~ '^[0-9a-f]+$'
+       OR r.receipt_signature IS NULL OR length(r.receipt_signature) <> 88
+       OR r.receipt_signature !~ '^[A-Za-z0-9+/]+[AQgw]==$' THEN
         RAISE EXCEPTION 'ledger_append refused: round % has no receipt (key id %, signature '
                         '%): a receipt is a key id of 8 hex digits and the base64 of a '
                         '64-byte signature', r.id, r.receipt_key_id, r.receipt_signature
