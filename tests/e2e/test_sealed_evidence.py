@@ -23,10 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import IntegrityError
 
+from app.db.driver import refusal
 from app.domain.games import PRESETS, resolve, rules_hash, rules_to_dict
 from app.json_codec import canonical_json
+from app.services.uow import ConstraintViolation
 from tests.e2e.test_audit_api import _checkpoint, _reverse, _settle
 from tests.worked_examples import EX_004, round_request
 
@@ -153,10 +155,12 @@ def _forge(engine: Engine, body: dict[str, Any], ruleset: str | None = None,
 def _refused(call: Callable[[], None], count_rows: Callable[[], dict[str, int]],
              constraint: str) -> str:
     before = count_rows()
-    with pytest.raises(DBAPIError) as caught:
+    with pytest.raises(IntegrityError) as caught:
         call()
     assert caught.value.orig.sqlstate == CHECK_VIOLATION, caught.value.orig
-    assert caught.value.orig.diag.constraint_name == constraint, caught.value.orig
+    # What the service would read: a ConstraintViolation naming the rule.
+    refused = refusal(caught.value)
+    assert isinstance(refused, ConstraintViolation) and refused.constraint == constraint
     assert count_rows() == before
     return str(caught.value.orig)
 
