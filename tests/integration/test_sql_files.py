@@ -3,7 +3,8 @@
 Every function of the schema has its file, whose CREATE statement reads as
 pg_get_functiondef gives the installed function (the header's whitespace aside, the body
 byte for byte); the triggers are those of triggers.sql; and grants.sql alone makes every
-right the head leaves, from none. Migration 0029 installed 0028's rules unchanged.
+right the head leaves, from none. Migration 0029 installed 0028's rules unchanged, and a
+downgrade to 0029 restores them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from app.config import runtime_role_from_env
-from app.db.schema import upgrade
+from app.db.schema import downgrade, upgrade
 from app.db.sql_files import FOLDER, sql_text, trigger_differences, writer_role
 
 FUNCTIONS = """
@@ -138,11 +139,16 @@ def _state(url: str) -> Iterator[Any]:
         engine.dispose()
 
 
-def test_0029_installs_exactly_what_0028_left(make_database):
+def test_0029_installs_exactly_what_0028_left_and_a_downgrade_to_it_restores_that(
+        make_database):
     url = make_database()
     upgrade(url, "0028_planned_once")
     before = list(_state(url))
     upgrade(url, "0029_sql_files")
+    assert list(_state(url)) == before
+    upgrade(url)
+    assert list(_state(url)) != before
+    downgrade(url, "0029_sql_files")
     assert list(_state(url)) == before
 
 
