@@ -1,4 +1,4 @@
-"""The append path's functions of the schema (migration 0014, app.db.appends).
+"""The append path's functions of the schema (app/db/sql/ledger_take.sql, ledger_append.sql).
 
 Their column lists are frozen with their revision, so they must name every column the
 models append; the take's statements must run in the order the key's snapshot relies on

@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
+# The SQL a migration installs from its frozen copy of app/db/sql (app.db.sql_files), but
+# triggers.sql, which the migrations compare with the database and never run.
+FROZEN = VERSIONS.parent / "sql"
+COMPARED_ONLY = "triggers.sql"
 CITUS_BASELINE = "0023"
 
 # Each pattern with the reason a migration after the baseline may not use it.
@@ -60,12 +64,24 @@ def after_baseline() -> list[Path]:
                   if path.name[:4] > CITUS_BASELINE)
 
 
+def frozen_after_baseline() -> list[Path]:
+    return sorted(path for folder in FROZEN.iterdir() if folder.name > CITUS_BASELINE
+                  for path in folder.glob("*.sql") if path.name != COMPARED_ONLY)
+
+
 def test_the_baseline_is_a_migration_that_exists():
     assert list(VERSIONS.glob(f"{CITUS_BASELINE}_*.py"))
 
 
 def test_every_migration_after_the_baseline_uses_no_ddl_citus_refuses():
     found = {path.name: violations(path.read_text()) for path in after_baseline()}
+    assert {name: reasons for name, reasons in found.items() if reasons} == {}
+
+
+def test_every_sql_file_a_migration_after_the_baseline_installs_uses_no_ddl_citus_refuses():
+    assert frozen_after_baseline(), "the frozen copies of app/db/sql are found"
+    found = {f"{path.parent.name}/{path.name}": violations(path.read_text())
+             for path in frozen_after_baseline()}
     assert {name: reasons for name, reasons in found.items() if reasons} == {}
 
 
