@@ -119,7 +119,8 @@ class DragonPolicy:
     dragon); dragons tie each other; ``others`` says whether the players without a dragon
     are still compared; from ``void_from`` dragons up nothing is paid (§7). Against
     another special hand a dragon is worth ``points`` and the larger value wins (§5),
-    except that a dragon that ``counts_as_scoop`` (du4) scoops a special hand valued at most its lone run.
+    except that a dragon that ``counts_as_scoop`` (du4) scoops a special hand valued at
+    most its lone run.
     """
 
     enabled: bool = False
