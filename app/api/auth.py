@@ -70,6 +70,7 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/readyz"): PUBLIC,
     ("GET", "/metrics"): PUBLIC,
     ("GET", "/openapi.yaml"): PUBLIC,
+    ("GET", "/problems/{name}"): PUBLIC,
     ("GET", "/v1/rulesets"): PUBLIC,
     ("GET", "/v1/rulesets/{name}"): PUBLIC,
     # Computations that store nothing: front-ends use them while playing, auditors to
