@@ -1,11 +1,21 @@
 # 十三支 settlement service: migrates the database, then serves with gunicorn.
 #
+#   mkdir -m 700 -p secrets && openssl genpkey -algorithm ed25519 -out secrets/thirteen-audit-signing-key.pem && chmod 644 secrets/thirteen-audit-signing-key.pem
 #   docker build -t thirteen .
-#   docker run --rm -p 8000:8000 -e DATABASE_URL=postgresql://user:pass@db:5432/thirteen thirteen
+#   docker run --rm -p 8000:8000 \
+#     -e MIGRATIONS_DATABASE_URL=postgresql://thirteen_owner:PASSWORD@db:5432/thirteen \
+#     -e DATABASE_URL=postgresql://thirteen_service:PASSWORD@db:5432/thirteen \
+#     -v "$PWD/secrets/thirteen-audit-signing-key.pem:/run/secrets/thirteen-audit-signing-key.pem:ro" \
+#     thirteen
 #
-# DATABASE_URL is required here: an embedded database inside a container would vanish with
-# it. gunicorn.conf.py reads HOST, PORT, WEB_CONCURRENCY, GUNICORN_THREADS; the app reads
-# the rest of the README's variables.
+# The first line makes the audit signing key once (Ed25519, PKCS#8 PEM): keep it and back it
+# up, it signs every receipt. Its folder is the owner's alone (700); the file itself is
+# readable (644) so that the container's user 10001 can read it through the bind mount,
+# which keeps the host's owner and mode. MIGRATIONS_DATABASE_URL is the tables' owner
+# (migrations run as it), DATABASE_URL a login granted the runtime role (the service runs as
+# it and refuses the owner or a superuser); both are required: an embedded database inside
+# a container would vanish with it. gunicorn.conf.py reads HOST, PORT, WEB_CONCURRENCY,
+# GUNICORN_THREADS; the app reads the rest of the README's variables.
 # The base is pinned by digest, so a rebuild gets the same image; to move to a newer one,
 # `docker buildx imagetools inspect python:3.11-slim-bookworm` and replace the digest.
 FROM python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b

@@ -143,5 +143,12 @@ def configure_logging(level: str) -> None:
         root.addHandler(json_handler())
         root.setLevel(level)
     logging.getLogger("app").setLevel(level)
-    # Alembic lists its plugins at INFO on every command; that says nothing about us.
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    quiet_alembic(level)
+
+
+def quiet_alembic(level: str | int) -> None:
+    """Keep alembic's INFO lines (one per revision applied, ~35 on a fresh database, and its
+    plugins on every command) for LOG_LEVEL=DEBUG; its warnings always show."""
+    number = logging.getLevelName(level.upper()) if isinstance(level, str) else level
+    debug = isinstance(number, int) and number <= logging.DEBUG
+    logging.getLogger("alembic").setLevel(logging.DEBUG if debug else logging.WARNING)

@@ -16,7 +16,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from app import configure_logging
 from app.config import ConfigError, Settings
@@ -101,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("starting gunicorn")
         os.execv(sys.executable, command)
     log.info("embedded PostgreSQL in %s is migrated; starting gunicorn", settings.pgserver_data_dir)
-    return _serve_child(command, {**os.environ, "DATABASE_URL": urls.runtime,
-                                  "MIGRATIONS_DATABASE_URL": urls.migrations})
+    _serve_child(command, {**os.environ, "DATABASE_URL": urls.runtime,
+                           "MIGRATIONS_DATABASE_URL": urls.migrations},
+                 settings.pgserver_data_dir)
 
 
 def _migrate(url: str, upgrade: Callable[[str], None]) -> None:
@@ -152,7 +155,9 @@ def _tell_about_keys(url: str, operator_id: str) -> None:
         print(notice, file=sys.stderr, flush=True)
 
 
-def _serve_child(command: list[str], env: dict[str, str]) -> int:
+def _serve_child(command: list[str], env: dict[str, str], data_dir: Path) -> NoReturn:
+    from app.db.engine import stop_embedded
+
     # Its own session: a terminal's Ctrl-C reaches gunicorn once, through us, not twice.
     child = subprocess.Popen(command, env=env, start_new_session=True)
 
@@ -162,8 +167,13 @@ def _serve_child(command: list[str], env: dict[str, str]) -> int:
     for sig in FORWARDED_SIGNALS:
         signal.signal(sig, forward)
     code = child.wait()
-    # The embedded server stops at our exit (pgserver's exit hook), after gunicorn is gone.
-    return code if code >= 0 else 128 - code
+    # Stop the embedded server now that gunicorn is gone, then end without tearing down
+    # the modules migrating loaded, which took seconds of a Ctrl-C on a loaded machine.
+    stop_embedded(data_dir)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if code >= 0 else 128 - code)
 
 
 if __name__ == "__main__":

@@ -98,5 +98,8 @@ def gunicorn_logconfig(level: str) -> dict[str, Any]:
         "loggers": {
             "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
             "gunicorn.access": {"level": "INFO", "handlers": ["stdout"], "propagate": False},
+            # A worker that migrates on start (MIGRATE_ON_START) names each revision at
+            # INFO: detail for LOG_LEVEL=DEBUG, as app.quiet_alembic keeps it.
+            "alembic": {"level": "DEBUG" if level == "DEBUG" else "WARNING"},
         },
     }

@@ -13,6 +13,7 @@ from app.api.health import bp as health_bp
 from app.api.matches import bp as matches_bp
 from app.api.metrics import bp as metrics_bp
 from app.api.players import bp as players_bp
+from app.api.problems import bp as problems_bp
 from app.api.reconciliation import bp as reconciliation_bp
 from app.api.rounds import bp as rounds_bp
 from app.api.rulesets import bp as rulesets_bp
@@ -21,6 +22,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     health_bp,
     metrics_bp,
     contract_bp,
+    problems_bp,
     rulesets_bp,
     hands_bp,
     rounds_bp,

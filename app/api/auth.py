@@ -70,6 +70,7 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/readyz"): PUBLIC,
     ("GET", "/metrics"): PUBLIC,
     ("GET", "/openapi.yaml"): PUBLIC,
+    ("GET", "/problems/{name}"): PUBLIC,
     ("GET", "/v1/rulesets"): PUBLIC,
     ("GET", "/v1/rulesets/{name}"): PUBLIC,
     # Computations that store nothing: front-ends use them while playing, auditors to
@@ -106,6 +107,9 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("POST", "/console/sign-in"): PUBLIC,
     ("POST", "/console/sign-out"): PUBLIC,
     ("GET", "/console/tables"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/rounds"): page(Scope.ROUNDS_READ),
+    ("GET", "/console/players"): page(Scope.LEDGER_READ),
+    ("GET", "/console/no-pages"): page(*Scope),
     ("GET", "/console/tables/{table_id}"): page(Scope.ROUNDS_READ),
     ("POST", "/console/tables/{table_id}/verify"): page(Scope.RECONCILE_READ),
     ("GET", "/console/tables/{table_id}/reconciliation"): page(Scope.RECONCILE_READ),

@@ -35,6 +35,14 @@ from app.api.extensions import SCHEMA_GATE
 from app.api.rounds import RoundQuerySchema
 from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
 from app.console import CONSOLE_PATH
+from app.console.present import (
+    common_decimals,
+    decimals_of,
+    money,
+    ruleset_label,
+    shared_decimals,
+    when,
+)
 from app.db import get_database
 from app.db.reconcile_reader import LedgerReader
 from app.services import audit, ledger, rounds
@@ -50,7 +58,7 @@ from app.services.keys import (
 )
 from app.services.reconcile import reconcile
 from app.services.reconcile_csv import report_csv
-from app.text import is_identifier, text_fault
+from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 
 bp = Blueprint("console", __name__, url_prefix=CONSOLE_PATH, template_folder="templates",
                static_folder="static", static_url_path="/static")
@@ -130,8 +138,28 @@ def _csrf_ok() -> bool:
 
 @bp.app_context_processor
 def _globals() -> dict[str, Any]:
-    return {"csrf_token": _csrf_token, "caller": g.get("console_caller"), "fmt": _fmt,
-            "card": card_parts, "money_class": _money_class}
+    caller = g.get("console_caller")
+    return {"csrf_token": _csrf_token, "caller": caller, "fmt": _fmt,
+            "card": card_parts, "money_class": _money_class, "money": money, "when": when,
+            "decimals_of": decimals_of, "common_decimals": common_decimals,
+            "ruleset_label": ruleset_label, "shared_decimals": shared_decimals,
+            "may": lambda *names: caller is not None and caller.may(
+                {Scope(n) for n in names}),
+            "landing": _landing(caller) if caller is not None else url_for("console.sign_in")}
+
+
+# The page a signed-in key lands on: the first of these its scopes open.
+LANDINGS = ((Scope.RECONCILE_READ, "console.tables"), (Scope.ROUNDS_READ, "console.recent"),
+            (Scope.LEDGER_READ, "console.find_player"))
+
+
+def _landing(caller: Caller) -> str:
+    """Return the first page ``caller`` may see (tables, recent rounds, a player's ledger),
+    or the key page that says it may see none."""
+    for scope, endpoint in LANDINGS:
+        if caller.may({scope}):
+            return url_for(endpoint)
+    return url_for("console.no_pages")
 
 
 def _page(template: str, status: int = 200, **values: Any) -> Response:
@@ -139,7 +167,7 @@ def _page(template: str, status: int = 200, **values: Any) -> Response:
                         mimetype="text/html")
     response.headers["Cache-Control"] = "no-store"
     response.headers["Content-Security-Policy"] = (
-        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; "
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'")
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"
@@ -183,15 +211,16 @@ def _invalid_cursor() -> Response:
 
 @bp.get("")
 def home() -> BaseResponse:
-    return redirect(url_for("console.tables"))
+    caller = _session_caller()
+    return redirect(url_for("console.sign_in") if caller is None else _landing(caller))
 
 
-def _safe_next(target: str | None) -> str:
+def _safe_next(target: str | None, caller: Caller) -> str:
     # Only a path of this console: never another site, never a scheme-relative //host.
     if target and target.startswith(f"{CONSOLE_PATH}/") and not target.startswith("//") \
             and "\\" not in target:
         return target
-    return url_for("console.tables")
+    return _landing(caller)
 
 
 # A console path is short; the page that asked for sign-in sends its own.
@@ -240,7 +269,7 @@ def sign_in_post() -> BaseResponse:
     session.update(key_id=caller.key_id, operator_id=caller.operator_id,
                    expires=int(time.time() + lifetime.total_seconds()),
                    csrf=secrets.token_urlsafe(32), sid=secrets.token_urlsafe(24))
-    return redirect(_safe_next(target), 303)
+    return redirect(_safe_next(target, caller), 303)
 
 
 @bp.post("/sign-out")
@@ -403,6 +432,49 @@ def table_reconciliation_csv(table_id: str) -> Response:
         "Cache-Control": "no-store"})
 
 
+# --- landings for keys without reconcile:read ------------------------------------------------
+
+RECENT = 50
+
+
+@bp.get("/rounds")
+def recent() -> Response:
+    """The newest rounds of every table: where a key with rounds:read but not
+    reconcile:read lands (the tables overview is a reconciliation)."""
+    args = {k: v for k, v in request.args.items() if k == "cursor" and v}
+    try:
+        page = rounds.list_rounds(
+            operator_id=_caller().operator_id, uows=get_database().uows, table_id=None,
+            player_id=None, created_from=None, created_to=None, limit=RECENT,
+            cursor=args.get("cursor"))
+    except InvalidCursor:
+        return _invalid_cursor()
+    next_link = None
+    if page["next_cursor"]:
+        next_link = url_for("console.recent") + "?" + urlencode({"cursor": page["next_cursor"]})
+    return _page("console/recent.html", rounds=page["items"], next_link=next_link)
+
+
+@bp.get("/players")
+def find_player() -> BaseResponse:
+    """A form that opens a player's ledger: where a key with only ledger:read lands."""
+    wanted = request.args.get("player_id", "").strip()
+    if wanted:
+        if is_identifier(wanted):
+            return redirect(url_for("console.player", player_id=wanted))
+        return _page("console/find_player.html", 422, wanted=wanted[:MAX_KEY_TEXT],
+                     error=f"A player id is {IDENTIFIER_RULE}.")
+    return _page("console/find_player.html", wanted="")
+
+
+@bp.get("/no-pages")
+def no_pages() -> Response:
+    return _page("console/error.html", 403, title="Nothing to show",
+                 message="This key holds none of rounds:read, ledger:read and reconcile:read, "
+                         "so no console page is open to it; sign out and sign in with a key "
+                         "that holds one.", back=False)
+
+
 # --- a round ----------------------------------------------------------------------------------
 
 def uuid_of(text: str) -> uuid.UUID | None:
@@ -429,7 +501,25 @@ def round_page(round_id: str) -> Response:
     body = stored.body  # with the receipt stored at append, as the API shows it
     names = [p["player_id"] for p in body["players"]]
     matrix = {(pair["players"][0], pair["players"][1]): pair for pair in body.get("pairs", [])}
-    return _page("console/round.html", round=body, names=names, matrix=matrix)
+    reason = None
+    if body.get("reversed_by"):  # the original shows why it was voided, as its reversal does
+        reversal = rounds.get_round(uuid.UUID(body["reversed_by"]),
+                                    operator_id=_caller().operator_id,
+                                    uows=get_database().uows)
+        reason = None if reversal is None else (reversal.body.get("reversal") or {}).get("reason")
+    return _page("console/round.html", round=body, names=names, matrix=matrix,
+                 reversed_reason=reason, lines=lines_top_down(body),
+                 precision=body["ruleset"]["parameters"].get("precision"))
+
+
+def lines_top_down(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Return a round's lines in the order each account's balances read top down.
+
+    A reversal mirrors its round's lines in their stored order, so a player's mirrored fee
+    line (whose balance before is the round's final balance) comes after its mirrored win
+    line: read backwards, the balances chain again."""
+    lines = list(body.get("lines", []))
+    return lines[::-1] if body.get("kind") == "reversal" else lines
 
 
 # --- a player -----------------------------------------------------------------------------------
@@ -457,9 +547,35 @@ def player(player_id: str) -> Response:
         kept = {k: v for k, v in args.items() if k != "cursor"}
         next_link = url_for("console.player", player_id=player_id) + "?" + urlencode(
             {**kept, "cursor": page["next_cursor"]})
-    return _page("console/player.html", player_id=player_id, lines=page["items"],
-                 next_link=next_link, chart=balance_chart(page["items"]),
+    lines = ledger_top_down(page["items"])
+    return _page("console/player.html", player_id=player_id, lines=lines,
+                 next_link=next_link, chart=balance_chart(lines),
                  table_filter=query.get("table_id"))
+
+
+def ledger_top_down(lines: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return a player's ledger page with each reversal's lines read backwards.
+
+    The lines of one reversal round are adjacent; within them the running total is
+    recounted from the total before the round, so it still ends where the API's does."""
+    out: list[Mapping[str, Any]] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j]["round_id"] == lines[i]["round_id"]:
+            j += 1
+        group = lines[i:j]
+        if len(group) > 1 and all(line["kind"] == "reversal" for line in group):
+            total = Decimal(group[0]["running_total"]) - Decimal(group[0]["amount"])
+            places = max(decimals_of(line["running_total"]) for line in group)
+            recounted: list[Mapping[str, Any]] = []
+            for line in reversed(group):
+                total += Decimal(line["amount"])
+                recounted.append({**line, "running_total": f"{total:.{places}f}"})
+            group = recounted
+        out.extend(group)
+        i = j
+    return out
 
 
 # --- drawing ------------------------------------------------------------------------------------

@@ -278,26 +278,25 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         check_table(seats, rules)
     except RoundError as error:
         errors.append(error)
+    stake_good = True
     try:
         check_amounts(rules.money, stake)
     except SettlementError as error:
         errors.append(error)
+        stake_good = False
     seated = {s.player_id: balances[s.player_id] for s in seats}
     if not limits_enforced:
         try:
             check_continue(rules.money, stake, seated)
         except SettlementError as error:
             errors.append(error)
-    if errors:  # the cover rule reads the multiples and the stake: only once they are good
+    if rules.bet_requires_cover and stake_good:
+        errors.extend(_cover_errors(seats, rules, stake, seated))
+    if errors:
         raise gather(errors)
     banker_seat = next(i for i, s in enumerate(seats) if s.banker)
     banker = seats[banker_seat]
     grab = banker.grab_multiple or 1
-    if rules.bet_requires_cover:
-        check_cover([(i, s.player_id, seated[s.player_id],
-                      exact_product(stake, s.bet_multiple or 1, grab))
-                     for i, s in enumerate(seats) if not s.banker],
-                    rules.top_multiplier, rules.money.precision)
     evaluations = tuple(evaluate(s.hand, rules) for s in seats)
     comparisons: list[Comparison] = []
     pairs: list[BankerPair] = []
@@ -317,6 +316,29 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
     debts, settlement = settle_banker(pairs, seated, rules.money)
     return BankerRoundResult(rules, stake, tuple(seats), evaluations, tuple(comparisons),
                              debts, settlement)
+
+
+def _cover_errors(seats: Sequence[BankerSeat], rules: BankerRules, stake: Decimal,
+                  balances: Mapping[str, Decimal]) -> list[SettlementError]:
+    """Return the cover rule's refusal of every player whose own multiple is good.
+
+    The rule reads the stake (checked by the caller), the banker's grab and each player's
+    bet multiple, so it judges every player it can beside the table's other problems."""
+    bankers = [s for s in seats if s.banker]
+    if len(bankers) != 1:
+        return []
+    grab = bankers[0].grab_multiple or 1
+    if grab not in rules.grab_multiples:
+        return []
+    priced = [(i, s.player_id, balances[s.player_id], exact_product(stake, s.bet_multiple, grab))
+              for i, s in enumerate(seats)
+              if not s.banker and s.bet_multiple is not None
+              and s.bet_multiple in rules.bet_multiples]
+    try:
+        check_cover(priced, rules.top_multiplier, rules.money.precision)
+    except SettlementError as error:
+        return [error]
+    return []
 
 
 def bet_multiples_allowed(rules: BankerRules, stake: Decimal, balance: Decimal,

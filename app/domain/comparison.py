@@ -164,8 +164,11 @@ def _dragon_table(seats: list[Seat], dragons: list[Seat], pairs: list[Pair],
     # the dragon makes no home run, unless the dragon scooped that hand too (du4).
     scooped = {p.b if p.a == leaders[0].index else p.a for p in pairs
                if p.scooper == leaders[0].index}
+    # The home run's "at least two" (§3.5) counts every player the lone best dragon beats,
+    # the lesser dragons too, so one flush dragon over two plain ones runs home against a
+    # single player without a dragon (rules.md §6 du4).
     if (r.dragon.home_run and r.home_run.kind is not EffectKind.NONE and len(leaders) == 1
-            and len(others) >= 2
+            and others and len(seats) - 1 >= 2
             and all(seats[i].special is None or i in scooped for i in others)):
         hr = _mark(HomeRun(leaders[0].index, others), pairs)
     compare_others = (r.dragon.others is DragonOthers.ALWAYS

@@ -186,6 +186,28 @@ def rules_to_dict(rules: AnyRules) -> dict[str, Any]:
     }
 
 
+def overrides_of(rules: AnyRules) -> dict[str, Any]:
+    """Return what ``rules`` changes of the preset it is named after: each parameter that
+    differs, and within a table (a dict) only the entries that differ."""
+    base = PRESETS.get(rules.name)
+    if base is None or base is rules:
+        return {}
+    return _changed(rules_to_dict(base), rules_to_dict(rules))
+
+
+def _changed(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        was = base.get(key)
+        if isinstance(was, dict) and isinstance(value, dict):
+            inner = _changed(was, value)
+            if inner:
+                out[key] = inner
+        elif key not in base or was != value:
+            out[key] = value
+    return out
+
+
 def rules_hash(rules: AnyRules) -> str:
     """Return the sha256 hex digest of the rules' canonical JSON."""
     # Identity, not equality: rules that compare equal may still write a parameter

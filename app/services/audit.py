@@ -343,8 +343,25 @@ def _rescored(round_: RoundColumns, rules: AnyRules,
     except (DomainError, KeyError, TypeError, InvalidOperation) as error:
         found.append(_difference(round_, RESULT, f"stored request no longer scores: {error}"))
         return None
-    expected: Mapping[str, Any] = as_stored(round_body(played))
-    return expected
+    expected: dict[str, Any] = as_stored(round_body(played))
+    return _as_written_then(expected, round_.result)
+
+
+# What an answer's ruleset gained after rounds were first stored: a round stored before
+# holds none of these, and its re-scored answer is compared without them.
+LATER_RULESET_FIELDS = ("preset", "overrides")
+
+
+def _as_written_then(expected: dict[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop from a re-scored answer the ruleset fields its stored answer predates."""
+    kept = stored.get("ruleset") if isinstance(stored, Mapping) else None
+    ruleset = expected.get("ruleset")
+    if not isinstance(kept, Mapping) or not isinstance(ruleset, dict):
+        return expected
+    missing = [name for name in LATER_RULESET_FIELDS if name not in kept]
+    if not missing:
+        return expected
+    return {**expected, "ruleset": {k: v for k, v in ruleset.items() if k not in missing}}
 
 
 def _mirror(uow: UnitOfWork, round_: RoundColumns,

@@ -22,6 +22,9 @@ from flask import Flask
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS", "test-artifacts/browser"))
+# The viewer's zone: not UTC, so a time the console shows in it differs from the stored one.
+VIEWER_ZONE = "Asia/Taipei"
+DESK, PHONE = (1366, 900), (390, 844)
 
 
 def _missing() -> str | None:
@@ -61,10 +64,12 @@ def chrome() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1280,1000", "--lang=en-US",
+                     "--disable-gpu", f"--window-size={DESK[0]},{DESK[1]}", "--lang=en-US",
                      "--no-first-run", "--disable-extensions"):
         options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    # The browser takes its time zone from TZ, as a viewer's machine from its settings.
+    service = Service(CHROMEDRIVER, env={**os.environ, "TZ": VIEWER_ZONE})
+    driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
@@ -81,15 +86,17 @@ def browser(chrome: Any, live_url: str) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def shoot() -> Any:
-    """Return a function saving a full-page screenshot as ARTIFACTS/NAME.png."""
+    """Return a function saving a full-page screenshot as ARTIFACTS/NAME-WIDTH.png, at the
+    desk's width (1366 px) unless told another."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
-    def save(driver: Any, name: str) -> Path:
+    def save(driver: Any, name: str, width: int = DESK[0]) -> Path:
+        driver.set_window_size(width, DESK[1])
         height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(1280, min(max(int(height) + 40, 700), 6000))
-        path = ARTIFACTS / f"{name}.png"
+        driver.set_window_size(width, min(max(int(height) + 40, 700), 8000))
+        path = ARTIFACTS / f"{name}-{width}.png"
         driver.save_screenshot(str(path))
-        driver.set_window_size(1280, 1000)
+        driver.set_window_size(*DESK)
         return path
 
     save.folder = ARTIFACTS  # type: ignore[attr-defined]

@@ -633,3 +633,26 @@ def test_a_round_whose_ruleset_row_is_gone_is_a_finding_not_a_500(auditor, owner
     page = auditor.get(f"/v1/rounds?table_id={body['table_id']}")
     assert page.status_code == 200, page.get_json()
     assert [item["round_id"] for item in page.get_json()["items"]] == [body["round_id"]]
+
+
+@pytest.mark.parametrize(("ruleset", "overrides"), [
+    ({"preset": "bonus3", "overrides": {"fee_rate": "0.03"}}, {"fee_rate": "0.03"}),
+    ({"preset": "du4", "overrides": {"special_values": {"six_pairs": 5}}},
+     {"special_values": {"six_pairs": 5}}),
+    ("bonus3", {})], ids=["fee_rate", "a_table_entry", "no_overrides"])
+def test_an_answer_names_its_preset_and_overrides_and_re_scores_to_them(api, ruleset,
+                                                                        overrides):
+    """Issue 42 §4: the answer says what the request changed of the preset; the stored
+    answer is hashed, so re-scoring it must give the same fields back."""
+    table = f"ovr-{uuid.uuid4().hex[:10]}"
+    body = round_request(EX_004 if "du4" in str(ruleset) else EX_000, table)
+    body["ruleset"] = ruleset
+    answer = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert answer.status_code == 201, answer.get_json()
+    named = answer.get_json()["ruleset"]
+    preset = ruleset if isinstance(ruleset, str) else ruleset["preset"]
+    assert (named["name"], named["preset"], named["overrides"]) == (preset, preset, overrides)
+    stored = api.get(f"/v1/rounds/{answer.get_json()['round_id']}").get_json()["ruleset"]
+    assert stored == named
+    verified = _period(api, table)
+    assert verified["ok"] is True and verified["checked"]["rounds"] == 1, verified

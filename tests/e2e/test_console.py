@@ -219,6 +219,32 @@ def test_a_page_outside_the_keys_scopes_is_a_403_page(app, api, make_key):
     assert client.get("/console/players/A").status_code == 403
 
 
+@pytest.mark.parametrize(("scopes", "landing"), [
+    (("admin",), "/console/tables"), (("reconcile:read",), "/console/tables"),
+    (("rounds:read",), "/console/rounds"), (("ledger:read", "rounds:read"), "/console/rounds"),
+    (("ledger:read",), "/console/players"), (("rounds:write",), "/console/no-pages")])
+def test_a_key_lands_on_the_first_page_its_scopes_open(app, make_key, scopes, landing):
+    client = browser(app)
+    signed = sign_in(client, make_key(*scopes))
+    assert signed.status_code == 303 and signed.headers["Location"] == landing
+    assert client.get("/console").headers["Location"] == landing
+    page = client.get(landing)
+    assert page.status_code == (403 if landing.endswith("no-pages") else 200)
+    refused = client.get("/console/audit")
+    if refused.status_code == 403:  # its way back is a page the key may open
+        back = re.search(r'<a href="([^"]+)" id="back">', text(refused))
+        assert back is None or (back[1] == landing and back[1] != "/console/audit")
+
+
+def test_a_player_form_opens_the_ledger_and_refuses_a_bad_id(app, make_key):
+    client = browser(app)
+    sign_in(client, make_key("ledger:read"))
+    found = client.get("/console/players", query_string={"player_id": "A"})
+    assert found.status_code == 302 and found.headers["Location"] == "/console/players/A"
+    bad = client.get("/console/players", query_string={"player_id": "<b>"})
+    assert bad.status_code == 422 and "&lt;b&gt;" in text(bad) and "<b>" not in text(bad)
+
+
 def test_another_operators_round_is_a_404_page(app, api, make_key):
     other = f"other-{uuid.uuid4().hex[:8]}"
     theirs = settle(api, round_request(new_table()), make_key("admin", operator_id=other))
@@ -228,6 +254,12 @@ def test_another_operators_round_is_a_404_page(app, api, make_key):
     assert page.status_code == 404 and page.mimetype == "text/html"
     assert theirs["table_id"] not in text(page)
     assert client.get("/console/rounds/not-a-uuid").status_code == 404
+
+
+def shows(html: str, field: str, value: object) -> bool:
+    """Say whether a cell marked ``data-field=field`` shows exactly ``value``."""
+    return re.search(rf'data-field="{re.escape(field)}"[^>]*>{re.escape(str(value))}<',
+                     html) is not None
 
 
 def test_each_page_shows_what_the_api_answers(app, api, admin_key):
@@ -246,7 +278,7 @@ def test_each_page_shows_what_the_api_answers(app, api, admin_key):
     assert page.status_code == 200
     assert first["round_id"][:8] in html and reversal["round_id"][:8] in html
     listed = api.get(f"/v1/rounds?table_id={table}").get_json()["items"]
-    assert html.count('<th scope="row"><a href="/console/rounds/') == len(listed)
+    assert html.count('<th scope="row" data-label="Round"><a href="/console/rounds/') == len(listed)
     head = listed[0]
     assert api.get(f"/v1/rounds/{head['round_id']}").get_json()["chain"]["content_hash"] in html
 
@@ -258,8 +290,8 @@ def test_each_page_shows_what_the_api_answers(app, api, admin_key):
     round_page = text(client.get(f"/console/rounds/{first['round_id']}"))
     stored = api.get(f"/v1/rounds/{first['round_id']}").get_json()
     for player in stored["players"]:
-        assert f'data-field="amount">{player["amount"]}<' in round_page
-        assert f'data-field="points">{player["points"]}<' in round_page
+        assert shows(round_page, "amount", player["amount"])
+        assert shows(round_page, "points", player["points"])
     for pair in stored["pairs"]:
         for bonus in pair["bonuses"]:
             assert f'{bonus["name"]}: {bonus["points"]}' in round_page
@@ -281,7 +313,7 @@ def test_each_page_shows_what_the_api_answers(app, api, admin_key):
     ledger = api.get(f"/v1/players/A/ledger?table_id={table}").get_json()["items"]
     player = text(client.get(f"/console/players/A?table_id={table}"))
     for line in ledger:
-        assert f'data-field="running_total">{line["running_total"]}<' in player
+        assert shows(player, "running_total", line["running_total"])
     assert '<svg id="balance-chart"' in player and "<polyline" in player
 
 
@@ -306,7 +338,7 @@ def test_verify_and_reconciliation_of_a_table(app, api, admin_key):
     expected = api.get("/v1/reconciliation", query_string={**iso, "table_id": table}).get_json()
     row = expected["tables"][0]
     for name in ("rounds", "won", "lost", "fees", "net"):
-        assert f'data-field="{name}">{row[name]}<' in report
+        assert shows(report, name, row[name])
     assert "0</strong> discrepancies" in report
     csv = client.get(f"{page}/reconciliation.csv", query_string=period)
     assert csv.mimetype == "text/csv" and "attachment" in csv.headers["Content-Disposition"]

@@ -91,6 +91,48 @@ def test_python_m_app_serves_from_an_embedded_database_and_stops_cleanly(tmp_pat
     assert not (data / "postmaster.pid").exists()
 
 
+@pytest.mark.slow
+def test_ctrl_c_stops_python_m_app_and_its_embedded_database(tmp_path):
+    """Ctrl-C (SIGINT) once /readyz answers: the service, its workers and PostgreSQL stop.
+
+    Bound only by a generous timeout (the machine may be loaded); how long it takes is a
+    figure for bench/, not an assertion here. Its log holds no alembic line at INFO."""
+    port = _free_port()
+    data = tmp_path / "pgdata"
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR", "LOG_LEVEL"}}
+    env |= {"PGSERVER_DATA_DIR": str(data), "PORT": str(port), "WEB_CONCURRENCY": "2",
+            "AUDIT_SIGNING_KEY_FILE": str(tmp_path / "signing.pem"),
+            "SECRET_KEY_FILE": str(tmp_path / "secret")}
+    log = tmp_path / "service.log"
+    with log.open("w") as out:
+        service = subprocess.Popen([sys.executable, "-m", "app"], cwd=REPO, env=env,
+                                   stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                status, _ = _get(f"http://127.0.0.1:{port}/readyz")
+                if status == 200:
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if service.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"service did not come up:\n{log.read_text()}")
+            time.sleep(0.2)
+        service.send_signal(signal.SIGINT)
+        code = service.wait(timeout=120)
+    finally:
+        if service.poll() is None:
+            service.kill()
+            service.wait()
+    assert code == 0, log.read_text()
+    assert not (data / "postmaster.pid").exists(), "PostgreSQL stopped with the service"
+    lines = log.read_text().splitlines()
+    assert not [line for line in lines if '"logger": "alembic' in line], \
+        "alembic's revision lines are for LOG_LEVEL=DEBUG"
+
+
 def test_create_app_without_a_url_starts_and_migrates_the_embedded_database(tmp_path):
     data = tmp_path / "pg"
     app = create_app(Settings.from_env({"PGSERVER_DATA_DIR": str(data),

@@ -212,6 +212,13 @@ def test_the_cover_rule_refuses_a_bet_the_balance_cannot_cover() -> None:
     _play(QIANG21_EXAMPLE, loose, P4="0")
 
 
+def test_the_cover_rule_judges_every_good_multiple_beside_a_bad_one() -> None:
+    """P4 cannot cover its bet while P1 names a multiple the rules do not list: both."""
+    seats = _table(p1={"bet_multiple": 7})
+    assert _refusal(seats, balances={"P4": "399.99"}) == {
+        "players[1].bet_multiple": "bad_multiple", "players[4].bet_multiple": "bet_not_covered"}
+
+
 def test_eligibility_lists_the_covered_bet_multiples() -> None:
     assert bet_multiples_allowed(Q21, Decimal(100), Decimal(350)) == (1, 2, 3)
     assert bet_multiples_allowed(Q21, Decimal(100), Decimal(99)) == ()

@@ -172,6 +172,7 @@ def test_only_health_metrics_the_contract_the_rulesets_and_the_public_key_are_pu
     pages = {route for route in public if route[1].startswith(("/docs", "/console"))}
     assert public - pages == {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.yaml"),
+        ("GET", "/problems/{name}"),  # what each problem type means: no data
         ("GET", "/v1/rulesets"), ("GET", "/v1/rulesets/{name}"), ("GET", "/v1/audit/public-key"),
         ("GET", "/v1/audit/public-keys"),
     }

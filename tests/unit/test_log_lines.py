@@ -44,3 +44,30 @@ def test_any_message_and_traceback_format_as_one_line_that_reads_back(message, e
     entry = json.loads(line)
     assert entry["message"] == message
     assert "ValueError" in entry["exception"]
+
+
+ALEMBIC = """
+import logging, sys
+from app import configure_logging
+configure_logging(sys.argv[1])
+for name in ("alembic.runtime.migration", "alembic.runtime.plugins"):
+    logging.getLogger(name).info("Running upgrade 0001 -> 0002")
+logging.getLogger("alembic.runtime.migration").warning("a warning of alembic")
+"""
+
+
+def test_alembic_names_each_revision_only_at_debug_and_always_warns():
+    def lines(level: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", ALEMBIC, level], capture_output=True,
+                              text=True, check=True)
+        return [json.loads(line)["message"] for line in done.stderr.splitlines()]
+
+    assert lines("INFO") == ["a warning of alembic"]
+    assert lines("DEBUG").count("Running upgrade 0001 -> 0002") == 2
+
+
+def test_gunicorns_workers_keep_alembic_quiet_unless_debugging():
+    from app.logs import gunicorn_logconfig
+
+    assert gunicorn_logconfig("INFO")["loggers"]["alembic"]["level"] == "WARNING"
+    assert gunicorn_logconfig("DEBUG")["loggers"]["alembic"]["level"] == "DEBUG"

@@ -299,6 +299,36 @@ def test_du4_flush_dragon_alone_takes_the_home_run() -> None:
     assert result.home_run == "F"
 
 
+def dragon_in(suits: str) -> tuple[str, str, str]:
+    """A dragon whose rank A, 2, …, K takes the suit ``suits[rank index % len(suits)]``."""
+    cards = [f"{rank}{suits[i % len(suits)]}" for i, rank in enumerate("A23456789TJQK")]
+    return " ".join(cards[:3]), " ".join(cards[3:8]), " ".join(cards[8:])
+
+
+def test_rules_md_du4_one_flush_dragon_two_plain_and_one_other_gives_25_from_that_player(
+) -> None:
+    # rules.md §6 du4: with three or more dragons the only flush dragon beats every other
+    # player, so it takes the home run however few hold no dragon: 6 + 6 + 13 = 25 from
+    # the one player without a dragon; the dragons tie among themselves. One deck leaves
+    # that player a dragon's cards too, so it plays them as rows ("special": "none").
+    result = score([*deal(("F", FLUSH_DRAGON), ("D1", dragon_in("hd")), ("D2", dragon_in("ch"))),
+                    player("X", *dragon_in("dc"), special="none")], "du4")
+    assert items(result, "F", "X") == {"rows": 6, "home_run": 6, "dragon.flush_dragon": 13}
+    assert pair_points(result, "F", "D1") == pair_points(result, "F", "D2") == 0
+    assert pair_points(result, "D1", "D2") == 0
+    assert result.home_run == "F"
+    assert result.totals == {"F": 25, "D1": 19, "D2": 19, "X": -63}
+
+
+def test_du4_three_plain_dragons_and_one_other_make_no_home_run() -> None:
+    # rules.md §6 du4: with no flush dragon nobody takes the home run: 6 + 13 = 19 each.
+    result = score([*deal(("D1", dragon_in("hd")), ("D2", dragon_in("ch")),
+                          ("D3", dragon_in("ds"))),
+                    player("X", *dragon_in("sc"), special="none")], "du4")
+    assert result.home_run is None
+    assert result.totals == {"D1": 19, "D2": 19, "D3": 19, "X": -57}
+
+
 def test_du4_four_dragons_pay_nothing() -> None:
     suits = "shdc"
     hands = [(f"P{s}", (f"A{s} K{s} Q{s}", f"J{s} T{s} 9{s} 8{s} 7{s}",

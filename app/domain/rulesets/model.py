@@ -114,11 +114,13 @@ class DragonPolicy:
     ``enabled`` false leaves dragons to the special-hand table. Otherwise a dragon wins
     ``points`` from every player without a special hand, plus a scoop when
     ``counts_as_scoop``; the single best dragon (a flush dragon beats a plain one) takes
-    the home run when ``home_run`` and nobody else plays a special hand; dragons tie each
-    other; ``others`` says whether the players without a dragon are still compared; from
-    ``void_from`` dragons up nothing is paid (§7). Against another special hand a dragon
-    is worth ``points`` and the larger value wins (§5), except that a dragon that
-    ``counts_as_scoop`` (du4) scoops a special hand valued at most its lone run.
+    the home run when ``home_run`` and nobody else plays a special hand (its "at least
+    two" counts the lesser dragons it beats, so it needs only one player without a
+    dragon); dragons tie each other; ``others`` says whether the players without a dragon
+    are still compared; from ``void_from`` dragons up nothing is paid (§7). Against
+    another special hand a dragon is worth ``points`` and the larger value wins (§5),
+    except that a dragon that ``counts_as_scoop`` (du4) scoops a special hand valued at
+    most its lone run.
     """
 
     enabled: bool = False
