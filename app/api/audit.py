@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
 
 from app.api.body import json_body
 from app.api.context import operator_id
@@ -164,7 +164,15 @@ class KeptCheckpointSchema(CheckpointSchema):
 
 
 class ReceiptSchema(Schema):
-    """A round's ``chain`` as the service answered it, with the round's ``table_id``."""
+    """A round's ``chain`` as the service answered it, with the round's ``table_id``; or the
+    round's answer as kept whole (its ``table_id`` and ``chain`` are read, the rest not)."""
+
+    @pre_load
+    def as_kept(self, data: Any, **kwargs: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("chain"), dict):
+            return {"table_id": data.get("table_id"),
+                    **{k: v for k, v in data["chain"].items() if k in RECEIPT_FIELDS}}
+        return data
 
     table_id = fields.String(required=True, validate=_TABLE)
     seq = WholeNumber(required=True, validate=validate.Range(1, MAX_SEQ))
@@ -172,6 +180,9 @@ class ReceiptSchema(Schema):
     content_hash = fields.String(required=True, validate=_HASH)
     signature = fields.String(required=True, validate=validate.Length(1, 128))
     key_id = fields.String(validate=validate.Length(1, 64))
+
+
+RECEIPT_FIELDS = ("seq", "prev_hash", "content_hash", "signature", "key_id")
 
 
 class VerifyRequestSchema(Schema):

@@ -656,3 +656,16 @@ def test_an_answer_names_its_preset_and_overrides_and_re_scores_to_them(api, rul
     assert stored == named
     verified = _period(api, table)
     assert verified["ok"] is True and verified["checked"]["rounds"] == 1, verified
+
+
+def test_a_receipt_is_verified_as_kept_the_whole_answer_or_its_chain_with_the_table(
+        auditor, owner_engine):
+    table = f"t-{uuid.uuid4().hex[:8]}"
+    body = _settle(auditor, table)
+    for kept in (body, {"table_id": table, "chain": body["chain"]}, _receipt(body)):
+        assert _verify(auditor, receipts=[kept]) == [], kept
+    _delete_round(owner_engine, body["round_id"])
+    assert _kinds(_verify(auditor, receipts=[body])) == {("missing_table", table, 1)}
+    refused = auditor.post("/v1/audit/verify", json={"receipts": [{"chain": body["chain"]}]})
+    assert refused.status_code == 422
+    assert {e["path"] for e in refused.get_json()["errors"]} == {"receipts[0].table_id"}
