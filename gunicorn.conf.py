@@ -64,7 +64,12 @@ if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 
 def on_starting(server):
-    """Start with empty metrics: files left by an earlier run would be counted again."""
+    """Refuse to start, with exit 2 and the setting named, on what would make every worker
+    fail to boot (app/preflight.py: the settings, the signing key, the database role); then
+    start with empty metrics: files left by an earlier run would be counted again."""
+    from app.preflight import refuse_or_continue
+
+    refuse_or_continue()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)

@@ -116,7 +116,8 @@ def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Databa
         database.engine, migrate_url=urls.migrations if migrate else None,
         check=settings.check_schema_on_start,
         # The role may never be one that could disable the ledger's triggers.
-        also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime))
+        also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime,
+                                               runtime_role=settings.db_runtime_role))
     app.extensions[SCHEMA_GATE] = gate
     try:
         gate.ensure()
