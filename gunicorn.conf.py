@@ -63,6 +63,14 @@ if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _own_metrics_dir
 
 
+# One count of the per-key limits for every worker (RATE_LIMIT_STORAGE_URL=host://, the
+# default): a SQLite file in a folder made for this start, so counts begin at zero.
+_own_limits_dir = None
+if not os.environ.get("RATE_LIMIT_DIR"):
+    _own_limits_dir = tempfile.mkdtemp(prefix="thirteen-limits-")
+    os.environ["RATE_LIMIT_DIR"] = _own_limits_dir
+
+
 def on_starting(server):
     """Refuse to start, with exit 2 and the setting named, on what would make every worker
     fail to boot (app/preflight.py: the settings, the signing key, the database role); then
@@ -94,14 +102,21 @@ def post_worker_init(worker):
 
 
 def child_exit(server, worker):
-    """Drop a dead worker's live gauges (its counters stay counted)."""
+    """Drop a dead worker's live gauges (its counters stay counted) and the limit slots it
+    held (a worker killed mid-request never gave them back)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+    from app.api.limits import HOST_FILE, HostCounts
+
+    limits_file = Path(os.environ["RATE_LIMIT_DIR"]) / HOST_FILE
+    if limits_file.exists():
+        HostCounts(limits_file).forget(worker.pid)
 
 
 def on_exit(server):
-    """Remove the metrics folder this config created."""
-    if _own_metrics_dir:
-        shutil.rmtree(_own_metrics_dir, ignore_errors=True)
+    """Remove the metrics and limits folders this config created."""
+    for made in (_own_metrics_dir, _own_limits_dir):
+        if made:
+            shutil.rmtree(made, ignore_errors=True)

@@ -74,7 +74,10 @@ class Settings:
     proxy_hops: int = 0
     # Seconds of work a verify request does before it answers with next_cursor.
     verify_budget_s: float = 5.0
-    rate_limit_storage_url: str = "memory://"
+    # host:// (one count for every worker of this host, in a file in rate_limit_dir, which
+    # the server makes at start; without one, this process alone), memory:// or redis://.
+    rate_limit_storage_url: str = "host://"
+    rate_limit_dir: Path | None = None
     rate_limits: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RATES))
     concurrency_limits: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_CONCURRENCY))
@@ -123,6 +126,7 @@ class Settings:
             proxy_hops=_int(env, "PROXY_HOPS", 0, minimum=0),
             verify_budget_s=float(_int(env, "VERIFY_BUDGET_MS", 5_000, minimum=0)) / 1000,
             rate_limit_storage_url=_storage_url(env),
+            rate_limit_dir=Path(env["RATE_LIMIT_DIR"]) if env.get("RATE_LIMIT_DIR") else None,
             rate_limits={name: _rate(env, name, rate) for name, rate in DEFAULT_RATES.items()},
             concurrency_limits={name: _int(env, f"CONCURRENCY_LIMIT_{name.upper()}", at_once,
                                            minimum=1)
@@ -166,10 +170,10 @@ def _rate(env: Mapping[str, str], name: str, default: str) -> str:
 
 
 def _storage_url(env: Mapping[str, str]) -> str:
-    raw = env.get("RATE_LIMIT_STORAGE_URL", "").strip() or "memory://"
-    if not raw.startswith(("memory://", "redis://", "rediss://")):
-        raise ConfigError("RATE_LIMIT_STORAGE_URL must be memory:// or a redis:// URL, "
-                          f"got {_redact(raw)!r}")
+    raw = env.get("RATE_LIMIT_STORAGE_URL", "").strip() or "host://"
+    if raw not in ("host://", "memory://") and not raw.startswith(("redis://", "rediss://")):
+        raise ConfigError("RATE_LIMIT_STORAGE_URL must be host://, memory:// or a redis:// "
+                          f"URL, got {_redact(raw)!r}")
     return raw
 
 

@@ -1,0 +1,76 @@
+"""The service as it is shipped (gunicorn.conf.py, several workers), started for a test."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from app.__main__ import gunicorn_command
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(condition: Any, what: str, cap_s: float = 120) -> None:
+    """Wait until ``condition()`` holds; the cap only keeps a broken run from hanging."""
+    ends = time.monotonic() + cap_s
+    while not condition():
+        if time.monotonic() > ends:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def status_of(port: int, path: str, timeout: float = 5) -> int:
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        connection.request("GET", path)
+        status = connection.getresponse().status
+        connection.close()
+        return status
+    except OSError:
+        return 0
+
+
+@contextmanager
+def served(settings: Any, tmp_path: Path, *, workers: int = 3,
+           **env: str) -> Iterator[int]:
+    """Serve the app with the shipped gunicorn settings on a free port; yield the port."""
+    port = free_port()
+    metrics = tmp_path / f"metrics-{port}"
+    metrics.mkdir()
+    environment = {
+        **{k: v for k, v in os.environ.items() if k != "RATE_LIMIT_DIR"},
+        "DATABASE_URL": settings.database_url,
+        "MIGRATIONS_DATABASE_URL": settings.migrations_database_url,
+        "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file),
+        "HOST": "127.0.0.1", "PORT": str(port), "WEB_CONCURRENCY": str(workers),
+        "LOG_LEVEL": "WARNING", "PROMETHEUS_MULTIPROC_DIR": str(metrics), **env}
+    log_path = tmp_path / f"server-{port}.log"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(gunicorn_command(), cwd=REPO, env=environment, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for(lambda: server.poll() is not None or status_of(port, "/readyz") == 200,
+                 "the service to answer")
+        assert server.poll() is None, log_path.read_text()
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
