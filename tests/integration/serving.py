@@ -4,18 +4,41 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from app.__main__ import gunicorn_command
 
 REPO = Path(__file__).resolve().parents[2]
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+@dataclass(frozen=True)
+class Server:
+    port: int
+    pid: int  # gunicorn's master
+
+    def workers(self) -> list[int]:
+        """Return the pids of the master's worker processes."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return [int(pid) for pid in children]
+
+
+def threads_of(pid: int) -> int:
+    """Return how many threads process ``pid`` has."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no thread count for {pid}")
 
 
 def free_port() -> int:
@@ -46,8 +69,8 @@ def status_of(port: int, path: str, timeout: float = 5) -> int:
 
 @contextmanager
 def served(settings: Any, tmp_path: Path, *, workers: int = 3,
-           **env: str) -> Iterator[int]:
-    """Serve the app with the shipped gunicorn settings on a free port; yield the port."""
+           **env: str) -> Iterator[Server]:
+    """Serve the app with the shipped gunicorn settings on a free port."""
     port = free_port()
     metrics = tmp_path / f"metrics-{port}"
     metrics.mkdir()
@@ -66,7 +89,7 @@ def served(settings: Any, tmp_path: Path, *, workers: int = 3,
         wait_for(lambda: server.poll() is not None or status_of(port, "/readyz") == 200,
                  "the service to answer")
         assert server.poll() is None, log_path.read_text()
-        yield port
+        yield Server(port, server.pid)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -74,3 +97,30 @@ def served(settings: Any, tmp_path: Path, *, workers: int = 3,
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@contextmanager
+def behind_nginx(upstream: int, tmp_path: Path) -> Iterator[int]:
+    """Run deploy/nginx.conf in front of ``upstream``, as compose.yaml does; yield its port."""
+    port = free_port()
+    temp = tmp_path / f"nginx-{port}"
+    temp.mkdir()
+    temp.chmod(0o777)  # nginx's workers run as nobody when started by root
+    config = tmp_path / f"nginx-{port}.conf"
+    config.write_text(Template((REPO / "deploy" / "nginx.conf").read_text()).safe_substitute(
+        LISTEN=f"127.0.0.1:{port}", UPSTREAM=f"127.0.0.1:{upstream}",
+        PID_FILE=str(temp / "nginx.pid"), TEMP_DIR=str(temp)))
+    proxy = subprocess.Popen([NGINX, "-c", str(config), "-g", "daemon off;"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: proxy.poll() is not None or status_of(port, "/healthz") != 0,
+                 "nginx to answer")
+        assert proxy.poll() is None, "nginx did not start"
+        yield port
+    finally:
+        proxy.send_signal(signal.SIGQUIT)
+        try:
+            proxy.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proxy.kill()
+            proxy.wait()

@@ -76,8 +76,8 @@ def test_a_flood_on_more_connections_than_workers_is_served_the_keys_rate_once(
         store, settings, owner_uows, tmp_path):
     token = create_key(owner_uows, f"flood-{uuid.uuid4().hex[:8]}", ["rounds:read"],
                        rate_limits={"read": RATE}).token
-    with served(settings, tmp_path, workers=WORKERS, RATE_LIMIT_STORAGE_URL=store) as port:
-        seen = _flood(port, token, "/v1/rounds?limit=1")
+    with served(settings, tmp_path, workers=WORKERS, RATE_LIMIT_STORAGE_URL=store) as server:
+        seen = _flood(server.port, token, "/v1/rounds?limit=1")
     print(f"{store}: {dict(seen)} for a limit of {RATE}")
     assert set(seen) <= {"served", "read", "read-at-once"}, seen
     assert abs(seen["served"] - AMOUNT) <= AMOUNT // 10, seen
