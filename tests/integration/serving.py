@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
@@ -100,16 +101,22 @@ def served(settings: Any, tmp_path: Path, *, workers: int = 3,
 
 
 @contextmanager
-def behind_nginx(upstream: int, tmp_path: Path) -> Iterator[int]:
-    """Run deploy/nginx.conf in front of ``upstream``, as compose.yaml does; yield its port."""
+def behind_nginx(upstream: int, tmp_path: Path, **changed: str) -> Iterator[int]:
+    """Run deploy/nginx.conf in front of ``upstream``, as compose.yaml does; yield its port.
+
+    ``changed`` replaces a directive's value (``proxy_read_timeout="1s"``)."""
     port = free_port()
     temp = tmp_path / f"nginx-{port}"
     temp.mkdir()
     temp.chmod(0o777)  # nginx's workers run as nobody when started by root
     config = tmp_path / f"nginx-{port}.conf"
-    config.write_text(Template((REPO / "deploy" / "nginx.conf").read_text()).safe_substitute(
+    text = Template((REPO / "deploy" / "nginx.conf").read_text()).safe_substitute(
         LISTEN=f"127.0.0.1:{port}", UPSTREAM=f"127.0.0.1:{upstream}",
-        PID_FILE=str(temp / "nginx.pid"), TEMP_DIR=str(temp)))
+        PID_FILE=str(temp / "nginx.pid"), TEMP_DIR=str(temp))
+    for directive, value in changed.items():
+        text, found = re.subn(rf"(\n\s*{directive}) [^;]+;", rf"\1 {value};", text)
+        assert found == 1, directive
+    config.write_text(text)
     proxy = subprocess.Popen([NGINX, "-c", str(config), "-g", "daemon off;"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
