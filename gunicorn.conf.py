@@ -69,12 +69,13 @@ if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _own_metrics_dir
 
 
-# One count of the per-key limits for every worker (RATE_LIMIT_STORAGE_URL=host://, the
-# default): a SQLite file in a folder made for this start, so counts begin at zero.
-_own_limits_dir = None
-if not os.environ.get("RATE_LIMIT_DIR"):
-    _own_limits_dir = tempfile.mkdtemp(prefix="thirteen-limits-")
-    os.environ["RATE_LIMIT_DIR"] = _own_limits_dir
+# What the workers of this host share, in a folder made for this start (RUN_DIR): the
+# per-key limits' count (RATE_LIMIT_STORAGE_URL=host://, the default), which so begins at
+# zero, and the slots of CPU-heavy work (app/api/cpu.py).
+_own_run_dir = None
+if not os.environ.get("RUN_DIR"):
+    _own_run_dir = tempfile.mkdtemp(prefix="thirteen-run-")
+    os.environ["RUN_DIR"] = _own_run_dir
 
 
 def on_starting(server):
@@ -116,13 +117,13 @@ def child_exit(server, worker):
         multiprocess.mark_process_dead(worker.pid)
     from app.api.limits import HOST_FILE, HostCounts
 
-    limits_file = Path(os.environ["RATE_LIMIT_DIR"]) / HOST_FILE
+    limits_file = Path(os.environ["RUN_DIR"]) / HOST_FILE
     if limits_file.exists():
         HostCounts(limits_file).forget(worker.pid)
 
 
 def on_exit(server):
     """Remove the metrics and limits folders this config created."""
-    for made in (_own_metrics_dir, _own_limits_dir):
+    for made in (_own_metrics_dir, _own_run_dir):
         if made:
             shutil.rmtree(made, ignore_errors=True)

@@ -173,13 +173,13 @@ def wsgi_environ(scope: Scope, body: bytes, length: int | None = None) -> dict[s
     return environ
 
 
-class WholeRequestWorker(ASGIWorker):
+class WholeRequestWorker(ASGIWorker):  # type: ignore[misc]
     """gunicorn's asyncio worker serving the WSGI app it loaded (``app:create_app()``) on
     whole requests, in GUNICORN_THREADS threads."""
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        wsgi = self.asgi
+        wsgi: Any = self.asgi
         config = getattr(wsgi, "config", {})
         self.asgi = WholeRequests(
             wsgi, threads=int(os.environ.get("GUNICORN_THREADS") or DEFAULT_THREADS),

@@ -10,7 +10,7 @@ draft-ietf-httpapi-ratelimit-headers (two policies a class: ``"settle"`` for the
 Retry-After and a RateLimit field that names the policy that refused it.
 
 Where the counts live (RATE_LIMIT_STORAGE_URL): ``host://`` (the default), one SQLite file
-that every worker of this host opens (RATE_LIMIT_DIR, made by the server at start), so a
+that every worker of this host opens (RUN_DIR, made by the server at start), so a
 key's limits hold across workers with no server to run; ``redis://``, the ``limits``
 library's storage, shared by every worker and host; ``memory://``, this process alone.
 """
@@ -193,7 +193,7 @@ class HostCounts:
     makes it atomic across processes). A window is the requests in it, each stored with the
     moment it leaves the window; slots in use are counted per process, so the slots of a
     worker that died are dropped when the server sees it exit (``forget``), or expire.
-    The file is the server's alone, in a folder it made at start (RATE_LIMIT_DIR); it is
+    The file is the server's alone, in a folder it made at start (RUN_DIR); it is
     never synced to disk: counts do not outlive the server.
     """
 
@@ -293,7 +293,7 @@ class Limiter:
         if settings.rate_limit_storage_url.startswith("memory://"):
             self.counts = LocalCounts()
         elif settings.rate_limit_storage_url.startswith("host://"):
-            self.counts = host_counts(settings.rate_limit_dir)
+            self.counts = host_counts(settings.run_dir)
         else:
             storage = storage_from_string(settings.rate_limit_storage_url)
             if not isinstance(storage, Storage):
@@ -323,12 +323,12 @@ def init_limits(app: Flask, settings: Settings) -> None:
 
 def _class_of(method: str, template: str) -> str | None:
     name = ROUTE_CLASSES.get((method, template))
-    if name == DRY and template == "/v1/hands/arrange" and _asks_for_best():
+    if name == DRY and template == "/v1/hands/arrange" and asks_for_best():
         return ADVISOR
     return name
 
 
-def _asks_for_best() -> bool:
+def asks_for_best() -> bool:
     # The body is bounded (MAX_BODY_BYTES) before anything reads it; a body that does not
     # parse is refused by the view, counted here as a dry run.
     try:

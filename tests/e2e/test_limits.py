@@ -213,3 +213,24 @@ def test_a_store_that_does_not_answer_leaves_requests_unlimited_not_refused(make
                    rate_limit_storage_url=f"redis://127.0.0.1:{port}/0")
     mine = api.with_key(make_key("rounds:read", operator_id=_operator()))
     assert [mine.get("/v1/rounds?limit=1").status_code for _ in range(3)] == [200, 200, 200]
+
+
+def test_cpu_heavy_work_waits_for_a_host_slot_and_is_503_busy_when_none_comes(make_api,
+                                                                              make_key):
+    from app.api.cpu import EXTENSION as CPU
+
+    app_api = make_api(cpu_heavy_slots=1, cpu_heavy_wait_s=0.0)
+    mine = app_api.with_key(make_key("rounds:write", operator_id=_operator()))
+    slots, _ = app_api._client.application.extensions[CPU]
+    held = slots.take(0)  # another key's advisor request, running
+    try:
+        busy = _arrange(mine, "best")
+        assert busy.status_code == 503, busy.get_json()
+        assert busy.get_json()["type"] == "/problems/busy"
+        assert int(busy.headers["Retry-After"]) >= 1
+        assert _arrange(mine, "keep_back").status_code == 200  # not heavy: never waits
+        assert _settle(mine, _table()).status_code == 201
+    finally:
+        slots.give_back(held)
+    assert _arrange(mine, "best").status_code == 200
+    assert _arrange(mine, "best").status_code == 200  # each gave its slot back

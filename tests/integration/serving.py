@@ -76,7 +76,7 @@ def served(settings: Any, tmp_path: Path, *, workers: int = 3,
     metrics = tmp_path / f"metrics-{port}"
     metrics.mkdir()
     environment = {
-        **{k: v for k, v in os.environ.items() if k != "RATE_LIMIT_DIR"},
+        **{k: v for k, v in os.environ.items() if k != "RUN_DIR"},
         "DATABASE_URL": settings.database_url,
         "MIGRATIONS_DATABASE_URL": settings.migrations_database_url,
         "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file),
