@@ -177,9 +177,11 @@ class WholeRequestWorker(ASGIWorker):  # type: ignore[misc]
     """gunicorn's asyncio worker serving the WSGI app it loaded (``app:create_app()``) on
     whole requests, in GUNICORN_THREADS threads."""
 
+    asgi: Any
+
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        wsgi: Any = self.asgi
+        wsgi = self.asgi
         config = getattr(wsgi, "config", {})
         self.asgi = WholeRequests(
             wsgi, threads=int(os.environ.get("GUNICORN_THREADS") or DEFAULT_THREADS),
