@@ -7,7 +7,10 @@ bodies held every thread. Here gunicorn's ASGI worker reads each request on its 
 whole (at most MAX_BODY_BYTES; past it the app answers 413 without the rest being read),
 and only then a thread of a small pool (GUNICORN_THREADS) runs the Flask app on it. The
 answer is collected and written back by the loop, so a client that reads slowly holds no
-thread either.
+thread either. Requests waiting for a thread take turns by caller (API key, else address):
+one key's flood queues behind its own requests, not in front of another operator's. A key
+this worker answered 429 waits out HOLD_BACK_S on the loop before its next request is
+looked at (it would be refused again): its refusals cost no thread and almost no CPU.
 
 gunicorn.conf.py names the worker (``worker_class``); the app is the same WSGI app
 (``app:create_app()``).
@@ -20,8 +23,10 @@ import io
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -31,6 +36,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THREADS = 2
 DEFAULT_MAX_BODY = 256 * 1024
+# A key answered 429 has its next request on this worker looked at this much later.
+HOLD_BACK_S = 1.0
+MAX_REFUSED_KEPT = 10_000
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,6 +46,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 StartResponse = Callable[..., Callable[[bytes], object]]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
 class WholeRequests:
@@ -46,7 +55,15 @@ class WholeRequests:
     def __init__(self, wsgi: WsgiApp, *, threads: int, max_body_bytes: int) -> None:
         self.wsgi = wsgi
         self.max_body_bytes = max_body_bytes
+        self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="request")
+        # Whole requests waiting for a thread, by caller, served round-robin: one caller's
+        # flood waits behind its own requests, never in front of another caller's.
+        self._waiting: dict[int, deque[tuple[dict[str, Any], asyncio.Future[Answer]]]] = {}
+        self._turns: deque[int] = deque()
+        self._running = 0
+        # When each key was last answered 429 by this worker (loop time).
+        self._refused_at: dict[int, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -62,10 +79,63 @@ class WholeRequests:
         if body is None:
             return  # the client went away before its request was whole
         environ = wsgi_environ(scope, body, declared if body == b"" else None)
-        loop = asyncio.get_running_loop()
-        status, headers, chunks = await loop.run_in_executor(self.pool, self._run, environ)
+        caller, keyed = _caller(scope)
+        if keyed:
+            await self._hold_back(caller)
+        status, headers, chunks = await self._in_turn(caller, environ)
+        if keyed and status == 429:
+            self._refused_at[caller] = asyncio.get_running_loop().time()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": chunks})
+
+    async def _hold_back(self, caller: int) -> None:
+        """Make a key answered 429 less than HOLD_BACK_S ago wait out the rest, on the
+        loop: a flood's refusals then cost a sleeping coroutine, not a core."""
+        refused_at = self._refused_at.get(caller)
+        if refused_at is None:
+            return
+        wait = refused_at + HOLD_BACK_S - asyncio.get_running_loop().time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        elif len(self._refused_at) > MAX_REFUSED_KEPT:
+            now = asyncio.get_running_loop().time()
+            self._refused_at = {k: t for k, t in self._refused_at.items()
+                                if t + HOLD_BACK_S > now}
+
+    async def _in_turn(self, caller: int, environ: dict[str, Any]) -> Answer:
+        """Run the app on ``environ`` in a thread, when ``caller``'s turn comes."""
+        answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        queue = self._waiting.get(caller)
+        if queue is None:
+            queue = self._waiting[caller] = deque()
+            self._turns.append(caller)
+        queue.append((environ, answer))
+        self._start_next()
+        return await answer
+
+    def _start_next(self) -> None:
+        while self._running < self.threads and self._turns:
+            caller = self._turns.popleft()
+            queue = self._waiting[caller]
+            environ, answer = queue.popleft()
+            if queue:
+                self._turns.append(caller)  # its next request waits for the others' turns
+            else:
+                del self._waiting[caller]
+            if answer.cancelled():
+                continue  # its client went away while it waited
+            self._running += 1
+            running = asyncio.wrap_future(self.pool.submit(self._run, environ))
+            running.add_done_callback(partial(self._finished, answer))
+
+    def _finished(self, answer: asyncio.Future[Answer], running: asyncio.Future[Answer]) -> None:
+        self._running -= 1
+        if not answer.done():
+            if running.exception() is not None:
+                answer.set_exception(running.exception())  # type: ignore[arg-type]
+            else:
+                answer.set_result(running.result())
+        self._start_next()
 
     async def _body(self, receive: Receive) -> bytes | None:
         # Read at most one byte past the limit: the app then refuses the body (413), and
@@ -83,7 +153,7 @@ class WholeRequests:
             if not message.get("more_body", False):
                 return b"".join(parts)
 
-    def _run(self, environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def _run(self, environ: dict[str, Any]) -> Answer:
         answer: dict[str, Any] = {}
 
         def start_response(status: str, headers: list[tuple[str, str]],
@@ -114,6 +184,16 @@ class WholeRequests:
                 self.pool.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _caller(scope: Scope) -> tuple[int, bool]:
+    """Return who sent the request, for taking turns (its credentials, else its address),
+    and whether that is a key (an address may be a proxy's, shared by many clients)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return hash(value), True
+    client = scope.get("client") or ("", 0)
+    return hash(client[0]), False
 
 
 def _declared_length(scope: Scope) -> int | None:
