@@ -37,8 +37,15 @@ if str(REPO) not in sys.path:
 
 from app.config import DEFAULT_CONCURRENCY, DEFAULT_RATES  # noqa: E402
 from bench.load import (  # noqa: E402
-    SERVICE_APP, WRK_SCRIPT, BenchError, choose_server, find_wrk, gunicorn, make_bodies,
-    scratch_database)
+    SERVICE_APP,
+    WRK_SCRIPT,
+    BenchError,
+    choose_server,
+    find_wrk,
+    gunicorn,
+    make_bodies,
+    scratch_database,
+)
 
 P99_GOAL, P50_GOAL = 3.0, 2.0
 HAND = ["Ah", "Kh", "Qh", "Jh", "Th", "9s", "9d", "2c", "3c", "4c", "5d", "6d", "7s"]
@@ -164,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{'flood':8} {'p50 ms':>8} {'x':>6} {'p99 ms':>8} {'x':>6}  goal (p50 <= "
           f"{P50_GOAL}x, p99 <= {P99_GOAL}x)")
     print(f"{'none':8} {_pct(alone, 50):8.1f} {1:6.2f} {_pct(alone, 99):8.1f} {1:6.2f}")
-    for name, loaded, _figures_ in rows:
+    for name, loaded, _ in rows:
         x50, x99 = _pct(loaded, 50) / _pct(alone, 50), _pct(loaded, 99) / _pct(alone, 99)
         met = "met" if x50 <= P50_GOAL and x99 <= P99_GOAL else "NOT met"
         print(f"{name:8} {_pct(loaded, 50):8.1f} {x50:6.2f} {_pct(loaded, 99):8.1f} "
