@@ -22,12 +22,11 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * available_cpus() + 1)
 # gunicorn's asyncio worker reads every request on its event loop, and app/asgi.py hands
 # only whole requests to a thread: a client that trickles its headers or body, or sends
-# nothing, holds no thread (docs/operations/running.md, "Slow clients").
+# nothing, holds no thread (docs/operations/running.md, "Slow clients and the shapes that
+# are safe").
 worker_class = "app.asgi.WholeRequestWorker"
 asgi_loop = "asyncio"
 asgi_lifespan = "on"
-# Connections each worker keeps open at once (idle and trickling ones included).
-worker_connections = int(os.environ.get("WORKER_CONNECTIONS") or 1000)
 
 # A request is bounded well before this: a verify stops after VERIFY_BUDGET_MS (5 s) of
 # work, each statement after DB_STATEMENT_TIMEOUT_MS (5 s), and a database that stops
