@@ -73,14 +73,12 @@ def _key(url: str, operator: str, scopes: Sequence[str]) -> str:
 
 def floods(bodies: list[dict[str, Any]]) -> dict[str, tuple[str, str, list[str]]]:
     """Return each route class's flood: method, path and bodies (none for a GET)."""
-    score = {"ruleset": bodies[0]["ruleset"], "stake": bodies[0]["stake"],
-             "players": bodies[0]["players"]}
     return {
         "advisor": ("POST", "/v1/hands/arrange",
                     [json.dumps({"ruleset": "classic4", "cards": HAND, "mode": "best"})]),
         "audit": ("GET", "/v1/audit/verify?from=2026-01-01T00:00:00Z&to=2027-01-01T00:00:00Z",
                   []),
-        "dry": ("POST", "/v1/rounds/score", [json.dumps(score)]),
+        "dry": ("POST", "/v1/rounds/score", [json.dumps(body) for body in bodies]),
         "read": ("GET", "/v1/rounds?limit=50", []),
         "settle": ("POST", "/v1/rounds", [json.dumps(body) for body in bodies[1:]]),
     }
