@@ -63,5 +63,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 # Migrate first (migrations/env.py holds an advisory lock, so replicas starting together
 # take turns), then exec so gunicorn is PID 1 and receives docker stop's SIGTERM.
 # Migrates as MIGRATIONS_DATABASE_URL (the tables' owner), then serves as DATABASE_URL (a
-# login granted the runtime role); the service refuses to run as the owner or a superuser.
+# login granted the runtime role). gunicorn's master checks before any worker starts
+# (app/preflight.py) and exits 2 naming the setting: a missing signing key, a role that is
+# the owner or a superuser, or a login outside the runtime role. Its asyncio workers hold
+# slow and idle clients without a thread (docs/operations/running.md).
 CMD ["sh", "-c", ": \"${DATABASE_URL:?set DATABASE_URL to the runtime login's PostgreSQL URL}\" && : \"${MIGRATIONS_DATABASE_URL:?set MIGRATIONS_DATABASE_URL to the owner's PostgreSQL URL}\" && alembic upgrade head && exec gunicorn --config gunicorn.conf.py 'app:create_app()'"]

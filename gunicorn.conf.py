@@ -20,10 +20,15 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 # couple of threads, keep the CPUs busy without oversubscribing them. CPUs are the ones this
 # process may use: its affinity, capped by a container's cgroup CPU quota (app/runtime.py).
 # Each worker's connection pool (DB_POOL_SIZE + DB_MAX_OVERFLOW) must be at least its thread
-# count.
+# count (GUNICORN_THREADS, 2: app/asgi.py's pool).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * available_cpus() + 1)
-worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS") or 2)
+# gunicorn's asyncio worker reads every request on its event loop, and app/asgi.py hands
+# only whole requests to a thread: a client that trickles its headers or body, or sends
+# nothing, holds no thread (docs/operations/running.md, "Slow clients and the shapes that
+# are safe").
+worker_class = "app.asgi.WholeRequestWorker"
+asgi_loop = "asyncio"
+asgi_lifespan = "on"
 
 # A request is bounded well before this: a verify stops after VERIFY_BUDGET_MS (5 s) of
 # work, each statement after DB_STATEMENT_TIMEOUT_MS (5 s), and a database that stops
@@ -65,8 +70,24 @@ if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _own_metrics_dir
 
 
+# What the workers of this host share, in a folder made for this start (RUN_DIR): the
+# per-key limits' count (RATE_LIMIT_STORAGE_URL=host://, the default), which so begins at
+# zero, and the slots of CPU-heavy work (app/api/cpu.py).
+_own_run_dir = None
+if not os.environ.get("RUN_DIR"):
+    _own_run_dir = tempfile.mkdtemp(prefix="thirteen-run-")
+    os.environ["RUN_DIR"] = _own_run_dir
+
+
 def on_starting(server):
-    """Start with empty metrics: files left by an earlier run would be counted again."""
+    """Refuse to start, with exit 2 and the setting named, on what would make every worker
+    fail to boot (app/preflight.py: the settings, the signing key, the database role); then
+    start with empty metrics: files left by an earlier run would be counted again."""
+    from app.preflight import refuse_or_continue
+
+    served = getattr(server.app, "app_uri", None) or server.cfg.wsgi_app or ""
+    if served.partition(":")[0] == "app":  # the service (a benchmark's yardstick is not)
+        refuse_or_continue()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
@@ -107,14 +128,21 @@ def worker_exit(server, worker):
 
 
 def child_exit(server, worker):
-    """Drop a dead worker's live gauges (its counters stay counted)."""
+    """Drop a dead worker's live gauges (its counters stay counted) and the limit slots it
+    held (a worker killed mid-request never gave them back)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+    from app.api.limits import HOST_FILE, HostCounts
+
+    limits_file = Path(os.environ["RUN_DIR"]) / HOST_FILE
+    if limits_file.exists():
+        HostCounts(limits_file).forget(worker.pid)
 
 
 def on_exit(server):
-    """Remove the metrics folder this config created."""
-    if _own_metrics_dir:
-        shutil.rmtree(_own_metrics_dir, ignore_errors=True)
+    """Remove the metrics and limits folders this config created."""
+    for made in (_own_metrics_dir, _own_run_dir):
+        if made:
+            shutil.rmtree(made, ignore_errors=True)

@@ -33,6 +33,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api.auth import init_auth
     from app.api.body import refuse_text_faults_in_url
     from app.api.cors import init_cors
+    from app.api.cpu import init_cpu_slots
     from app.api.errors import register_error_handlers
     from app.api.limits import init_limits
     from app.api.metrics import init_metrics
@@ -82,6 +83,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     init_auth(app, key_cache_s=settings.api_key_cache_s)
     # After auth: a key is counted against its own limits, an address on public routes.
     init_limits(app, settings)
+    # After the limits: a request over its key's limit is refused without waiting here.
+    init_cpu_slots(app, settings)
     register_blueprints(app)
     init_console(app, settings)
     register_commands(app)
@@ -116,7 +119,8 @@ def _connect(app: Flask, settings: Settings, *, serve_when_down: bool) -> Databa
         database.engine, migrate_url=urls.migrations if migrate else None,
         check=settings.check_schema_on_start,
         # The role may never be one that could disable the ledger's triggers.
-        also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime))
+        also=lambda engine: check_runtime_role(engine, allow_owner=settings.allow_owner_runtime,
+                                               runtime_role=settings.db_runtime_role))
     app.extensions[SCHEMA_GATE] = gate
     try:
         gate.ensure()

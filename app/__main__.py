@@ -141,7 +141,8 @@ def _check_role(url: str, settings: Settings) -> None:
 
     engine = create_engine(url, poolclass=NullPool)
     try:
-        check_runtime_role(engine, allow_owner=settings.allow_owner_runtime)
+        check_runtime_role(engine, allow_owner=settings.allow_owner_runtime,
+                           runtime_role=settings.db_runtime_role)
     finally:
         engine.dispose()
 

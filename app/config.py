@@ -74,7 +74,15 @@ class Settings:
     proxy_hops: int = 0
     # Seconds of work a verify request does before it answers with next_cursor.
     verify_budget_s: float = 5.0
-    rate_limit_storage_url: str = "memory://"
+    # host:// (one count for every worker of this host, in a file in run_dir, which
+    # the server makes at start; without one, this process alone), memory:// or redis://.
+    rate_limit_storage_url: str = "host://"
+    run_dir: Path | None = None
+    # CPU-heavy requests (app.api.cpu) running at once on this host (from the environment:
+    # one core fewer than the host may use, at least one), and how long one waits for its
+    # turn before 503.
+    cpu_heavy_slots: int = 1
+    cpu_heavy_wait_s: float = 10.0
     rate_limits: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RATES))
     concurrency_limits: Mapping[str, int] = field(
         default_factory=lambda: dict(DEFAULT_CONCURRENCY))
@@ -123,6 +131,9 @@ class Settings:
             proxy_hops=_int(env, "PROXY_HOPS", 0, minimum=0),
             verify_budget_s=float(_int(env, "VERIFY_BUDGET_MS", 5_000, minimum=0)) / 1000,
             rate_limit_storage_url=_storage_url(env),
+            run_dir=Path(env["RUN_DIR"]) if env.get("RUN_DIR") else None,
+            cpu_heavy_slots=_int(env, "CPU_HEAVY_SLOTS", _default_cpu_slots(), minimum=1),
+            cpu_heavy_wait_s=float(_int(env, "CPU_HEAVY_WAIT_S", 10, minimum=0)),
             rate_limits={name: _rate(env, name, rate) for name, rate in DEFAULT_RATES.items()},
             concurrency_limits={name: _int(env, f"CONCURRENCY_LIMIT_{name.upper()}", at_once,
                                            minimum=1)
@@ -165,11 +176,17 @@ def _rate(env: Mapping[str, str], name: str, default: str) -> str:
     return raw
 
 
+def _default_cpu_slots() -> int:
+    from app.runtime import available_cpus
+
+    return max(1, available_cpus() - 1)
+
+
 def _storage_url(env: Mapping[str, str]) -> str:
-    raw = env.get("RATE_LIMIT_STORAGE_URL", "").strip() or "memory://"
-    if not raw.startswith(("memory://", "redis://", "rediss://")):
-        raise ConfigError("RATE_LIMIT_STORAGE_URL must be memory:// or a redis:// URL, "
-                          f"got {_redact(raw)!r}")
+    raw = env.get("RATE_LIMIT_STORAGE_URL", "").strip() or "host://"
+    if raw not in ("host://", "memory://") and not raw.startswith(("redis://", "rediss://")):
+        raise ConfigError("RATE_LIMIT_STORAGE_URL must be host://, memory:// or a redis:// "
+                          f"URL, got {_redact(raw)!r}")
     return raw
 
 

@@ -34,8 +34,28 @@ def write_problem(sock: socket.socket, status_int: int, reason: str, mesg: str) 
     util.write_nonblock(sock, problem_bytes(status_int, reason, mesg))
 
 
+def _send_problem(protocol: object, status: int, message: str,
+                  extra_headers: tuple[tuple[str, str], ...] = ()) -> None:
+    """gunicorn's asyncio worker's ``_send_error_response``, writing problem+json."""
+    from http import HTTPStatus
+
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Error"
+    answer = problem_bytes(status, reason, message)
+    if extra_headers:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        extra = "".join(f"\r\n{name}: {value}" for name, value in extra_headers)
+        answer = head + extra.encode("latin-1") + b"\r\n\r\n" + body
+    protocol._safe_write(answer)  # type: ignore[attr-defined]
+
+
 def install() -> None:
-    """Make gunicorn write its own error answers as problem+json (idempotent)."""
+    """Make gunicorn write its own error answers as problem+json (idempotent): the
+    threaded workers' ``write_error`` and the asyncio worker's error answers."""
     from gunicorn import util
+    from gunicorn.asgi.protocol import ASGIProtocol  # type: ignore[import-untyped]
 
     util.write_error = write_problem
+    ASGIProtocol._send_error_response = _send_problem

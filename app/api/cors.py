@@ -13,7 +13,8 @@ from flask import Flask, Response
 from app.api.current import current_flask, current_request
 
 ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-Id"
-EXPOSE_HEADERS = "ETag, Idempotent-Replayed, Retry-After, WWW-Authenticate, X-Request-Id"
+EXPOSE_HEADERS = ("ETag, Idempotent-Replayed, RateLimit, RateLimit-Policy, Retry-After, "
+                  "WWW-Authenticate, X-Request-Id")
 ALLOW_METHODS = "GET, POST, OPTIONS"
 MAX_AGE_S = "600"
 

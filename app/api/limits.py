@@ -4,21 +4,30 @@ Every API route belongs to a class (``ROUTE_CLASSES``): settles and other append
 runs, the advisor (``mode: best``), reads, audit and reconciliation, and public routes,
 which count by client address. Each key has a rate and a concurrency per class: the
 settings' defaults (RATE_LIMIT_<CLASS>, CONCURRENCY_LIMIT_<CLASS>) or its own, given when it
-was made. Every limited answer carries the RateLimit headers; over a limit it is 429
-problem+json with Retry-After. The counts live in the ``limits`` library's storage: each
-worker's memory by default (a key may then reach its limit once per worker), or Redis
-(RATE_LIMIT_STORAGE_URL), shared by every worker and host.
+was made. Every limited answer carries the RateLimit-Policy and RateLimit fields of
+draft-ietf-httpapi-ratelimit-headers (two policies a class: ``"settle"`` for the rate and
+``"settle-at-once"`` for the requests at once); over a limit it is 429 problem+json with
+Retry-After and a RateLimit field that names the policy that refused it.
+
+Where the counts live (RATE_LIMIT_STORAGE_URL): ``host://`` (the default), one SQLite file
+that every worker of this host opens (RUN_DIR, made by the server at start), so a
+key's limits hold across workers with no server to run; ``redis://``, the ``limits``
+library's storage, shared by every worker and host; ``memory://``, this process alone.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 import orjson
 from flask import Flask, Response, request
@@ -32,6 +41,7 @@ from app.api.errors import ProblemError
 from app.config import Settings
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 EXTENSION = "limits"
 TYPE_RATE_LIMITED = "/problems/rate-limited"
@@ -165,13 +175,125 @@ class LocalCounts:
                 self._slots.pop(slot, None)
 
 
+_HOST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS hits (
+    who TEXT NOT NULL, policy TEXT NOT NULL, expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS hits_by_policy ON hits (who, policy, expires);
+CREATE INDEX IF NOT EXISTS hits_by_expiry ON hits (expires);
+CREATE TABLE IF NOT EXISTS slots (
+    slot TEXT NOT NULL, pid INTEGER NOT NULL, taken INTEGER NOT NULL, until REAL NOT NULL,
+    PRIMARY KEY (slot, pid)) WITHOUT ROWID;
+"""
+
+
+class HostCounts:
+    """Counts in one SQLite file that every worker process of this host opens.
+
+    Each count is one short write transaction (BEGIN IMMEDIATE: SQLite's lock on the file
+    makes it atomic across processes). A window is the requests in it, each stored with the
+    moment it leaves the window; slots in use are counted per process, so the slots of a
+    worker that died are dropped when the server sees it exit (``forget``), or expire.
+    The file is the server's alone, in a folder it made at start (RUN_DIR); it is
+    never synced to disk: counts do not outlive the server.
+    """
+
+    SWEEP_EVERY = 1024
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+        self._counted = 0
+
+    def _connection(self) -> sqlite3.Connection:
+        # Opened in the process that counts: a connection must not cross a fork.
+        if self._db is None or self._pid != os.getpid():
+            db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")
+            db.executescript(_HOST_SCHEMA)
+            self._db, self._pid = db, os.getpid()
+        return self._db
+
+    def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                done = work(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return done
+
+    def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
+        now = time.time()
+        policy = f"{name}:{rate}"
+        leaves = now + float(rate.get_expiry())
+
+        def count(db: sqlite3.Connection) -> Count:
+            self._counted += 1
+            if self._counted % self.SWEEP_EVERY == 0:
+                db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
+            held, first = db.execute(
+                "SELECT count(*), min(expires) FROM hits "
+                "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
+            allowed = held < rate.amount
+            if allowed:
+                db.execute("INSERT INTO hits VALUES (?, ?, ?)", (who, policy, leaves))
+                held += 1
+            return Count(allowed, rate.amount - held, leaves if first is None else first)
+
+        return self._write(count)
+
+    def take_slot(self, slot: str) -> int:
+        now = time.time()
+
+        def take(db: sqlite3.Connection) -> int:
+            # A row past its time is a leak (counted as nothing), so it starts again at 1.
+            db.execute("INSERT INTO slots VALUES (?, ?, 1, ?) ON CONFLICT (slot, pid) "
+                       "DO UPDATE SET taken = CASE WHEN until > ? THEN taken + 1 ELSE 1 END, "
+                       "until = excluded.until", (slot, os.getpid(), now + SLOT_EXPIRY_S, now))
+            return int(db.execute("SELECT coalesce(sum(taken), 0) FROM slots "
+                                  "WHERE slot = ? AND until > ?", (slot, now)).fetchone()[0])
+
+        return self._write(take)
+
+    def free_slot(self, slot: str) -> None:
+        def free(db: sqlite3.Connection) -> None:
+            db.execute("UPDATE slots SET taken = taken - 1 WHERE slot = ? AND pid = ?",
+                       (slot, os.getpid()))
+            db.execute("DELETE FROM slots WHERE slot = ? AND pid = ? AND taken <= 0",
+                       (slot, os.getpid()))
+
+        self._write(free)
+
+    def forget(self, pid: int) -> None:
+        """Drop the slots a process held (it exited, perhaps mid-request)."""
+        self._write(lambda db: db.execute("DELETE FROM slots WHERE pid = ?", (pid,)))
+
+
+HOST_FILE = "limits.sqlite3"
+
+
+def host_counts(directory: Path | None) -> HostCounts | LocalCounts:
+    """Return the counts of ``host://``: the server's shared file, or with no server
+    folder (a single process: the flask command, a test) this process's memory."""
+    return LocalCounts() if directory is None else HostCounts(directory / HOST_FILE)
+
+
 class Limiter:
     """The app's counts and defaults; counts each request against its key's limits."""
 
     def __init__(self, settings: Settings) -> None:
-        self.counts: SharedCounts | LocalCounts
+        self.counts: SharedCounts | LocalCounts | HostCounts
         if settings.rate_limit_storage_url.startswith("memory://"):
             self.counts = LocalCounts()
+        elif settings.rate_limit_storage_url.startswith("host://"):
+            self.counts = host_counts(settings.run_dir)
         else:
             storage = storage_from_string(settings.rate_limit_storage_url)
             if not isinstance(storage, Storage):
@@ -201,12 +323,12 @@ def init_limits(app: Flask, settings: Settings) -> None:
 
 def _class_of(method: str, template: str) -> str | None:
     name = ROUTE_CLASSES.get((method, template))
-    if name == DRY and template == "/v1/hands/arrange" and _asks_for_best():
+    if name == DRY and template == "/v1/hands/arrange" and asks_for_best():
         return ADVISOR
     return name
 
 
-def _asks_for_best() -> bool:
+def asks_for_best() -> bool:
     # The body is bounded (MAX_BODY_BYTES) before anything reads it; a body that does not
     # parse is refused by the view, counted here as a dry run.
     try:
@@ -242,37 +364,42 @@ def _count() -> None:
                     request.method, request.path, exc_info=True)
         return
     if not counted.allowed:
-        raise _refusal(name, limit, f"{limit.rate} in class {name}", counted.reset_at)
+        raise _refusal(name, limit, at_once=False, reset_at=counted.reset_at)
     if taken > limit.at_once:
         limiter.counts.free_slot(slot)
-        raise _refusal(name, limit, f"{limit.at_once} requests at once in class {name}",
-                       time.time() + 1)
+        raise _refusal(name, limit, at_once=True, reset_at=time.time() + 1)
     state.limit_slot = slot
-    state.limit_shown = (limit, counted)
+    state.limit_shown = (name, limit, counted)
 
 
-def _refusal(name: str, limit: Limit, what: str, reset_at: float) -> ProblemError:
+def policies(name: str, limit: Limit) -> str:
+    """Return the RateLimit-Policy field of a class: its rate, then its requests at once."""
+    return (f'"{name}";q={limit.rate.amount};w={limit.rate.get_expiry()}, '
+            f'"{name}-at-once";q={limit.at_once};qu="concurrent-requests"')
+
+
+def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> ProblemError:
     wait = max(1, math.ceil(reset_at - time.time()))
+    if at_once:
+        policy, what = f"{name}-at-once", f"{limit.at_once} requests at once in class {name}"
+    else:
+        policy, what = name, f"{limit.rate} in class {name}"
     return ProblemError(
-        429, "Too Many Requests", f"this key is over its limit of {what}; retry in {wait} s",
+        429, "Too Many Requests",
+        f"this key is over its limit of {what} (policy {policy}); retry in {wait} s",
         [{"path": "Authorization", "message": f"over {what}", "code": "rate_limited"}],
         type_=TYPE_RATE_LIMITED,
-        headers={"Retry-After": str(wait), **_rate_headers(limit, 0, wait)})
-
-
-def _rate_headers(limit: Limit, remaining: int, reset_s: int) -> dict[str, str]:
-    window = limit.rate.get_expiry()
-    return {"RateLimit-Limit": str(limit.rate.amount), "RateLimit-Remaining": str(remaining),
-            "RateLimit-Reset": str(reset_s),
-            "RateLimit-Policy": f"{limit.rate.amount};w={window}"}
+        headers={"Retry-After": str(wait), "RateLimit-Policy": policies(name, limit),
+                 "RateLimit": f'"{policy}";r=0;t={wait}'})
 
 
 def _headers(response: Response) -> Response:
     shown = current_g().get("limit_shown")
     if shown is not None:
-        limit, counted = shown
+        name, limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
-        response.headers.update(_rate_headers(limit, counted.remaining, reset))
+        response.headers["RateLimit-Policy"] = policies(name, limit)
+        response.headers["RateLimit"] = f'"{name}";r={max(0, counted.remaining)};t={reset}'
     return response
 
 

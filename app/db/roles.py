@@ -19,7 +19,7 @@ import re
 import psycopg
 from sqlalchemy import Engine, make_url, text
 
-from app.config import libpq_url
+from app.config import DEFAULT_RUNTIME_ROLE, libpq_url
 from app.db.models import OWNED_TABLES
 
 # The login role the embedded default creates for the service (a member of the runtime role).
@@ -84,10 +84,22 @@ def runtime_powers(engine: Engine) -> tuple[str, list[str]]:
     return row.rolname, powers
 
 
-def check_runtime_role(engine: Engine, *, allow_owner: bool) -> None:
-    """Raise RuntimeRoleError if the service's role could alter the ledger behind its back."""
+_MEMBERSHIP = text("""
+SELECT current_user AS role,
+    (SELECT pg_has_role(current_user, r.oid, 'USAGE') FROM pg_roles r
+     WHERE r.rolname = :runtime) AS member
+""")
+
+
+def check_runtime_role(engine: Engine, *, allow_owner: bool,
+                       runtime_role: str = DEFAULT_RUNTIME_ROLE) -> None:
+    """Raise RuntimeRoleError if the service's role could alter the ledger behind its back,
+    or lacks the runtime role's rights (every request would fail on "permission denied")."""
     role, powers = runtime_powers(engine)
-    if not powers or allow_owner:
+    if allow_owner:
+        return
+    if not powers:
+        _check_membership(engine, runtime_role)
         return
     raise RuntimeRoleError(
         f"refusing to run as database role {role!r}: it {'; it '.join(powers)}, so it could "
@@ -96,6 +108,23 @@ def check_runtime_role(engine: Engine, *, allow_owner: bool) -> None:
         "migrations create (DB_RUNTIME_ROLE, default thirteen_runtime), with the owner's "
         "URL in MIGRATIONS_DATABASE_URL; or set ALLOW_OWNER_RUNTIME=true on a development "
         "machine (unsafe)")
+
+
+def _check_membership(engine: Engine, runtime_role: str) -> None:
+    # A login outside the runtime role may read nothing: refuse it here, by name, rather
+    # than answer every request with a permission error.
+    with engine.connect() as connection:
+        row = connection.execute(_MEMBERSHIP, {"runtime": runtime_role}).one()
+    if row.member is None:
+        raise RuntimeRoleError(
+            f"the runtime role {runtime_role!r} (DB_RUNTIME_ROLE) does not exist in this "
+            "database's server: run the migrations (they create it) or set DB_RUNTIME_ROLE "
+            "to the role they created")
+    if not row.member:
+        raise RuntimeRoleError(
+            f"refusing to run as database role {row.role!r}: it is not a member of the "
+            f"runtime role {runtime_role!r} (DB_RUNTIME_ROLE), so it may not read the keys "
+            f"or call the append functions. Grant it: GRANT {runtime_role} TO {row.role}")
 
 
 def ensure_login(owner_url: str, login: str, runtime_role: str) -> str:

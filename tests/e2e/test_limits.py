@@ -51,14 +51,26 @@ def _arrange(api: Any, mode: str) -> Any:
                                                "mode": mode})
 
 
-def _refused_as_rate_limited(answer: Any) -> None:
+def _refused_as_rate_limited(answer: Any, policy: str | None = None) -> None:
+    """A 429 that names, in its RateLimit field, the policy that refused it."""
     assert answer.status_code == 429, answer.get_json()
     body = answer.get_json()
     assert body["type"] == "/problems/rate-limited"
     assert body["errors"][0]["code"] == "rate_limited"
-    assert int(answer.headers["Retry-After"]) >= 1
-    assert answer.headers["RateLimit-Remaining"] == "0"
-    assert {"RateLimit-Limit", "RateLimit-Reset", "RateLimit-Policy"} <= set(answer.headers.keys())
+    wait = int(answer.headers["Retry-After"])
+    assert wait >= 1
+    named, remaining, reset = answer.headers["RateLimit"].split(";")
+    assert (remaining, reset) == ("r=0", f"t={wait}")
+    assert named.strip('"') in _policy_names(answer.headers["RateLimit-Policy"])
+    if policy is not None:
+        assert named == f'"{policy}"', answer.headers["RateLimit"]
+        assert policy in body["detail"]
+    assert not {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} & set(
+        answer.headers.keys())
+
+
+def _policy_names(field: str) -> list[str]:
+    return [item.strip().split(";")[0].strip('"') for item in field.split(",")]
 
 
 def test_a_key_over_its_settle_rate_gets_429_writes_nothing_and_others_go_on(
@@ -69,11 +81,12 @@ def test_a_key_over_its_settle_rate_gets_429_writes_nothing_and_others_go_on(
     table = _table()
     first = _settle(mine, table)
     assert first.status_code == 201
-    assert (first.headers["RateLimit-Limit"], first.headers["RateLimit-Policy"]) == ("2", "2;w=60")
-    assert first.headers["RateLimit-Remaining"] == "1"
+    assert first.headers["RateLimit-Policy"] == (
+        '"settle";q=2;w=60, "settle-at-once";q=1000;qu="concurrent-requests"')
+    assert first.headers["RateLimit"].startswith('"settle";r=1;t=')
     assert _settle(mine, table).status_code == 201
     before = count_rows()
-    _refused_as_rate_limited(_settle(mine, table))
+    _refused_as_rate_limited(_settle(mine, table), "settle")
     assert count_rows() == before
     assert _settle(theirs, _table()).status_code == 201
 
@@ -84,7 +97,7 @@ def test_a_keys_own_advisor_rate_holds_while_its_dry_runs_pass(make_api, owner_u
                        rate_limits={"advisor": "1/minute"}).token
     mine = api.with_key(token)
     assert _arrange(mine, "best").status_code == 200
-    _refused_as_rate_limited(_arrange(mine, "best"))
+    _refused_as_rate_limited(_arrange(mine, "best"), "advisor")
     assert _arrange(mine, "keep_back").status_code == 200
 
 
@@ -105,7 +118,7 @@ def test_requests_at_once_over_the_keys_limit_get_429(make_api, make_key):
     slot = f"slots/audit/key:{parse_token(token)[0]}"
     query = "/v1/reconciliation?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z"
     limiter.counts.take_slot(slot)  # a verify of this key still running
-    _refused_as_rate_limited(mine.get(query))
+    _refused_as_rate_limited(mine.get(query), "audit-at-once")
     limiter.counts.free_slot(slot)  # it ended
     assert mine.get(query).status_code == 200
     assert mine.get(query).status_code == 200  # each request gave its slot back
@@ -200,3 +213,24 @@ def test_a_store_that_does_not_answer_leaves_requests_unlimited_not_refused(make
                    rate_limit_storage_url=f"redis://127.0.0.1:{port}/0")
     mine = api.with_key(make_key("rounds:read", operator_id=_operator()))
     assert [mine.get("/v1/rounds?limit=1").status_code for _ in range(3)] == [200, 200, 200]
+
+
+def test_cpu_heavy_work_waits_for_a_host_slot_and_is_503_busy_when_none_comes(make_api,
+                                                                              make_key):
+    from app.api.cpu import EXTENSION as CPU
+
+    app_api = make_api(cpu_heavy_slots=1, cpu_heavy_wait_s=0.0)
+    mine = app_api.with_key(make_key("rounds:write", operator_id=_operator()))
+    slots, _ = app_api._client.application.extensions[CPU]
+    held = slots.take(0)  # another key's advisor request, running
+    try:
+        busy = _arrange(mine, "best")
+        assert busy.status_code == 503, busy.get_json()
+        assert busy.get_json()["type"] == "/problems/busy"
+        assert int(busy.headers["Retry-After"]) >= 1
+        assert _arrange(mine, "keep_back").status_code == 200  # not heavy: never waits
+        assert _settle(mine, _table()).status_code == 201
+    finally:
+        slots.give_back(held)
+    assert _arrange(mine, "best").status_code == 200
+    assert _arrange(mine, "best").status_code == 200  # each gave its slot back

@@ -1,0 +1,102 @@
+"""One count of requests for every worker process of a host (RATE_LIMIT_STORAGE_URL=host://)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+from limits import parse
+
+from app.api import limits
+from app.api.limits import HostCounts, LocalCounts, host_counts
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1_000.0]
+    monkeypatch.setattr(limits.time, "time", lambda: now[0])
+    return now
+
+
+def test_a_window_allows_its_amount_then_refuses_until_the_oldest_leaves(clock, tmp_path):
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("3/minute")
+    seen = []
+    for step in range(4):
+        clock[0] = 1_000.0 + step
+        seen.append(counts.hit(rate, "settle", "key:a"))
+    assert [c.allowed for c in seen] == [True, True, True, False]
+    assert [c.remaining for c in seen] == [2, 1, 0, 0]
+    assert seen[-1].reset_at == 1_060.0
+    clock[0] = 1_060.0
+    assert counts.hit(rate, "settle", "key:a").allowed
+    assert not counts.hit(rate, "settle", "key:a").allowed  # 1001 and 1002 are still in it
+
+
+def test_keys_classes_and_rates_count_apart(clock, tmp_path):
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("1/minute")
+    assert counts.hit(rate, "settle", "key:a").allowed
+    assert counts.hit(rate, "read", "key:a").allowed
+    assert counts.hit(rate, "settle", "key:b").allowed
+    assert counts.hit(parse("2/minute"), "settle", "key:a").allowed
+    assert not counts.hit(rate, "settle", "key:a").allowed
+
+
+def _hit_many(path: str, times: int, allowed: multiprocessing.Queue) -> None:
+    counts, rate = HostCounts(Path(path)), parse("25/hour")
+    allowed.put(sum(counts.hit(rate, "advisor", "key:shared").allowed for _ in range(times)))
+
+
+def test_processes_sharing_the_file_count_one_window_between_them(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    HostCounts(path).hit(parse("25/hour"), "advisor", "key:shared")  # the parent counts too
+    allowed: multiprocessing.Queue = multiprocessing.get_context("fork").Queue()
+    workers = [multiprocessing.get_context("fork").Process(
+        target=_hit_many, args=(str(path), 20, allowed)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    counted = [allowed.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=120)
+    assert sum(counted) == 24, counted  # 80 tries, 25 allowed in all, one by the parent
+
+
+def test_slots_are_shared_and_a_dead_processes_slots_are_forgotten(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    counts = HostCounts(path)
+    assert [counts.take_slot("s"), counts.take_slot("s")] == [1, 2]
+    other = multiprocessing.get_context("fork").Process(
+        target=lambda: HostCounts(path).take_slot("s"))
+    other.start()
+    other.join(timeout=60)
+    assert counts.take_slot("s") == 4  # the other process's slot is still held
+    counts.forget(other.pid)
+    counts.free_slot("s")
+    counts.free_slot("s")
+    counts.free_slot("s")
+    assert counts.take_slot("s") == 1
+
+
+def test_leaked_slots_expire(clock, tmp_path):
+    counts = HostCounts(tmp_path / "c.sqlite3")
+    counts.take_slot("s")
+    clock[0] += limits.SLOT_EXPIRY_S + 1
+    assert counts.take_slot("s") == 1
+
+
+def test_old_entries_are_swept(clock, tmp_path, monkeypatch):
+    monkeypatch.setattr(HostCounts, "SWEEP_EVERY", 10)
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("5/second")
+    for n in range(9):
+        counts.hit(rate, "public", f"addr:{n}")
+    clock[0] += 2
+    counts.hit(rate, "public", "addr:last")
+    db = counts._connection()
+    assert db.execute("SELECT count(*) FROM hits").fetchone()[0] == 1
+
+
+def test_without_a_server_folder_host_counts_are_this_processes(tmp_path):
+    assert isinstance(host_counts(None), LocalCounts)
+    assert isinstance(host_counts(tmp_path), HostCounts)
+    assert os.listdir(tmp_path) == []  # the file is made on the first count
