@@ -16,6 +16,7 @@ from app.api.players import bp as players_bp
 from app.api.reconciliation import bp as reconciliation_bp
 from app.api.rounds import bp as rounds_bp
 from app.api.rulesets import bp as rulesets_bp
+from app.api.tables import bp as tables_bp
 
 BLUEPRINTS: tuple[Blueprint, ...] = (
     health_bp,
@@ -25,6 +26,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     hands_bp,
     rounds_bp,
     matches_bp,
+    tables_bp,
     eligibility_bp,
     reconciliation_bp,
     players_bp,

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import LedgerLine
 from app.db.repositories import commit_horizon
+from app.domain.cash import LedgerBalance
 from app.services.cursors import LineCursor
 from app.services.repositories import LedgerEntry, LineFilter
 
@@ -67,6 +68,36 @@ SELECT EXISTS (SELECT 1 FROM ledger_lines l
 """
 
 
+# Each player's balance at a table as the ledger holds it (settlement.md §6.5): the balance
+# after its last line there that is not a reversal, plus what reversals moved since (a
+# reversal's lines mirror the balances of the round it voids, so its own balance after is
+# not the wallet's; reconciliation's BREAKS_IN reads them the same way), and the round of
+# its last line. Lines before :bound only (a round's first line id: the ledger as that
+# round found it). One index-only probe per player on
+# ix_ledger_lines_operator_id_table_id_account_id, backward from the bound: a player new
+# to the table costs one empty probe, whatever the table's length.
+TABLE_BALANCES = """
+SELECT p.account, last.balance_after + coalesce(rev.amount, 0) AS balance,
+    coalesce(rev.round_id, last.round_id)::text AS round_id
+FROM unnest(CAST(:players AS text[])) AS p(account)
+CROSS JOIN LATERAL (
+    SELECT l.id, l.balance_after, l.round_id FROM ledger_lines l
+    WHERE l.operator_id = :operator AND l.table_id = :table AND l.account = p.account
+        AND l.kind <> 'reversal' AND l.id < :bound
+    ORDER BY l.id DESC LIMIT 1) last
+LEFT JOIN LATERAL (
+    SELECT sum(r.amount) AS amount, (array_agg(r.round_id ORDER BY r.id DESC))[1] AS round_id
+    FROM ledger_lines r
+    WHERE r.operator_id = :operator AND r.table_id = :table AND r.account = p.account
+        AND r.kind = 'reversal' AND r.id > last.id AND r.id < :bound) rev ON true
+WHERE last.balance_after IS NOT NULL
+"""
+FIRST_LINE = """
+SELECT min(l.id) FROM ledger_lines l WHERE l.round_id = :round AND l.operator_id = :operator
+"""
+NO_BOUND = 2 ** 63 - 1
+
+
 def _where(lines: LineFilter, after: LineCursor) -> tuple[str, dict[str, Any]]:
     """Return the filters' SQL (after the position, then each filter given) and values."""
     params: dict[str, Any] = {"operator": lines.operator_id, "player": lines.player_id,
@@ -92,6 +123,20 @@ class LedgerRepository:
         stmt = select(LedgerLine).where(LedgerLine.operator_id == operator_id,
                                         LedgerLine.round_id == round_id)
         return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]:
+        """Return each player's ledger balance at the table (players without a line there
+        are left out): now, or as round ``before_round`` found it."""
+        bound = NO_BOUND
+        if before_round is not None:
+            first = self._session.execute(text(FIRST_LINE), {
+                "round": before_round, "operator": operator_id}).scalar_one()
+            bound = NO_BOUND if first is None else first
+        rows = self._session.execute(text(TABLE_BALANCES), {
+            "players": list(players), "operator": operator_id, "table": table_id,
+            "bound": bound})
+        return {account: LedgerBalance(balance, round_id) for account, balance, round_id in rows}
 
     def player_page(self, lines: LineFilter, after: LineCursor,
                     limit: int) -> list[LedgerEntry]:

@@ -16,6 +16,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from app.domain.cash import LedgerBalance
 from app.services.cursors import Cursor, LineCursor, Page
 
 # --- a round's rows --------------------------------------------------------------------
@@ -318,6 +319,9 @@ class LedgerRepository(Protocol):
 
     def player_page(self, lines: LineFilter, after: LineCursor,
                     limit: int) -> list[LedgerEntry]: ...
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]: ...
 
     def any_after(self, lines: LineFilter, after: LineCursor) -> bool: ...
 

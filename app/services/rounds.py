@@ -31,9 +31,10 @@ from typing import Any, NoReturn
 
 import orjson
 
+from app.domain.cash import BalanceBreak, balance_breaks
 from app.domain.games import Game, game_of_preset, presets_of, rules_hash, rules_to_dict
 from app.domain.rounds import RoundResult
-from app.domain.settlement import money_text
+from app.domain.settlement import Continuity, MoneyRules, money_text
 from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.cursors import Cursor, Page
@@ -66,6 +67,18 @@ class IdempotencyConflict(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class BalanceBreakRefused(Exception):
+    """The ruleset refuses breaks (``balance_continuity: refuse``) and these players'
+    balances are not the ledger's; ``paths`` names each one's field in the request."""
+
+    def __init__(self, breaks: Sequence[BalanceBreak], precision: int,
+                 paths: Mapping[str, str]) -> None:
+        super().__init__(", ".join(b.player_id for b in breaks))
+        self.breaks = tuple(breaks)
+        self.precision = precision
+        self.paths = dict(paths)
 
 
 class RoundIdTaken(Exception):
@@ -290,7 +303,41 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     round_ = uow.rounds.get_plain(operator_id, earlier.round_id)
     if round_ is None:
         raise RuntimeError(f"idempotency key {key!r} names a round that is not there")
-    return Settled(200, round_json(round_, reversed_by=None), replayed=True)
+    body = round_json(round_, reversed_by=None)
+    if round_.kind == ROUND_KIND:
+        body["balance_breaks"] = stored_breaks(uow, round_)
+    return Settled(200, body, replayed=True)
+
+
+def table_breaks(uow: UnitOfWork, operator_id: str, table_id: str,
+                 submitted: Mapping[str, Decimal], money: MoneyRules,
+                 before_round: uuid.UUID | None = None) -> tuple[BalanceBreak, ...]:
+    """Return the players whose submitted balance is not the ledger's at the table (now,
+    or as round ``before_round`` found it): read under the chain's lock when settling."""
+    ledger = uow.ledger.table_balances(operator_id, table_id, list(submitted), before_round)
+    return balance_breaks(submitted, ledger,
+                          first_needs_entry=money.balance_continuity is Continuity.REFUSE)
+
+
+def refuse_breaks(breaks: Sequence[BalanceBreak], money: MoneyRules,
+                  paths: Mapping[str, str]) -> None:
+    """Raise BalanceBreakRefused when the ruleset refuses breaks and there are any."""
+    if breaks and money.balance_continuity is Continuity.REFUSE:
+        raise BalanceBreakRefused(breaks, money.precision, paths)
+
+
+def stored_breaks(uow: UnitOfWork, round_: StoredColumns) -> list[dict[str, Any]]:
+    """Return a settled round's breaks as its settle answered them: its submitted balances
+    against the ledger as the round found it (the lines before its own, which never
+    change), so a replay answers the same bytes as the first answer."""
+    submitted = {p["player_id"]: Decimal(p["balance"]) for p in round_.request["players"]
+                 if p.get("balance") is not None}
+    precision = int(round_.ruleset["precision"])
+    strict = round_.ruleset.get("balance_continuity") == Continuity.REFUSE.value
+    ledger = uow.ledger.table_balances(round_.operator_id, round_.table_id, list(submitted),
+                                       round_.id)
+    return [b.to_json(precision)
+            for b in balance_breaks(submitted, ledger, first_needs_entry=strict)]
 
 
 def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
@@ -324,6 +371,11 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
+        submitted = {p: b for p, b in played.input.balances.items()
+                     if p != played.input.house_seat}
+        breaks = table_breaks(uow, operator_id, table_id, submitted, rules.money)
+        refuse_breaks(breaks, rules.money, {p: f"players[{i}].balance"
+                                            for i, p in enumerate(played.input.balances)})
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
@@ -342,7 +394,10 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             _refused(refused, round_id)
         if after is not None:
             after()
-        return Settled(201, round_json(round_, reversed_by=None), replayed=False)
+        body = round_json(round_, reversed_by=None)
+        # In the answer, not in the stored result: see docs/guides/front-end.md.
+        body["balance_breaks"] = [b.to_json(rules.money.precision) for b in breaks]
+        return Settled(201, body, replayed=False)
 
 
 def _refused(refused: ConstraintViolation, round_id: uuid.UUID) -> NoReturn:

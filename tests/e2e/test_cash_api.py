@@ -1,0 +1,194 @@
+"""Cash movements and balance breaks through HTTP (settlement.md §6.5): a buy-in, top-up,
+cash-out or transfer appended to the table's chain, the breaks a settle names, and the
+ruleset's ``balance_continuity`` that refuses them."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from tests.worked_examples import EX_000, round_request
+
+STRICT = {"preset": "bonus3", "overrides": {"balance_continuity": "refuse"}}
+
+
+def _period() -> dict[str, str]:
+    now = datetime.now(UTC)
+    return {"from": (now - timedelta(hours=1)).isoformat(),
+            "to": (now + timedelta(hours=1)).isoformat()}
+
+
+def _key() -> dict[str, str]:
+    return {"Idempotency-Key": uuid.uuid4().hex}
+
+
+def _table() -> str:
+    return f"cash-{uuid.uuid4().hex[:12]}"
+
+
+def _names() -> dict[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    return {p: f"{p}-{tag}" for p in "ABC"}
+
+
+def _cash(api: Any, table: str, movements: list[tuple[str, str, str]], *,
+          terms: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+          reason: str = "at the desk") -> Any:
+    body: dict[str, Any] = {"reason": reason, "movements": [
+        {"player_id": p, "kind": k, "amount": a} for p, k, a in movements]}
+    if terms is not None:
+        body["terms"] = terms
+    return api.post(f"/v1/tables/{table}/cash", json=body, headers=headers or _key())
+
+
+def _round(api: Any, table: str, names: dict[str, str], balances: dict[str, str],
+           ruleset: Any = "bonus3", headers: dict[str, str] | None = None) -> Any:
+    request = round_request(EX_000, table, names=names,
+                            balances={names[p]: b for p, b in balances.items()})
+    request["ruleset"] = ruleset
+    return api.post("/v1/rounds", json=request, headers=headers or _key())
+
+
+def _after(body: dict[str, Any]) -> dict[str, str]:
+    return {p["player_id"]: p["balance_after"] for p in body["players"]}
+
+
+def test_a_second_round_with_stale_balances_names_every_break(api):
+    """The issue's first finding: the README's round settled twice at one table."""
+    table, names = _table(), _names()
+    first = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+    assert first.status_code == 201
+    assert first.get_json()["balance_breaks"] == []
+    second = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+    assert second.status_code == 201
+    breaks = second.get_json()["balance_breaks"]
+    round_id = first.get_json()["round_id"]
+    assert breaks == [
+        {"player_id": names["A"], "ledger_balance_after": "28205", "submitted_balance": "20000",
+         "difference": "-8205", "last_round_id": round_id},
+        {"player_id": names["B"], "ledger_balance_after": "16795", "submitted_balance": "20000",
+         "difference": "3205", "last_round_id": round_id},
+        {"player_id": names["C"], "ledger_balance_after": "0", "submitted_balance": "5000",
+         "difference": "5000", "last_round_id": round_id},
+    ]
+
+
+def test_a_buy_in_opens_a_table_and_the_next_round_breaks_nothing(api):
+    table, names = _table(), _names()
+    bought = _cash(api, table, [(names["A"], "buy_in", "20000"), (names["B"], "buy_in", "20000"),
+                                (names["C"], "buy_in", "5000")],
+                   terms={"ruleset": "bonus3", "stake": "200"})
+    assert bought.status_code == 201, bought.get_json()
+    body = bought.get_json()
+    assert bought.headers["Location"] == f"/v1/rounds/{body['round_id']}"
+    assert body["kind"] == "cash"
+    assert body["chain"]["seq"] == 1 and body["chain"]["signature"]
+    assert body["cash"] == {"reason": "at the desk", "movements": [
+        {"player_id": names["A"], "kind": "buy_in", "amount": "20000",
+         "balance_before": "0", "balance_after": "20000"},
+        {"player_id": names["B"], "kind": "buy_in", "amount": "20000",
+         "balance_before": "0", "balance_after": "20000"},
+        {"player_id": names["C"], "kind": "buy_in", "amount": "5000",
+         "balance_before": "0", "balance_after": "5000"}]}
+    assert body["lines"][:2] == [
+        {"line_no": 1, "account": names["A"], "kind": "cash_in", "amount": "20000",
+         "balance_before": "0", "balance_after": "20000"},
+        {"line_no": 2, "account": "cashier", "kind": "cash_in", "amount": "-20000",
+         "balance_before": None, "balance_after": None}]
+    assert sum(Decimal(line["amount"]) for line in body["lines"]) == 0
+    assert api.get(f"/v1/rounds/{body['round_id']}").get_json() == body
+
+    played = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+    assert played.status_code == 201
+    assert played.get_json()["balance_breaks"] == []
+    assert played.get_json()["chain"]["prev_hash"] == body["chain"]["content_hash"]
+
+
+def test_a_top_up_and_a_cash_out_move_the_ledger_balance_the_next_round_must_send(api):
+    table, names = _table(), _names()
+    _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+    top_up = _cash(api, table, [(names["C"], "top_up", "3000")])
+    assert top_up.status_code == 201, top_up.get_json()
+    assert top_up.get_json()["ruleset"]["name"] == "bonus3"  # the chain head's terms
+    assert top_up.get_json()["stake"] == "200"
+    out = _cash(api, table, [(names["A"], "cash_out", "8205")])
+    assert out.get_json()["cash"]["movements"][0]["balance_after"] == "20000"
+    after = _round(api, table, names, {"A": "20000", "B": "16795", "C": "3000"})
+    assert after.get_json()["balance_breaks"] == []
+    stale = _round(api, table, names, {"A": "20000", "B": "16795", "C": "3000"})
+    assert [b["player_id"] for b in stale.get_json()["balance_breaks"]] == list(names.values())
+
+
+def test_a_cash_out_above_the_balance_is_refused_and_writes_nothing(api, count_rows):
+    table, names = _table(), _names()
+    _cash(api, table, [(names["A"], "buy_in", "100")], terms={"ruleset": "bonus3", "stake": "1"})
+    before = count_rows()
+    refused = _cash(api, table, [(names["A"], "cash_out", "100.5")])
+    assert refused.status_code == 422
+    assert refused.get_json()["errors"][0]["path"] == "movements[0].amount"
+    assert refused.get_json()["errors"][0]["code"] == "too_many_decimals"
+    refused = _cash(api, table, [(names["A"], "cash_out", "101")])
+    assert refused.status_code == 422
+    assert refused.get_json()["errors"] == [{
+        "path": "movements[0].amount", "code": "above_balance",
+        "message": f"player {names['A']!r} holds 100 at the table; a cash_out of 101 is more"}]
+    never = _cash(api, table, [(names["B"], "transfer_out", "1")])
+    assert never.status_code == 422
+    assert never.get_json()["errors"][0]["code"] == "above_balance"
+    twice = _cash(api, table, [(names["A"], "top_up", "1"), (names["A"], "top_up", "2")])
+    assert twice.get_json()["errors"][0] == {
+        "path": "movements[1].player_id", "code": "duplicate_player",
+        "message": f"player {names['A']!r} is moved twice; send one movement per player"}
+    cashier = _cash(api, table, [("cashier", "top_up", "1")])
+    assert cashier.get_json()["errors"][0]["code"] == "reserved_player_id"
+    assert count_rows() == before
+    assert _cash(api, table, [(names["A"], "cash_out", "100")]).status_code == 201
+
+
+def test_a_replayed_movement_answers_the_same_body_and_moves_nothing_twice(api, count_rows):
+    table, names = _table(), _names()
+    headers = _key()
+    terms = {"ruleset": "bonus3", "stake": "200"}
+    first = _cash(api, table, [(names["A"], "buy_in", "500")], terms=terms, headers=headers)
+    assert first.status_code == 201
+    before = count_rows()
+    again = _cash(api, table, [(names["A"], "buy_in", "500")], terms=terms, headers=headers)
+    assert again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == first.get_json()
+    assert count_rows() == before
+    other = _cash(api, table, [(names["A"], "buy_in", "501")], terms=terms, headers=headers)
+    assert other.status_code == 422
+    assert other.get_json()["type"] == "/problems/idempotency-key-reused"
+
+
+def test_a_movement_at_an_unknown_table_is_not_found(api, count_rows):
+    before = count_rows()
+    response = _cash(api, _table(), [("A", "buy_in", "100")])
+    assert response.status_code == 404
+    assert response.get_json()["type"] == "/problems/unknown-table"
+    assert response.get_json()["errors"][0]["code"] == "unknown_table"
+    assert count_rows() == before
+    bad_terms = _cash(api, _table(), [("A", "buy_in", "100")],
+                      terms={"ruleset": "bonus3", "stake": "0.001"})
+    assert bad_terms.status_code == 422
+    assert bad_terms.get_json()["errors"][0]["path"] == "terms.stake"
+    assert count_rows() == before
+
+
+def test_a_cash_round_verifies_and_a_reversal_voids_it(api):
+    table, names = _table(), _names()
+    bought = _cash(api, table, [(names["A"], "buy_in", "300")],
+                   terms={"ruleset": "bonus3", "stake": "10"}).get_json()
+    voided = api.post(f"/v1/rounds/{bought['round_id']}/reversal", json={"reason": "typo"},
+                      headers=_key())
+    assert voided.status_code == 201
+    assert [line["amount"] for line in voided.get_json()["lines"]] == ["-300", "300"]
+    report = api.get("/v1/audit/verify", query_string={"table_id": table, **_period()})
+    assert report.status_code == 200
+    assert report.get_json()["ok"] is True, report.get_json()
+    assert report.get_json()["checked"]["rounds"] == 2
+    # After the reversal the ledger holds nothing for A: a cash-out is above it.
+    assert _cash(api, table, [(names["A"], "cash_out", "1")]).status_code == 422
