@@ -5,8 +5,9 @@ same path as settles, reversals and penalties (``AppendRepository``): under the 
 chain lock, with its Idempotency-Key, a content hash and a signed receipt, so checkpoints
 and every verify cover it. Each player's balance before is the ledger's at the table, read
 under that lock, and stored in the round's request, from which verify derives the round
-again (``cash_result``). The round records the table's terms (ruleset and stake): the
-chain head's, or those the request names to open a table that has no round yet.
+again (``cash_result``). The round records the table's terms (ruleset and stake): those
+the request names, else the chain head's, else those of a match opened at the table; a
+table with none of these is unknown.
 """
 
 from __future__ import annotations
@@ -117,9 +118,14 @@ def _move(table_id: str, reason: str, movements: tuple[CashMovement, ...],
 
 
 def _head_terms(uow: UnitOfWork, operator_id: str, table_id: str, seq: int) -> Terms:
-    """The terms of the chain's last round (read under its lock); none: UnknownTable."""
+    """The terms of the chain's last round (read under its lock), or before any round
+    those of the newest match opened at the table; neither: UnknownTable."""
     if seq == 1:
-        raise UnknownTable(table_id)
+        matches = uow.matches.list(operator_id, table_id=table_id, limit=1, after=None)
+        if not matches.items:
+            raise UnknownTable(table_id)
+        match = matches.items[0]
+        return Terms(match.ruleset_name, match.ruleset, match.ruleset_hash, match.stake)
     rows = uow.rounds.chain_rows(operator_id, table_id, seq - 2, seq - 1, 1)
     if not rows:
         raise UnknownTable(table_id)

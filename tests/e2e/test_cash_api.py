@@ -4,6 +4,7 @@ ruleset's ``balance_continuity`` that refuses them."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -192,3 +193,146 @@ def test_a_cash_round_verifies_and_a_reversal_voids_it(api):
     assert report.get_json()["checked"]["rounds"] == 2
     # After the reversal the ledger holds nothing for A: a cash-out is above it.
     assert _cash(api, table, [(names["A"], "cash_out", "1")]).status_code == 422
+
+
+def test_under_refuse_a_first_round_needs_a_buy_in_and_nothing_is_written(api, count_rows):
+    table, names = _table(), _names()
+    before = count_rows()
+    refused = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"},
+                     ruleset=STRICT)
+    assert refused.status_code == 409
+    problem = refused.get_json()
+    assert problem["type"] == "/problems/balance-break"
+    assert [(e["path"], e["code"]) for e in problem["errors"]] == [
+        ("players[0].balance", "balance_break"), ("players[1].balance", "balance_break"),
+        ("players[2].balance", "balance_break")]
+    assert problem["errors"][0]["message"] == (
+        f"player {names['A']!r}: no entry at this table: buy in first, not 20000")
+    assert problem["balance_breaks"][2] == {
+        "player_id": names["C"], "ledger_balance_after": None, "submitted_balance": "5000",
+        "difference": None, "last_round_id": None}
+    assert count_rows() == before
+
+
+def test_under_refuse_a_stale_balance_is_refused_naming_the_ledger_figure(api, count_rows):
+    table, names = _table(), _names()
+    bought = _cash(api, table, [(names["A"], "buy_in", "20000"), (names["B"], "buy_in", "20000"),
+                                (names["C"], "buy_in", "5000")],
+                   terms={"ruleset": STRICT, "stake": "200"}).get_json()
+    assert bought["ruleset"]["parameters"]["balance_continuity"] == "refuse"
+    first = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"}, ruleset=STRICT)
+    assert first.status_code == 201, first.get_json()
+    assert first.get_json()["balance_breaks"] == []
+    before = count_rows()
+    stale = _round(api, table, names, {"A": "28205", "B": "20000", "C": "5000"},
+                   ruleset=STRICT)
+    assert stale.status_code == 409
+    round_id = first.get_json()["round_id"]
+    assert stale.get_json()["errors"] == [
+        {"path": "players[1].balance", "code": "balance_break",
+         "message": f"player {names['B']!r}: the ledger holds 16795 after round {round_id}, "
+                    "not 20000"},
+        {"path": "players[2].balance", "code": "balance_break",
+         "message": f"player {names['C']!r}: the ledger holds 0 after round {round_id}, "
+                    "not 5000"}]
+    assert count_rows() == before
+    # A top-up is the ledger's way to put C's 5000 back; then the round follows on.
+    _cash(api, table, [(names["C"], "top_up", "5000")])
+    again = _round(api, table, names, {"A": "28205", "B": "16795", "C": "5000"},
+                   ruleset=STRICT)
+    assert again.status_code == 201, again.get_json()
+
+
+def test_a_settle_replay_answers_the_breaks_the_first_answer_named(api):
+    table, names = _table(), _names()
+    _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+    headers = _key()
+    first = _round(api, table, names, {"A": "28205", "B": "16795", "C": "5000"}, headers=headers)
+    assert len(first.get_json()["balance_breaks"]) == 1
+    _cash(api, table, [(names["A"], "top_up", "5")])  # later movements change nothing
+    again = _round(api, table, names, {"A": "28205", "B": "16795", "C": "5000"}, headers=headers)
+    assert again.status_code == 200
+    assert again.get_json() == first.get_json()
+
+
+MATCH_STRICT = {"preset": "dagiang4", "overrides": {"balance_continuity": "refuse"}}
+DECK = [r + s for s in "shdc" for r in "23456789TJQKA"]
+
+
+def _match_round(match: dict[str, Any], balances: dict[str, str]) -> dict[str, Any]:
+    return {"ruleset": MATCH_STRICT, "table_id": match["table_id"], "stake": match["stake"],
+            "match_id": match["match_id"],
+            "players": [{"player_id": p, "balance": b, "cards": DECK[13 * i:13 * i + 13],
+                         "auto": "keep_back"} for i, (p, b) in enumerate(balances.items())]}
+
+
+def test_a_match_under_refuse_holds_its_rounds_and_its_leave_to_the_ledger(api, count_rows):
+    table = _table()
+    seats = [f"{s}-{uuid.uuid4().hex[:6]}" for s in "ESWN"]
+    opened = api.post("/v1/matches", json={"ruleset": MATCH_STRICT, "table_id": table,
+                                           "stake": "100", "seats": seats}, headers=_key())
+    assert opened.status_code == 201, opened.get_json()
+    match = opened.get_json()
+    assert _cash(api, table, [(s, "buy_in", "10000") for s in seats]).status_code == 201
+    played = api.post("/v1/rounds", json=_match_round(match, dict.fromkeys(seats, "10000")),
+                      headers=_key())
+    assert played.status_code == 201, played.get_json()
+    after = _after(played.get_json())
+    before = count_rows()
+    leave = {"player_id": seats[2], "reason": "quit", "balance": "9000.00"}
+    refused = api.post(f"/v1/matches/{match['match_id']}/leave", json=leave, headers=_key())
+    assert refused.status_code == 409
+    assert refused.get_json()["errors"][0]["path"] == "balance"
+    assert refused.get_json()["balance_breaks"][0]["ledger_balance_after"] == after[seats[2]]
+    assert count_rows() == before
+    leave["balance"] = after[seats[2]]
+    left = api.post(f"/v1/matches/{match['match_id']}/leave", json=leave, headers=_key())
+    assert left.status_code == 201, left.get_json()
+    assert left.get_json()["balance_breaks"] == []
+    assert left.get_json()["penalty_amount"] == "100.00"
+
+
+def test_concurrent_movements_and_rounds_at_one_table_form_one_chain(api):
+    """Real commits: movements and rounds race at one table; each is appended once, in one
+    unbroken chain, and every movement reads the balance the one before it left."""
+    table, names = _table(), _names()
+    topped = f"X-{uuid.uuid4().hex[:6]}"
+    _cash(api, table, [(names["A"], "buy_in", "20000"), (names["B"], "buy_in", "20000"),
+                       (names["C"], "buy_in", "5000")],
+          terms={"ruleset": "bonus3", "stake": "200"})
+    ready = threading.Barrier(4)
+    answers: list[dict[str, Any]] = []
+    failures: list[Any] = []
+
+    def movements() -> None:
+        client = api.fresh()
+        ready.wait()
+        for _ in range(3):
+            response = _cash(client, table, [(topped, "top_up", "10")])
+            (answers if response.status_code == 201 else failures).append(response.get_json())
+
+    def rounds() -> None:
+        client = api.fresh()
+        ready.wait()
+        for _ in range(2):
+            response = _round(client, table, names, {"A": "20000", "B": "20000", "C": "5000"})
+            (answers if response.status_code == 201 else failures).append(response.get_json())
+
+    threads = [threading.Thread(target=target) for target in (movements, movements, rounds,
+                                                               rounds)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(answers) == 10
+    listed = api.get("/v1/rounds", query_string={"table_id": table, "limit": 50}).get_json()
+    assert sorted(r["chain_seq"] for r in listed["items"]) == list(range(1, 12))
+    top_ups = sorted((a for a in answers if a["kind"] == "cash"), key=lambda a: a["chain"]["seq"])
+    assert [m["balance_before"] for a in top_ups for m in a["cash"]["movements"]] == [
+        "0", "10", "20", "30", "40", "50"]
+    report = api.get("/v1/audit/verify", query_string={"table_id": table, **_period()})
+    assert report.get_json()["ok"] is True, report.get_json()
+    assert report.get_json()["checked"]["rounds"] == 11
+    assert _cash(api, table, [(topped, "cash_out", "61")]).status_code == 422
+    assert _cash(api, table, [(topped, "cash_out", "60")]).status_code == 201
