@@ -23,6 +23,7 @@ from typing import Any, Self
 
 import orjson
 
+from app.domain.cash import LedgerBalance
 from app.json_codec import fragment_value
 from app.services.repositories import AppendStart, KeyUse
 from app.services.uow import ConstraintViolation, RetryableConflict
@@ -179,6 +180,33 @@ class FakeMatches:
         return lines[-1].balance_after if lines else None
 
 
+class FakeLedgerLines:
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]:
+        """As app.db.ledger reads it: the last non-reversal balance after, plus reversals."""
+        found: dict[str, LedgerBalance] = {}
+        for player in players:
+            lines = []
+            for r in sorted(self._ledger.rounds, key=lambda r: r.chain_seq):
+                if (r.operator_id, r.table_id) != (operator_id, table_id):
+                    continue
+                if r.id == before_round:
+                    break
+                lines += [line for line in r.lines if line.account == player]
+            last = max((i for i, line in enumerate(lines) if line.kind != "reversal"),
+                       default=None)
+            if last is None:
+                continue
+            later = [line for line in lines[last + 1:] if line.kind == "reversal"]
+            found[player] = LedgerBalance(
+                lines[last].balance_after + sum(line.amount for line in later),
+                str((later or lines[last:])[-1].round_id))
+        return found
+
+
 class FakeUnitOfWork:
     """One transaction in memory: a copy of the ledger, put in place on a clean exit."""
 
@@ -190,6 +218,7 @@ class FakeUnitOfWork:
         self.appends = FakeAppends(self._ledger, self._committed.faults)
         self.rounds = FakeRounds(self._ledger)
         self.matches = FakeMatches(self._ledger)
+        self.ledger = FakeLedgerLines(self._ledger)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
