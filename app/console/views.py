@@ -414,7 +414,9 @@ def round_page(round_id: str) -> Response:
     body = stored.body  # with the receipt stored at append, as the API shows it
     names = [p["player_id"] for p in body["players"]]
     matrix = {(pair["players"][0], pair["players"][1]): pair for pair in body.get("pairs", [])}
-    return _page("console/round.html", round=body, names=names, matrix=matrix)
+    breaks = rounds.breaks_of(parsed, operator_id=_caller().operator_id,
+                              uows=get_database().uows)
+    return _page("console/round.html", round=body, names=names, matrix=matrix, breaks=breaks)
 
 
 # --- a player -----------------------------------------------------------------------------------

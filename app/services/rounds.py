@@ -534,6 +534,16 @@ def get_round(round_id: uuid.UUID, *, operator_id: str,
                            round_etag(round_.content_hash, reversed_by))
 
 
+def breaks_of(round_id: uuid.UUID, *, operator_id: str,
+              uows: UnitOfWorkFactory) -> list[dict[str, Any]]:
+    """Return the balance breaks a settled round's answer named (none for other kinds)."""
+    with uows() as uow:
+        round_ = uow.rounds.get_plain(operator_id, round_id)
+        if round_ is None or round_.kind != ROUND_KIND:
+            return []
+        return stored_breaks(uow, round_)
+
+
 ROUNDS_LIST = "rounds"
 
 

@@ -336,3 +336,21 @@ def test_concurrent_movements_and_rounds_at_one_table_form_one_chain(api):
     assert report.get_json()["checked"]["rounds"] == 11
     assert _cash(api, table, [(topped, "cash_out", "61")]).status_code == 422
     assert _cash(api, table, [(topped, "cash_out", "60")]).status_code == 201
+
+
+def test_reconciliation_names_a_break_only_where_no_movement_explains_it(api):
+    table, names = _table(), _names()
+    _cash(api, table, [(names["A"], "buy_in", "20000"), (names["B"], "buy_in", "20000"),
+                       (names["C"], "buy_in", "5000")],
+          terms={"ruleset": "bonus3", "stake": "200"})
+    first = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"}).get_json()
+    _cash(api, table, [(names["C"], "top_up", "5000")])
+    # C's 5000 is the top-up's; A's 30000 is 1795 more than the ledger's 28205.
+    second = _round(api, table, names, {"A": "30000", "B": "16795", "C": "5000"}).get_json()
+    assert [b["player_id"] for b in second["balance_breaks"]] == [names["A"]]
+    report = api.get("/v1/reconciliation", query_string={**_period(), "table_id": table})
+    (row,) = report.get_json()["tables"]
+    assert row["balance_chain_breaks"] == [{
+        "player_id": names["A"], "table_id": table, "previous_round_id": first["round_id"],
+        "round_id": second["round_id"], "expected": "28205", "found": "30000"}]
+    assert row["cash_in"] == "50000" and row["cash_out"] == "0"
