@@ -93,8 +93,9 @@ _CASH_OF_PLAYER = ("account <> :cashier AND (sum_cash_in IS NOT NULL "
 # heap visit: the totals of each account at a table (and each player's cash movements),
 # and whether its balance chain needs a closer look. An account's chain holds when each
 # line's balance before equals the previous line's balance after, i.e. when its balances
-# before (from the second line) equal its balances after (up to the last but one) as arrays in line order; one array comparison
-# per account instead of a window over every line. Both come from one array of
+# before (from the second line) equal its balances after (up to the last but one) as
+# arrays in line order; one array comparison per account instead of a window over every
+# line. Both come from one array of
 # (before, after) pairs, so each account's lines are put in order once, not twice.
 # Accounts whose arrays differ, or with a reversal line in the period, are suspects:
 # BREAKS_IN finds their breaks exactly.
