@@ -354,3 +354,29 @@ def test_reconciliation_names_a_break_only_where_no_movement_explains_it(api):
         "player_id": names["A"], "table_id": table, "previous_round_id": first["round_id"],
         "round_id": second["round_id"], "expected": "28205", "found": "30000"}]
     assert row["cash_in"] == "50000" and row["cash_out"] == "0"
+
+
+def test_checkpoints_and_receipts_cover_a_cash_round_and_verify_derives_it_again(
+        api, make_key, owner_engine):
+    from tests.e2e.test_audit_api import _as_attacker, _checkpoint, _receipt, _verify
+
+    auditor = api.with_key(make_key("admin", operator_id=f"op-{uuid.uuid4().hex[:10]}"))
+    table, names = _table(), _names()
+    bought = _cash(auditor, table, [(names["A"], "buy_in", "700")],
+                   terms={"ruleset": "bonus3", "stake": "10"}).get_json()
+    out = _cash(auditor, table, [(names["A"], "cash_out", "200")]).get_json()
+    checkpoint = _checkpoint(auditor)
+    assert _verify(auditor, checkpoint=checkpoint,
+                   receipts=[_receipt(bought), _receipt(out)]) == []
+    # A movement's stored request edited behind the service's back: the content no longer
+    # hashes, and the round derived again from the request is not the stored one, nor are
+    # its seat and lines.
+    _as_attacker(owner_engine, "UPDATE rounds SET request = jsonb_set(request, "
+                 "'{movements,0,amount}', '\"20\"') WHERE id = :r", r=out["round_id"])
+    report = auditor.get("/v1/audit/verify", query_string={"table_id": table, **_period()})
+    found = {(d["chain_seq"], d["what"]) for d in report.get_json()["differences"]}
+    assert found == {(2, "content_hash"), (2, "result"), (2, "players"), (2, "lines")}
+    detail = next(d["detail"] for d in report.get_json()["differences"] if d["what"] == "result")
+    assert detail.startswith("stored result differs from the round derived again")
+    assert {f["what"] for f in _verify(auditor, checkpoint=checkpoint,
+                                       receipts=[_receipt(out)])} >= {"content_hash"}
