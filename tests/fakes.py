@@ -61,12 +61,15 @@ class FakeAppends:
                  if (r.operator_id, r.table_id) == (operator_id, table_id)]
         return max(chain, key=lambda r: r.chain_seq, default=None)
 
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
+    def start(self, operator_id: str, table_id: str, key: str,
+              players: Sequence[str] = ()) -> AppendStart | None:
         head = self._head(operator_id, table_id)
         return AppendStart(seq=1 if head is None else head.chain_seq + 1,
                            prev_hash=None if head is None else head.content_hash,
                            created_at=self._ledger.tick(),
-                           earlier=self.committed_use(operator_id, key))
+                           earlier=self.committed_use(operator_id, key),
+                           balances=FakeLedgerLines(self._ledger).table_balances(
+                               operator_id, table_id, players))
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         return True  # one request at a time: no other transaction holds a key

@@ -76,26 +76,37 @@ SELECT EXISTS (SELECT 1 FROM ledger_lines l
 # round found it). One index-only probe per player on
 # ix_ledger_lines_operator_id_table_id_account_id, backward from the bound: a player new
 # to the table costs one empty probe, whatever the table's length.
-TABLE_BALANCES = """
+TABLE_BALANCES_SQL = """
 SELECT p.account, last.balance_after + coalesce(rev.amount, 0) AS balance,
     coalesce(rev.round_id, last.round_id)::text AS round_id
-FROM unnest(CAST(:players AS text[])) AS p(account)
+FROM unnest(CAST({players} AS text[])) AS p(account)
 CROSS JOIN LATERAL (
     SELECT l.id, l.balance_after, l.round_id FROM ledger_lines l
-    WHERE l.operator_id = :operator AND l.table_id = :table AND l.account = p.account
-        AND l.kind <> 'reversal' AND l.id < :bound
+    WHERE l.operator_id = {operator} AND l.table_id = {table} AND l.account = p.account
+        AND l.kind <> 'reversal' AND l.id < {bound}
     ORDER BY l.id DESC LIMIT 1) last
 LEFT JOIN LATERAL (
     SELECT sum(r.amount) AS amount, (array_agg(r.round_id ORDER BY r.id DESC))[1] AS round_id
     FROM ledger_lines r
-    WHERE r.operator_id = :operator AND r.table_id = :table AND r.account = p.account
-        AND r.kind = 'reversal' AND r.id > last.id AND r.id < :bound) rev ON true
+    WHERE r.operator_id = {operator} AND r.table_id = {table} AND r.account = p.account
+        AND r.kind = 'reversal' AND r.id > last.id AND r.id < {bound}) rev ON true
 WHERE last.balance_after IS NOT NULL
 """
-FIRST_LINE = """
-SELECT min(l.id) FROM ledger_lines l WHERE l.round_id = :round AND l.operator_id = :operator
-"""
+# As SQLAlchemy's text() binds it, and as the append's take message sends it (psycopg).
+TABLE_BALANCES = TABLE_BALANCES_SQL.format(players=":players", operator=":operator",
+                                           table=":table", bound=":bound")
+# The bound of the ledger as a round found it: its first line's id (none: no bound).
+ROUND_BOUND = ("(SELECT coalesce(min(b.id), {no_bound}) FROM ledger_lines b "
+               "WHERE b.round_id = :round AND b.operator_id = :operator)")
 NO_BOUND = 2 ** 63 - 1
+BALANCES_BEFORE_ROUND = TABLE_BALANCES_SQL.format(
+    players=":players", operator=":operator", table=":table",
+    bound=ROUND_BOUND.format(no_bound=NO_BOUND))
+
+
+def balances_of(rows: Any) -> dict[str, LedgerBalance]:
+    """Map each row of TABLE_BALANCES to its player."""
+    return {account: LedgerBalance(balance, round_id) for account, balance, round_id in rows}
 
 
 def _where(lines: LineFilter, after: LineCursor) -> tuple[str, dict[str, Any]]:
@@ -128,15 +139,11 @@ class LedgerRepository:
                        before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]:
         """Return each player's ledger balance at the table (players without a line there
         are left out): now, or as round ``before_round`` found it."""
-        bound = NO_BOUND
-        if before_round is not None:
-            first = self._session.execute(text(FIRST_LINE), {
-                "round": before_round, "operator": operator_id}).scalar_one()
-            bound = NO_BOUND if first is None else first
-        rows = self._session.execute(text(TABLE_BALANCES), {
+        sql = TABLE_BALANCES if before_round is None else BALANCES_BEFORE_ROUND
+        rows = self._session.execute(text(sql), {
             "players": list(players), "operator": operator_id, "table": table_id,
-            "bound": bound})
-        return {account: LedgerBalance(balance, round_id) for account, balance, round_id in rows}
+            "bound": NO_BOUND, "round": before_round})
+        return balances_of(rows)
 
     def player_page(self, lines: LineFilter, after: LineCursor,
                     limit: int) -> list[LedgerEntry]:

@@ -84,16 +84,16 @@ def _move(table_id: str, reason: str, movements: tuple[CashMovement, ...],
           opening: Terms | None, operator_id: str, key: str, body_hash: str,
           uows: UnitOfWorkFactory, signer: Signer) -> Settled:
     with uows() as uow:
-        start = uow.appends.start(operator_id, table_id, key)
+        players = [m.player_id for m in movements]
+        start = uow.appends.start(operator_id, table_id, key, players)
         if start is None:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
         terms = opening or _head_terms(uow, operator_id, table_id, start.seq)
         _check_decimals(movements, terms.precision)
-        players = [m.player_id for m in movements]
-        ledger = uow.ledger.table_balances(operator_id, table_id, players)
-        balances = {p: ledger[p].balance_after for p in players if p in ledger}
+        balances = {p: start.balances[p].balance_after for p in players
+                    if p in start.balances}
         apply_movements(movements, balances)  # refuses before anything is written
         stored = {
             "table_id": table_id, "reason": reason,

@@ -382,7 +382,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise MatchNotFound(str(match_id))
-        start = uow.appends.start(operator_id, match.table_id, key)
+        submitted = {req.player_id: req.balance, **req.balances}
+        start = uow.appends.start(operator_id, match.table_id, key, list(submitted))
         if start is None:
             earlier = uow.matches.leave_by_key(operator_id, key)
             if earlier is None:
@@ -418,8 +419,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         except SettlementError as error:
             raise MatchError(error.problems) from None
         # The balances a leave sends follow the rule a round's do (settlement.md §6.5).
-        submitted = {req.player_id: req.balance, **req.balances}
-        breaks = table_breaks(uow, operator_id, match.table_id, submitted, round_rules.money)
+        breaks = table_breaks(submitted, start.balances, round_rules.money)
         refuse_breaks(breaks, round_rules.money, {
             req.player_id: "balance", **{p: f"balances.{p}" for p in req.balances}})
         left = [leave_.player_id for leave_ in leaves]

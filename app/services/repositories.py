@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -158,13 +158,16 @@ class AppendStart:
 
     ``earlier`` is the key's committed use, read after the key's lock was taken, so it
     holds every round the key's earlier holder committed. ``created_at`` is the clock read
-    under the chain's lock: times never run backwards along a chain.
+    under the chain's lock: times never run backwards along a chain. ``balances`` holds the
+    ledger's balance at the table of each player ``start`` was asked about that has one,
+    read under the chain's lock too.
     """
 
     seq: int
     prev_hash: str | None
     created_at: datetime
     earlier: KeyUse | None
+    balances: Mapping[str, LedgerBalance] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +253,8 @@ class AppendRepository(Protocol):
     a second use of a key that the locks let through raises RetryableConflict.
     """
 
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None: ...
+    def start(self, operator_id: str, table_id: str, key: str,
+              players: Sequence[str] = ()) -> AppendStart | None: ...
 
     def try_lock_key(self, operator_id: str, key: str) -> bool: ...
 

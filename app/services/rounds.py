@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from app.domain.cash import BalanceBreak, balance_breaks
+from app.domain.cash import BalanceBreak, LedgerBalance, balance_breaks
 from app.domain.games import Game, game_of_preset, presets_of, rules_hash, rules_to_dict
 from app.domain.rounds import RoundResult
 from app.domain.settlement import Continuity, MoneyRules, money_text
@@ -309,12 +309,10 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     return Settled(200, body, replayed=True)
 
 
-def table_breaks(uow: UnitOfWork, operator_id: str, table_id: str,
-                 submitted: Mapping[str, Decimal], money: MoneyRules,
-                 before_round: uuid.UUID | None = None) -> tuple[BalanceBreak, ...]:
-    """Return the players whose submitted balance is not the ledger's at the table (now,
-    or as round ``before_round`` found it): read under the chain's lock when settling."""
-    ledger = uow.ledger.table_balances(operator_id, table_id, list(submitted), before_round)
+def table_breaks(submitted: Mapping[str, Decimal], ledger: Mapping[str, LedgerBalance],
+                 money: MoneyRules) -> tuple[BalanceBreak, ...]:
+    """Return the players whose submitted balance is not the ledger's at the table (the
+    balances ``start`` read under the chain's lock)."""
     return balance_breaks(submitted, ledger,
                           first_needs_entry=money.balance_continuity is Continuity.REFUSE)
 
@@ -365,15 +363,15 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
     result = round_body(played)
+    submitted = {p: b for p, b in played.input.balances.items()
+                 if p != played.input.house_seat}
     with uows() as uow:
-        start = uow.appends.start(operator_id, table_id, key)
+        start = uow.appends.start(operator_id, table_id, key, list(submitted))
         if start is None:
             return _replay_or_in_flight(uow, operator_id, key, body_hash)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier)
-        submitted = {p: b for p, b in played.input.balances.items()
-                     if p != played.input.house_seat}
-        breaks = table_breaks(uow, operator_id, table_id, submitted, rules.money)
+        breaks = table_breaks(submitted, start.balances, rules.money)
         refuse_breaks(breaks, rules.money, {p: f"players[{i}].balance"
                                             for i, p in enumerate(played.input.balances)})
         after = None if check is None else check(uow, played, round_id)
