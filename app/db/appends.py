@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.db.driver import driver_of, refusal, send, send_sets
 from app.db.engine import TRANSACTION_SETUP
-from app.db.ledger import NO_BOUND, TABLE_BALANCES_SQL, balances_of
+from app.db.ledger import FULL_BALANCES_SQL, LAST_LINES_SQL, balances_of, bound_sql
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
     LINE_COLUMNS,
@@ -61,9 +61,8 @@ _TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, 
 # a statement of its own after the take, so under READ COMMITTED it reads every line
 # committed before the chain's lock was taken (when the key was another's, the take took
 # no chain lock and the balances, read anyway, are dropped). One round trip still.
-_TAKE_WITH_BALANCES = _TAKE + "; " + TABLE_BALANCES_SQL.format(
-    players="%(players)s", operator="%(operator_id)s", table="%(table_id)s",
-    bound=str(NO_BOUND))
+_TAKE_WITH_BALANCES = _TAKE + "; " + bound_sql(LAST_LINES_SQL, "psycopg")
+_FULL_BALANCES = bound_sql(FULL_BALANCES_SQL, "psycopg")
 # The round's row (one JSON object), its players and lines (two JSON arrays), its result
 # (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
 # only when its hash is new to the operator): migration 0027_lean_rounds.
@@ -114,9 +113,13 @@ class AppendRepository:
             found = []
         if not taken:
             return None
+        balances, again = balances_of(found)
+        if again:  # a player's last line is a reversal: one more round trip, rarely
+            (rows,) = self._send(_FULL_BALANCES, {**params, "players": again}, sets=True)
+            balances.update(balances_of(rows)[0])
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
                            earlier=None if round_id is None else KeyUse(body_hash, round_id),
-                           balances=balances_of(found))
+                           balances=balances)
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         """Take ``key``'s lock until this transaction ends; False if another transaction has it."""

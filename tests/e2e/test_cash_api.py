@@ -380,3 +380,17 @@ def test_checkpoints_and_receipts_cover_a_cash_round_and_verify_derives_it_again
     assert detail.startswith("stored result differs from the round derived again")
     assert {f["what"] for f in _verify(auditor, checkpoint=checkpoint,
                                        receipts=[_receipt(out)])} >= {"content_hash"}
+
+
+def test_after_a_reversal_the_ledger_balance_is_the_one_the_voided_round_found(api):
+    table, names = _table(), _names()
+    first = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"}).get_json()
+    voided = api.post(f"/v1/rounds/{first['round_id']}/reversal", json={"reason": "misdeal"},
+                      headers=_key()).get_json()
+    again = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"}).get_json()
+    assert again["balance_breaks"] == []
+    stale = _round(api, table, names, {"A": "20000", "B": "20000", "C": "5000"}).get_json()
+    assert stale["balance_breaks"][0] == {
+        "player_id": names["A"], "ledger_balance_after": "28205", "submitted_balance": "20000",
+        "difference": "-8205", "last_round_id": again["round_id"]}
+    assert voided["kind"] == "reversal"
