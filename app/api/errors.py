@@ -366,8 +366,7 @@ def _on_balance_break(refused: BalanceBreakRefused) -> Response:
 def _on_unknown_table(error: UnknownTable) -> Response:
     return problem(404, "Not Found", f"table {error} has no round or movement yet; name the "
                    "terms it plays by to open it with a buy-in",
-                   _refused("table_id", "unknown table", "unknown_table"),
-                   type_="/problems/unknown-table")
+                   _refused("table_id", "unknown table", "unknown_table"))
 
 
 def _on_match_not_found(error: MatchNotFound) -> Response:

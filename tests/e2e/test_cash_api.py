@@ -169,7 +169,7 @@ def test_a_movement_at_an_unknown_table_is_not_found(api, count_rows):
     before = count_rows()
     response = _cash(api, _table(), [("A", "buy_in", "100")])
     assert response.status_code == 404
-    assert response.get_json()["type"] == "/problems/unknown-table"
+    assert response.get_json()["type"] == "about:blank"
     assert response.get_json()["errors"][0]["code"] == "unknown_table"
     assert count_rows() == before
     bad_terms = _cash(api, _table(), [("A", "buy_in", "100")],
