@@ -23,6 +23,7 @@ from typing import Any, Self
 
 import orjson
 
+from app.domain.cash import LedgerBalance
 from app.json_codec import fragment_value
 from app.services.repositories import AppendStart, KeyUse
 from app.services.uow import ConstraintViolation, RetryableConflict
@@ -60,12 +61,15 @@ class FakeAppends:
                  if (r.operator_id, r.table_id) == (operator_id, table_id)]
         return max(chain, key=lambda r: r.chain_seq, default=None)
 
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
+    def start(self, operator_id: str, table_id: str, key: str,
+              players: Sequence[str] = ()) -> AppendStart | None:
         head = self._head(operator_id, table_id)
         return AppendStart(seq=1 if head is None else head.chain_seq + 1,
                            prev_hash=None if head is None else head.content_hash,
                            created_at=self._ledger.tick(),
-                           earlier=self.committed_use(operator_id, key))
+                           earlier=self.committed_use(operator_id, key),
+                           balances=FakeLedgerLines(self._ledger).table_balances(
+                               operator_id, table_id, players))
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         return True  # one request at a time: no other transaction holds a key
@@ -179,6 +183,33 @@ class FakeMatches:
         return lines[-1].balance_after if lines else None
 
 
+class FakeLedgerLines:
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]:
+        """As app.db.ledger reads it: the last non-reversal balance after, plus reversals."""
+        found: dict[str, LedgerBalance] = {}
+        for player in players:
+            lines = []
+            for r in sorted(self._ledger.rounds, key=lambda r: r.chain_seq):
+                if (r.operator_id, r.table_id) != (operator_id, table_id):
+                    continue
+                if r.id == before_round:
+                    break
+                lines += [line for line in r.lines if line.account == player]
+            last = max((i for i, line in enumerate(lines) if line.kind != "reversal"),
+                       default=None)
+            if last is None:
+                continue
+            later = [line for line in lines[last + 1:] if line.kind == "reversal"]
+            found[player] = LedgerBalance(
+                lines[last].balance_after + sum(line.amount for line in later),
+                str((later or lines[last:])[-1].round_id))
+        return found
+
+
 class FakeUnitOfWork:
     """One transaction in memory: a copy of the ledger, put in place on a clean exit."""
 
@@ -190,6 +221,7 @@ class FakeUnitOfWork:
         self.appends = FakeAppends(self._ledger, self._committed.faults)
         self.rounds = FakeRounds(self._ledger)
         self.matches = FakeMatches(self._ledger)
+        self.ledger = FakeLedgerLines(self._ledger)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -17,6 +17,7 @@ from app.api.problems import bp as problems_bp
 from app.api.reconciliation import bp as reconciliation_bp
 from app.api.rounds import bp as rounds_bp
 from app.api.rulesets import bp as rulesets_bp
+from app.api.tables import bp as tables_bp
 
 BLUEPRINTS: tuple[Blueprint, ...] = (
     health_bp,
@@ -27,6 +28,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     hands_bp,
     rounds_bp,
     matches_bp,
+    tables_bp,
     eligibility_bp,
     reconciliation_bp,
     players_bp,

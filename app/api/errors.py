@@ -32,10 +32,12 @@ from app.domain.errors import (
     SettlementError,
 )
 from app.domain.matches import MatchError
+from app.services.cash import UnknownTable
 from app.services.cursors import InvalidCursor
 from app.services.matches import AlreadyLeft, MatchNotFound
 from app.services.rounds import (
     AlreadyReversed,
+    BalanceBreakRefused,
     ChainHeadMismatch,
     IdempotencyConflict,
     NotReversible,
@@ -94,8 +96,9 @@ def problem(
     headers: Mapping[str, str] | None = None,
     *,
     type_: str | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> Response:
-    """Build a problem+json response."""
+    """Build a problem+json response (``extensions``: members of its own, RFC 9457 §3.2)."""
     body: dict[str, Any] = {
         "type": type_ or ABOUT_BLANK,
         "title": title,
@@ -104,6 +107,7 @@ def problem(
     }
     if errors is not None:
         body["errors"] = [dict(e) for e in errors]
+    body.update(extensions or {})
     count_problem(status, body["type"])
     # A lone surrogate a client sent (an unknown field "\ud800") cannot be UTF-8: write it
     # back as the JSON escape it came in as, inside its string, rather than fail with a 500.
@@ -353,6 +357,28 @@ def _on_already_reversed(error: AlreadyReversed) -> Response:
                    type_="/problems/already-reversed")
 
 
+def _on_balance_break(refused: BalanceBreakRefused) -> Response:
+    breaks = [b.to_json(refused.precision) for b in refused.breaks]
+    errors = []
+    for b in breaks:
+        held = ("no entry at this table: buy in first" if b["ledger_balance_after"] is None
+                else f"the ledger holds {b['ledger_balance_after']} after round "
+                f"{b['last_round_id']}")
+        errors.append({"path": refused.paths.get(b["player_id"], "players"),
+                       "message": f"player {b['player_id']!r}: {held}, not "
+                       f"{b['submitted_balance']}", "code": "balance_break"})
+    return problem(409, "Balance break", "the ruleset refuses a balance that is not the "
+                   "ledger's (balance_continuity: refuse); nothing was written",
+                   errors, type_="/problems/balance-break",
+                   extensions={"balance_breaks": breaks})
+
+
+def _on_unknown_table(error: UnknownTable) -> Response:
+    return problem(404, "Not Found", f"table {error} has no round or movement yet; name the "
+                   "terms it plays by to open it with a buy-in",
+                   _refused("table_id", "unknown table", "unknown_table"))
+
+
 def _on_match_not_found(error: MatchNotFound) -> Response:
     return problem(404, "Not Found", f"no match {error}")
 
@@ -374,6 +400,8 @@ _SERVICE_PROBLEMS: dict[type[Exception], Callable[[Any], Response]] = {
     NotReversible: _on_not_reversible,
     AlreadyReversed: _on_already_reversed,
     MatchNotFound: _on_match_not_found,
+    BalanceBreakRefused: _on_balance_break,
+    UnknownTable: _on_unknown_table,
     AlreadyLeft: _on_already_left,
     # A collision or a lost connection that running again did not get past.
     RetryableConflict: _on_database_down,

@@ -55,6 +55,7 @@ ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
     ("POST", "/v1/rounds/{round_id}/reversal"): SETTLE,
     ("POST", "/v1/matches"): SETTLE,
     ("POST", "/v1/matches/{match_id}/leave"): SETTLE,
+    ("POST", "/v1/tables/{table_id}/cash"): SETTLE,
     ("POST", "/v1/rounds/score"): DRY,
     ("POST", "/v1/hands/evaluate"): DRY,
     ("POST", "/v1/hands/arrange"): DRY,  # ADVISOR when the body asks for mode best

@@ -505,9 +505,12 @@ def round_page(round_id: str) -> Response:
     if body.get("reversed_by"):  # the original shows why it was voided, as its reversal does
         reversal = rounds.get_round(uuid.UUID(body["reversed_by"]),
                                     operator_id=_caller().operator_id,
-                                    uows=get_database().uows)
+                                    uows=get_database().uows, keys=keyring().public,
+                                    checked=checked_receipts())
         reason = None if reversal is None else (reversal.body.get("reversal") or {}).get("reason")
-    return _page("console/round.html", round=body, names=names, matrix=matrix,
+    breaks = rounds.breaks_of(parsed, operator_id=_caller().operator_id,
+                              uows=get_database().uows)
+    return _page("console/round.html", round=body, names=names, matrix=matrix, breaks=breaks,
                  reversed_reason=reason, lines=lines_top_down(body),
                  precision=body["ruleset"]["parameters"].get("precision"))
 

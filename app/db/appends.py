@@ -26,8 +26,9 @@ from psycopg.pq import TransactionStatus
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.driver import driver_of, refusal, send
+from app.db.driver import driver_of, refusal, send, send_sets
 from app.db.engine import TRANSACTION_SETUP
+from app.db.ledger import FULL_BALANCES_SQL, LAST_LINES_SQL, balances_of, bound_sql
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
     LINE_COLUMNS,
@@ -56,6 +57,12 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
 _TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s)"
+# With the players' ledger balances at the table (settlement.md §6.5) in the same message:
+# a statement of its own after the take, so under READ COMMITTED it reads every line
+# committed before the chain's lock was taken (when the key was another's, the take took
+# no chain lock and the balances, read anyway, are dropped). One round trip still.
+_TAKE_WITH_BALANCES = _TAKE + "; " + bound_sql(LAST_LINES_SQL, "psycopg")
+_FULL_BALANCES = bound_sql(FULL_BALANCES_SQL, "psycopg")
 # The round's row (one JSON object), its players and lines (two JSON arrays), its result
 # (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
 # only when its hash is new to the operator): migration 0027_lean_rounds.
@@ -91,16 +98,28 @@ class AppendRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None:
-        """Take ``key`` (without waiting), then the chain; read its head and the key's
-        earlier use. None if the key is another transaction's."""
+    def start(self, operator_id: str, table_id: str, key: str,
+              players: Sequence[str] = ()) -> AppendStart | None:
+        """Take ``key`` (without waiting), then the chain; read its head, the key's
+        earlier use and the ledger's balance of each of ``players`` at the table. None if
+        the key is another transaction's."""
         params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
-                  "table_id": table_id, "key": key}
-        taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
+                  "table_id": table_id, "key": key, "players": list(players)}
+        if players:
+            take, found = self._send(_TAKE_WITH_BALANCES, params, sets=True)
+            taken, seq, head_hash, locked_at, body_hash, round_id = take[0]
+        else:
+            taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
+            found = []
         if not taken:
             return None
+        balances, again = balances_of(found)
+        if again:  # a player's last line is a reversal: one more round trip, rarely
+            (rows,) = self._send(_FULL_BALANCES, {**params, "players": again}, sets=True)
+            balances.update(balances_of(rows)[0])
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
-                           earlier=None if round_id is None else KeyUse(body_hash, round_id))
+                           earlier=None if round_id is None else KeyUse(body_hash, round_id),
+                           balances=balances)
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
@@ -158,9 +177,11 @@ class AppendRepository:
         """Store a signed checkpoint through ``checkpoint_add``."""
         self._send(_CHECKPOINT, {"checkpoint": _json_of(checkpoint)}, rows=False)
 
-    def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True) -> Any:
+    def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True,
+              sets: bool = False) -> Any:
         """Send ``sql`` as one message (after BEGIN when it opens the transaction); when
-        ``rows``, return the first row of its last statement that returns rows, or None."""
+        ``rows``, return the first row of its last statement that returns rows, or None;
+        with ``sets``, every row of each statement that returns rows."""
         if not self._session.in_transaction():
             # Nothing sent yet: autocommit, so that this repository's first message opens
             # the transaction (SQLAlchemy restores the pool's setting on check-in). The
@@ -178,6 +199,8 @@ class AppendRepository:
             setup = connection.get_execution_options().get(TRANSACTION_SETUP)
             sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
         try:
+            if sets:
+                return send_sets(connection, sql, params)
             return send(connection, sql, params, rows=rows)
         except IntegrityError as error:
             # A refusal the service answers (or runs again for) inside its unit of work.

@@ -50,6 +50,21 @@ def send(connection: Connection, sql: str, params: Mapping[str, Any], *,
                 return row
 
 
+def send_sets(connection: Connection, sql: str, params: Mapping[str, Any]) -> list[list[Any]]:
+    """Send ``sql`` as one message; return the rows of each of its statements that returns
+    rows, in order."""
+    with as_sqlalchemy_errors(connection, sql):
+        cursor = psycopg.ClientCursor(driver_of(connection))
+        cursor.execute(sql, params)
+        sets = []
+        while True:
+            result = cursor.pgresult
+            if result is not None and result.status == ExecStatus.TUPLES_OK:
+                sets.append(cursor.fetchall())
+            if not cursor.nextset():
+                return sets
+
+
 def read_outside_transaction(connection: Connection, sql: str,
                              params: Mapping[str, Any]) -> Any:
     """Send one read in autocommit (one round trip); return its first row. Behind a pooler

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import LedgerLine
 from app.db.repositories import commit_horizon
+from app.domain.cash import LedgerBalance
 from app.services.cursors import LineCursor
 from app.services.repositories import LedgerEntry, LineFilter
 
@@ -67,6 +68,72 @@ SELECT EXISTS (SELECT 1 FROM ledger_lines l
 """
 
 
+# Each player's balance at a table as the ledger holds it (settlement.md §6.5): the balance
+# after its last line there. Lines before {bound} only (a round's first line id: the ledger
+# as that round found it). One index-only probe per player on
+# ix_ledger_lines_operator_id_table_id_account_id, backward from the bound: a player new
+# to the table costs one empty probe, whatever the table's length. A statement this small
+# costs PostgreSQL little to plan on every settle; when a player's last line is a
+# reversal (rare), FULL_BALANCES_SQL reads that player again.
+LAST_LINES_SQL = """
+SELECT p.account, l.kind, l.balance_after, l.round_id::text
+FROM unnest(CAST({players} AS text[])) AS p(account)
+CROSS JOIN LATERAL (
+    SELECT l.kind, l.balance_after, l.round_id FROM ledger_lines l
+    WHERE l.operator_id = {operator} AND l.table_id = {table} AND l.account = p.account
+        AND l.id < {bound}
+    ORDER BY l.id DESC LIMIT 1) l
+"""
+# After a reversal: a reversal's lines mirror the balances of the round it voids, so its
+# own balance after is not the wallet's. The balance is the one after the last line that
+# is not a reversal, plus what reversals moved since (as reconciliation's BREAKS_IN reads
+# it), and the round is that of the last reversal.
+FULL_BALANCES_SQL = """
+SELECT p.account, 'balance' AS kind, last.balance_after + coalesce(rev.amount, 0),
+    coalesce(rev.round_id, last.round_id)::text
+FROM unnest(CAST({players} AS text[])) AS p(account)
+CROSS JOIN LATERAL (
+    SELECT l.id, l.balance_after, l.round_id FROM ledger_lines l
+    WHERE l.operator_id = {operator} AND l.table_id = {table} AND l.account = p.account
+        AND l.kind <> 'reversal' AND l.id < {bound}
+    ORDER BY l.id DESC LIMIT 1) last
+LEFT JOIN LATERAL (
+    SELECT sum(r.amount) AS amount, (array_agg(r.round_id ORDER BY r.id DESC))[1] AS round_id
+    FROM ledger_lines r
+    WHERE r.operator_id = {operator} AND r.table_id = {table} AND r.account = p.account
+        AND r.kind = 'reversal' AND r.id > last.id AND r.id < {bound}) rev ON true
+"""
+NO_BOUND = 2 ** 63 - 1
+# The bound of the ledger as a round found it: its first line's id (none: no bound).
+ROUND_BOUND = (f"(SELECT coalesce(min(b.id), {NO_BOUND}) FROM ledger_lines b "
+               "WHERE b.round_id = :round AND b.operator_id = :operator)")
+REVERSAL = "reversal"
+
+
+def bound_sql(template: str, style: str, *, before_round: bool = False) -> str:
+    """Write a balances statement with SQLAlchemy's (``text``) or psycopg's placeholders."""
+    if style == "text":
+        names = {"players": ":players", "operator": ":operator", "table": ":table",
+                 "bound": ROUND_BOUND if before_round else str(NO_BOUND)}
+    else:
+        names = {"players": "%(players)s", "operator": "%(operator_id)s",
+                 "table": "%(table_id)s", "bound": str(NO_BOUND)}
+    return template.format(**names)
+
+
+def balances_of(rows: Any) -> tuple[dict[str, LedgerBalance], list[str]]:
+    """Map each row of a balances statement to its player; also return the players whose
+    last line is a reversal, to read again with FULL_BALANCES_SQL."""
+    found: dict[str, LedgerBalance] = {}
+    again: list[str] = []
+    for account, kind, balance, round_id in rows:
+        if kind == REVERSAL:
+            again.append(account)
+        elif balance is not None:
+            found[account] = LedgerBalance(balance, round_id)
+    return found, again
+
+
 def _where(lines: LineFilter, after: LineCursor) -> tuple[str, dict[str, Any]]:
     """Return the filters' SQL (after the position, then each filter given) and values."""
     params: dict[str, Any] = {"operator": lines.operator_id, "player": lines.player_id,
@@ -92,6 +159,20 @@ class LedgerRepository:
         stmt = select(LedgerLine).where(LedgerLine.operator_id == operator_id,
                                         LedgerLine.round_id == round_id)
         return list(self._session.scalars(stmt.order_by(LedgerLine.line_no)))
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]:
+        """Return each player's ledger balance at the table (players without a line there
+        are left out): now, or as round ``before_round`` found it."""
+        params = {"players": list(players), "operator": operator_id, "table": table_id,
+                  "round": before_round}
+        last = bound_sql(LAST_LINES_SQL, "text", before_round=before_round is not None)
+        found, again = balances_of(self._session.execute(text(last), params))
+        if again:
+            full = bound_sql(FULL_BALANCES_SQL, "text", before_round=before_round is not None)
+            found.update(balances_of(self._session.execute(
+                text(full), {**params, "players": again}))[0])
+        return found
 
     def player_page(self, lines: LineFilter, after: LineCursor,
                     limit: int) -> list[LedgerEntry]:

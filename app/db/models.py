@@ -56,9 +56,10 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# ``penalty``: a match's leave penalty (matches.md §1), appended to the table's chain.
-ROUND_KINDS = ("settlement", "reversal", "penalty")
-LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal", "penalty")
+# ``penalty``: a match's leave penalty (matches.md §1), appended to the table's chain;
+# ``cash``: a buy-in, top-up, cash-out or transfer (settlement.md §6.5), the same way.
+ROUND_KINDS = ("settlement", "reversal", "penalty", "cash")
+LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal", "penalty", "cash_in", "cash_out")
 # Scopes an API key may hold (service.md "Access"); app.services.keys.Scope names them.
 API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
 HOUSE = "house"

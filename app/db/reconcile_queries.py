@@ -17,8 +17,8 @@ from app.services.reconcile_records import MONEY_FIGURES, Accounts, Sums
 # The condition on an account column that selects each ``Accounts``; None: every account.
 _ACCOUNTS: dict[Accounts, str | None] = {
     Accounts.EVERY: None,
-    Accounts.PLAYERS: "{} NOT IN (:house, :house_game)",
-    Accounts.NOT_HOUSE: "{} <> :house",
+    Accounts.PLAYERS: "{} NOT IN (:house, :house_game, :cashier)",
+    Accounts.NOT_HOUSE: "{} NOT IN (:house, :cashier)",
     Accounts.HOUSE: "{} = :house",
     Accounts.HOUSE_SEAT: "{} = :house_game",
 }
@@ -84,13 +84,18 @@ def _line_figures() -> str:
     return ",\n    ".join(figures)
 
 
+# A player account that moved cash at the table: its sums are its row of cash_by_player.
+_CASH_OF_PLAYER = ("account <> :cashier AND (sum_cash_in IS NOT NULL "
+                   "OR sum_cash_out IS NOT NULL)")
+
 # One pass over the period's lines in (operator, table, account, id) order, which the
 # covering index ix_ledger_lines_operator_id_table_id_account_id gives without a sort or a
-# heap visit: the totals of each account at a table, and whether its balance chain needs a
-# closer look. An account's chain holds when each line's balance before equals the previous
-# line's balance after, i.e. when its balances before (from the second line) equal its
-# balances after (up to the last but one) as arrays in line order; one array comparison
-# per account instead of a window over every line. Both come from one array of
+# heap visit: the totals of each account at a table (and each player's cash movements),
+# and whether its balance chain needs a closer look. An account's chain holds when each
+# line's balance before equals the previous line's balance after, i.e. when its balances
+# before (from the second line) equal its balances after (up to the last but one) as
+# arrays in line order; one array comparison per account instead of a window over every
+# line. Both come from one array of
 # (before, after) pairs, so each account's lines are put in order once, not twice.
 # Accounts whose arrays differ, or with a reversal line in the period, are suspects:
 # BREAKS_IN finds their breaks exactly.
@@ -109,7 +114,12 @@ WITH accounts AS (
 )
 SELECT operator_id, table_id,
     {_table_figures()},
-    array_agg(account) FILTER (WHERE account <> :house AND suspect) AS suspects
+    array_agg(account) FILTER (WHERE account <> :house AND suspect) AS suspects,
+    array_agg(account ORDER BY account) FILTER (WHERE {_CASH_OF_PLAYER}) AS cash_players,
+    array_agg(coalesce(sum_cash_in, 0) ORDER BY account) FILTER (WHERE {_CASH_OF_PLAYER})
+        AS cash_ins,
+    array_agg(coalesce(sum_cash_out, 0) ORDER BY account) FILTER (WHERE {_CASH_OF_PLAYER})
+        AS cash_outs
 FROM accounts
 GROUP BY operator_id, table_id
 """

@@ -37,6 +37,7 @@ from app.db.reconcile_queries import (
 )
 from app.db.repositories import RoundRepository
 from app.domain.games import Game, presets_of
+from app.domain.ledger import CASHIER
 from app.domain.matches import HOUSE_GAME
 from app.services.reconcile_records import (
     MONEY_FIGURES,
@@ -44,6 +45,7 @@ from app.services.reconcile_records import (
     BalanceBreak,
     GameTotals,
     MoneyTotals,
+    PlayerCash,
 )
 from app.services.reconcile_source import (
     AccountKey,
@@ -108,7 +110,7 @@ class _Snapshot:
         self._params: dict[str, Any] = {
             "from": scope.created_from, "to": scope.created_to,
             "operator": scope.operator_id, "table": scope.table_id,
-            "house": HOUSE, "house_game": HOUSE_GAME, **GAME_PRESETS}
+            "house": HOUSE, "house_game": HOUSE_GAME, "cashier": CASHIER, **GAME_PRESETS}
 
     def _scoped(self, sql: str, alias: str = "l", extra: str = "TRUE") -> TextClause:
         where = scope_filter(alias, self._scope.operator_id, self._scope.table_id)
@@ -144,7 +146,10 @@ class _Snapshot:
                       unbalanced=_merged(done[1 + len(line_chunks):-1]), without_deal=done[-1])
 
     def _table_lines(self, db: Reader, *, chunk: Chunk) -> dict[TableKey, TableLines]:
-        return {_key(row): TableLines(_money(row), tuple(row["suspects"] or ()))
+        return {_key(row): TableLines(_money(row), tuple(row["suspects"] or ()), tuple(
+                    PlayerCash(player, cash_in, cash_out) for player, cash_in, cash_out
+                    in zip(row["cash_players"] or (), row["cash_ins"] or (),
+                           row["cash_outs"] or (), strict=True)))
                 for row in self._rows(db, LINE_PASS, chunk=chunk)}
 
     def _unbalanced(self, db: Reader, *, chunk: Chunk) -> dict[TableKey, tuple[str, ...]]:

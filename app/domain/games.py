@@ -28,6 +28,7 @@ from app.domain.rulesets import (
     ruleset_hash,
     ruleset_to_dict,
 )
+from app.domain.rulesets.codec import OPTIONAL_KEYS, continuity_dict, with_optional
 from app.domain.rulesets.readers import (
     fail,
     read_bool,
@@ -38,7 +39,7 @@ from app.domain.rulesets.readers import (
     read_ruleset_ref,
     read_str,
 )
-from app.domain.settlement import FeeBasis, Limit, MoneyRules, Payout
+from app.domain.settlement import Continuity, FeeBasis, Limit, MoneyRules, Payout
 from app.domain.tiles import CategoryTiles, TwoEight
 
 MAX_TABLE = 10  # players at one banker table, banker included
@@ -182,7 +183,7 @@ def rules_to_dict(rules: AnyRules) -> dict[str, Any]:
         "payout": m.payout.value, "fee_rate": str(m.fee_rate), "fee_basis": m.fee_basis.value,
         "precision": m.precision,
         "entry_min": _limit_dict(m.entry_min), "continue_min": _limit_dict(m.continue_min),
-        "rounding": m.rounding,
+        "rounding": m.rounding, **continuity_dict(m),
     }
 
 
@@ -247,7 +248,7 @@ def resolve(spec: object, path: str = "ruleset") -> AnyRules:
     base = BANKER_PRESETS[ref.preset]
     if ref.overrides is None:
         return base
-    merged = rules_to_dict(base)
+    merged = with_optional(rules_to_dict(base))
     for key, value in ref.overrides.items():
         if not isinstance(key, str) or key not in merged or key in ("name", "game"):
             raise RulesetError(Problem(f"{path}.overrides.{key}", "unknown parameter"
@@ -313,11 +314,11 @@ def _banker_from_dict(data: Mapping[str, Any], path: str,
     spec = SPECS[Game(game)]
     keys = ("name", "game", "max_players", "bet_multiples", "grab_multiples",
             "category_multipliers", "bet_requires_cover",
-            *(o.name for o in spec.options), *_MONEY_KEYS)
+            *(o.name for o in spec.options), *_MONEY_KEYS, *OPTIONAL_KEYS)
     problems = [Problem(f"{path}.{k}", "unknown parameter", "unknown_parameter")
                 for k in data if k not in keys]
     problems += [Problem(f"{path}.{k}", "missing parameter", "missing_parameter")
-                 for k in keys if k not in data] if complete else []
+                 for k in keys if k not in data and k not in OPTIONAL_KEYS] if complete else []
     if problems:
         raise RulesetError(problems)
 
@@ -349,6 +350,8 @@ def _banker_from_dict(data: Mapping[str, Any], path: str,
         "entry_min": take("entry_min", read_limit),
         "continue_min": take("continue_min", read_limit),
         "rounding": take("rounding", read_str),
+        "balance_continuity": take("balance_continuity", read_enum(Continuity))
+        if "balance_continuity" in data else Continuity.REPORT,
     }
     if problems:
         raise RulesetError(problems)

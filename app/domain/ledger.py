@@ -15,6 +15,8 @@ from app.domain.amounts import EXACT, InvariantError, money_text, units_decimal
 from app.domain.money_rules import Payout
 
 HOUSE = "house"
+# The operator's cashier: the other side of every cash movement (app.domain.cash).
+CASHIER = "cashier"
 
 
 class LineKind(StrEnum):
@@ -24,6 +26,10 @@ class LineKind(StrEnum):
     ROUNDING = "rounding"
     # Written by the service when it voids a round; ``settle`` never emits it.
     REVERSAL = "reversal"
+    # Cash movements (settlement.md §6.5): a player's money in or out of the table,
+    # against the operator's cashier account; written by ``app.domain.cash``.
+    CASH_IN = "cash_in"
+    CASH_OUT = "cash_out"
 
 
 @dataclass(frozen=True, slots=True)

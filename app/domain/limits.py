@@ -21,7 +21,7 @@ from app.domain.amounts import (
     whole_units,
 )
 from app.domain.errors import Problem, SettlementError
-from app.domain.ledger import HOUSE
+from app.domain.ledger import CASHIER, HOUSE
 from app.domain.money_rules import MoneyRules
 
 
@@ -100,9 +100,10 @@ def check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str,
             problems.append(Problem(f"{path}.player_id", f"a player id must be a non-empty "
                                     f"string, got {pid!r}", "bad_player_id"))
             continue
-        if pid == HOUSE:
-            problems.append(Problem(f"{path}.player_id", f"player id {HOUSE!r} is the house "
-                                    "account", "reserved_player_id"))
+        if pid in (HOUSE, CASHIER):
+            problems.append(Problem(f"{path}.player_id", f"player id {pid!r} is the "
+                                    f"{'house' if pid == HOUSE else 'cashier'} account",
+                                    "reserved_player_id"))
         exact = read_money(value, f"{path}.balance", problems)
         if exact is None:
             continue

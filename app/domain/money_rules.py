@@ -21,6 +21,14 @@ from app.domain.errors import Problem, SettlementError
 ROUNDING_MODES = frozenset({"toward_zero"})
 
 
+class Continuity(StrEnum):
+    """What a round whose balances differ from the ledger's gets (settlement.md §6.5):
+    named in the answer (``report``), or refused with nothing written (``refuse``)."""
+
+    REPORT = "report"
+    REFUSE = "refuse"
+
+
 class Payout(StrEnum):
     UNLIMITED = "unlimited"
     PROPORTIONAL = "proportional"
@@ -85,9 +93,19 @@ class MoneyRules:
     continue_min: Limit | None = None
     rounding: str = "toward_zero"
     fee_basis: FeeBasis = FeeBasis.NET
+    balance_continuity: Continuity = Continuity.REPORT
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
+        if not isinstance(self.balance_continuity, Continuity):
+            try:
+                object.__setattr__(self, "balance_continuity",
+                                   Continuity(self.balance_continuity))
+            except ValueError:
+                problems.append(Problem("balance_continuity", "unknown balance_continuity "
+                                        f"{self.balance_continuity!r}; use one of "
+                                        f"{', '.join(c.value for c in Continuity)}",
+                                        "invalid_choice"))
         if not isinstance(self.fee_basis, FeeBasis):
             try:
                 object.__setattr__(self, "fee_basis", FeeBasis(self.fee_basis))

@@ -56,7 +56,14 @@ from app.domain.limits import (
     check_continue,
     eligibility,
 )
-from app.domain.money_rules import ROUNDING_MODES, FeeBasis, Limit, MoneyRules, Payout
+from app.domain.money_rules import (
+    ROUNDING_MODES,
+    Continuity,
+    FeeBasis,
+    Limit,
+    MoneyRules,
+    Payout,
+)
 
 __all__ = [
     "HOUSE",
@@ -64,6 +71,7 @@ __all__ = [
     "PARAMETER_DIGITS",
     "PARAMETER_EXPONENT",
     "ROUNDING_MODES",
+    "Continuity",
     "Debt",
     "Eligibility",
     "FeeBasis",

@@ -50,6 +50,7 @@ from app.domain.errors import DomainError
 from app.domain.games import AnyRules, rules_from_dict, rules_hash
 from app.json_codec import as_stored
 from app.services import cursors
+from app.services.cash import CASH_KIND, cash_result
 from app.services.cursors import InvalidCursor
 from app.services.ledger import REVERSAL_KIND, reversal_result
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
@@ -276,6 +277,8 @@ def check_round(uow: UnitOfWork, keys: PublicKeys, round_: RoundWithRows) -> lis
         expected = _mirror(uow, round_, found)
     elif round_.kind == PENALTY_ROUND_KIND:
         expected = _penalty(round_, found)
+    elif round_.kind == CASH_KIND:
+        expected = _cash(round_, found)
     elif rules is not None:
         expected = _rescored(round_, rules, found)
     if expected is not None and expected != round_.result:
@@ -289,7 +292,8 @@ def check_round(uow: UnitOfWork, keys: PublicKeys, round_: RoundWithRows) -> lis
 
 
 def _verb(kind: str) -> str:
-    return {REVERSAL_KIND: "mirrored", PENALTY_ROUND_KIND: "decided"}.get(kind, "scored")
+    return {REVERSAL_KIND: "mirrored", PENALTY_ROUND_KIND: "decided",
+            CASH_KIND: "derived"}.get(kind, "scored")
 
 
 def _stored_ruleset(round_: RoundColumns, found: list[Difference]) -> AnyRules | None:
@@ -397,6 +401,19 @@ def _penalty(round_: RoundColumns, found: list[Difference]) -> Mapping[str, Any]
             ruleset=round_.ruleset, ruleset_hash=round_.ruleset_hash, stake=round_.stake))
     except (KeyError, TypeError, ValueError, InvalidOperation) as error:
         found.append(_difference(round_, RESULT, f"stored penalty request unreadable: "
+                                 f"{error!r}"))
+        return None
+    return expected
+
+
+def _cash(round_: RoundColumns, found: list[Difference]) -> Mapping[str, Any] | None:
+    """Derive a cash round again from its stored request (movements, balances before)."""
+    try:
+        expected: Mapping[str, Any] = as_stored(cash_result(
+            round_.request, table_id=round_.table_id, ruleset_name=round_.ruleset_name,
+            ruleset=round_.ruleset, ruleset_hash=round_.ruleset_hash, stake=round_.stake))
+    except (DomainError, KeyError, TypeError, ValueError, InvalidOperation) as error:
+        found.append(_difference(round_, RESULT, f"stored cash request unreadable: "
                                  f"{error!r}"))
         return None
     return expected

@@ -48,8 +48,10 @@ from app.services.rounds import (
     NewRound,
     Settled,
     _replay,
+    refuse_breaks,
     round_json,
     sha256,
+    table_breaks,
     utc_text,
 )
 from app.services.signing import Signer
@@ -380,7 +382,8 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
         match = uow.matches.get(operator_id, match_id)
         if match is None:
             raise MatchNotFound(str(match_id))
-        start = uow.appends.start(operator_id, match.table_id, key)
+        submitted = {req.player_id: req.balance, **req.balances}
+        start = uow.appends.start(operator_id, match.table_id, key, list(submitted))
         if start is None:
             earlier = uow.matches.leave_by_key(operator_id, key)
             if earlier is None:
@@ -415,6 +418,10 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
                 **{f"balances.{p}": amount for p, amount in req.balances.items()}})
         except SettlementError as error:
             raise MatchError(error.problems) from None
+        # The balances a leave sends follow the rule a round's do (settlement.md §6.5).
+        breaks = table_breaks(submitted, start.balances, round_rules.money)
+        refuse_breaks(breaks, round_rules.money, {
+            req.player_id: "balance", **{p: f"balances.{p}" for p in req.balances}})
         left = [leave_.player_id for leave_ in leaves]
         houses = {s["player_id"] for s in match.seats if s["house"]}
         stayers = [s for s in seated(seats, left) if s != req.player_id and s not in houses]
@@ -462,7 +469,7 @@ def _leave(match_id: uuid.UUID, req: LeaveRequest, operator_id: str, key: str,
             "rounds_played": played,
             "min_rounds_before_leave": rules.min_rounds_before_leave,
             "penalty": round_body, "penalty_amount": money_text(outcome.amount, precision),
-            "why": outcome.why,
+            "why": outcome.why, "balance_breaks": [b.to_json(precision) for b in breaks],
         }
         try:
             uow.appends.add_match_leave({

@@ -126,5 +126,5 @@ def _table_report(key: TableKey, passes: Passes, breaks: Sequence[BalanceBreak],
         rounds_without_deal=passes.without_deal.get(key, 0),
         money=lines.money if lines else MoneyTotals(),
         zero_sum_failures=passes.unbalanced.get(key, ()), balance_breaks=tuple(breaks),
-        hash_chain=chain,
+        hash_chain=chain, cash=lines.cash if lines else (),
     )

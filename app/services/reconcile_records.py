@@ -24,7 +24,7 @@ class Accounts(StrEnum):
     """Whose ledger lines a money figure sums."""
 
     EVERY = "every"
-    PLAYERS = "players"  # neither the house nor the house seat
+    PLAYERS = "players"  # neither the house, the house seat nor the cashier
     NOT_HOUSE = "not_house"  # the players and the house seat
     HOUSE = "house"
     HOUSE_SEAT = "house_seat"  # the seat the house plays from (matches.md §2)
@@ -50,8 +50,10 @@ class MoneyTotals:
     house's; ``reversal_total`` is what reversals moved back to or from the players,
     ``penalties`` what leaving players paid net of the shares staying players received,
     ``house_penalties`` the house's penalty lines; ``house_game`` is what the house won
-    or lost at play, kept out of ``won`` and ``lost``; ``net`` is every line, zero when
-    every round balances.
+    or lost at play, kept out of ``won`` and ``lost``; ``cash_in`` and ``cash_out`` are the
+    players' cash movements (buy-ins, top-ups, transfers in; cash-outs and transfers out,
+    negative), whose other side is the cashier's; ``net`` is every line, zero when every
+    round balances.
     """
 
     lines: int = 0
@@ -63,6 +65,8 @@ class MoneyTotals:
     penalties: Decimal = _sum_of("penalty", Accounts.NOT_HOUSE)
     house_penalties: Decimal = _sum_of("penalty", Accounts.HOUSE)
     house_game: Decimal = _sum_of(None, Accounts.HOUSE_SEAT)
+    cash_in: Decimal = _sum_of("cash_in", Accounts.PLAYERS)
+    cash_out: Decimal = _sum_of("cash_out", Accounts.PLAYERS)
     net: Decimal = _sum_of(None, Accounts.EVERY)
 
     def __add__(self, other: MoneyTotals) -> MoneyTotals:
@@ -102,6 +106,19 @@ class BalanceBreak:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayerCash:
+    """What one player moved into (``cash_in``) and out of (``cash_out``, negative) a table."""
+
+    player_id: str
+    cash_in: Decimal
+    cash_out: Decimal
+
+    def to_json(self) -> dict[str, Any]:
+        return {"player_id": self.player_id, "cash_in": money(self.cash_in),
+                "cash_out": money(self.cash_out)}
+
+
+@dataclass(frozen=True, slots=True)
 class ChainStatus:
     """The hash chain of one table in the period: ok, or broken at its first bad round."""
 
@@ -130,6 +147,7 @@ class TableReport:
     zero_sum_failures: tuple[str, ...] = ()
     balance_breaks: tuple[BalanceBreak, ...] = ()
     hash_chain: ChainStatus = field(default_factory=ChainStatus)
+    cash: tuple[PlayerCash, ...] = ()
 
     @property
     def discrepancies(self) -> int:
@@ -142,6 +160,7 @@ class TableReport:
             "operator_id": self.operator_id, "table_id": self.table_id,
             "rounds": self.rounds, "reversals": self.reversals,
             "rounds_without_deal": self.rounds_without_deal, **self.money.to_json(),
+            "cash_by_player": [c.to_json() for c in self.cash],
             "zero_sum": {"ok": not self.zero_sum_failures,
                          "failed_rounds": list(self.zero_sum_failures)},
             "balance_chain_breaks": [b.to_json() for b in self.balance_breaks],

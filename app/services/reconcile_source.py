@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from app.services.reconcile_records import BalanceBreak, GameTotals, MoneyTotals
+from app.services.reconcile_records import BalanceBreak, GameTotals, MoneyTotals, PlayerCash
 
 TableKey = tuple[str, str]  # (operator_id, table_id)
 AccountKey = tuple[str, str, str]  # (operator_id, table_id, account)
@@ -54,6 +54,7 @@ class TableLines:
 
     money: MoneyTotals
     suspect_accounts: tuple[str, ...] = ()
+    cash: tuple[PlayerCash, ...] = ()  # by player id
 
 
 @dataclass(frozen=True, slots=True)

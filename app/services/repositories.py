@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from app.domain.cash import LedgerBalance
 from app.services.cursors import Cursor, LineCursor, Page
 
 # --- a round's rows --------------------------------------------------------------------
@@ -187,13 +188,16 @@ class AppendStart:
 
     ``earlier`` is the key's committed use, read after the key's lock was taken, so it
     holds every round the key's earlier holder committed. ``created_at`` is the clock read
-    under the chain's lock: times never run backwards along a chain.
+    under the chain's lock: times never run backwards along a chain. ``balances`` holds the
+    ledger's balance at the table of each player ``start`` was asked about that has one,
+    read under the chain's lock too.
     """
 
     seq: int
     prev_hash: str | None
     created_at: datetime
     earlier: KeyUse | None
+    balances: Mapping[str, LedgerBalance] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +283,8 @@ class AppendRepository(Protocol):
     a second use of a key that the locks let through raises RetryableConflict.
     """
 
-    def start(self, operator_id: str, table_id: str, key: str) -> AppendStart | None: ...
+    def start(self, operator_id: str, table_id: str, key: str,
+              players: Sequence[str] = ()) -> AppendStart | None: ...
 
     def try_lock_key(self, operator_id: str, key: str) -> bool: ...
 
@@ -356,6 +361,9 @@ class LedgerRepository(Protocol):
 
     def player_page(self, lines: LineFilter, after: LineCursor,
                     limit: int) -> list[LedgerEntry]: ...
+
+    def table_balances(self, operator_id: str, table_id: str, players: Sequence[str],
+                       before_round: uuid.UUID | None = None) -> dict[str, LedgerBalance]: ...
 
     def any_after(self, lines: LineFilter, after: LineCursor) -> bool: ...
 

@@ -33,6 +33,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from app.domain.cash import BalanceBreak, LedgerBalance, balance_breaks
 from app.domain.errors import DomainError
 from app.domain.games import (
     Game,
@@ -43,7 +44,7 @@ from app.domain.games import (
     rules_to_dict,
 )
 from app.domain.rounds import RoundResult
-from app.domain.settlement import money_text
+from app.domain.settlement import Continuity, MoneyRules, money_text
 from app.json_codec import as_stored, canonical_json
 from app.services import cursors
 from app.services.cursors import Cursor, Page
@@ -77,6 +78,18 @@ class IdempotencyConflict(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class BalanceBreakRefused(Exception):
+    """The ruleset refuses breaks (``balance_continuity: refuse``) and these players'
+    balances are not the ledger's; ``paths`` names each one's field in the request."""
+
+    def __init__(self, breaks: Sequence[BalanceBreak], precision: int,
+                 paths: Mapping[str, str]) -> None:
+        super().__init__(", ".join(b.player_id for b in breaks))
+        self.breaks = tuple(breaks)
+        self.precision = precision
+        self.paths = dict(paths)
 
 
 class RoundIdTaken(Exception):
@@ -318,8 +331,10 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     problem = receipt_problem(keys, round_)
     if problem is not None:
         raise UnverifiedRound(round_.id, problem.what, problem.detail)
-    return Settled(200, round_json(round_, reversed_by=None,
-                                   result=in_answer_order(uow, round_)), replayed=True)
+    body = round_json(round_, reversed_by=None, result=in_answer_order(uow, round_))
+    if round_.kind == ROUND_KIND:
+        body["balance_breaks"] = stored_breaks(uow, round_)
+    return Settled(200, body, replayed=True)
 
 
 def in_answer_order(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any]:
@@ -339,7 +354,9 @@ def in_answer_order(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any]
 
 
 def _rebuilt(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any] | None:
+    # Imported here: these modules build on this one.
     from app.services.audit import load_request
+    from app.services.cash import CASH_KIND, cash_result
     from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
 
     if round_.kind == ROUND_KIND:
@@ -351,10 +368,11 @@ def _rebuilt(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any] | None
             return None
         return reversal_result(original.result, reverses_round_id=str(original.id),
                                reason=round_.request["reason"])
-    if round_.kind == PENALTY_ROUND_KIND:
-        return penalty_result(round_.request, table_id=round_.table_id,
-                              ruleset_name=round_.ruleset_name, ruleset=round_.ruleset,
-                              ruleset_hash=round_.ruleset_hash, stake=round_.stake)
+    if round_.kind in (PENALTY_ROUND_KIND, CASH_KIND):
+        decide = penalty_result if round_.kind == PENALTY_ROUND_KIND else cash_result
+        return decide(round_.request, table_id=round_.table_id,
+                      ruleset_name=round_.ruleset_name, ruleset=round_.ruleset,
+                      ruleset_hash=round_.ruleset_hash, stake=round_.stake)
     return None
 
 
@@ -368,6 +386,35 @@ def _ordered_like(stored: Any, fresh: Any) -> Any:
     if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
         return [_ordered_like(s, f) for s, f in zip(stored, fresh, strict=True)]
     return stored
+
+
+def table_breaks(submitted: Mapping[str, Decimal], ledger: Mapping[str, LedgerBalance],
+                 money: MoneyRules) -> tuple[BalanceBreak, ...]:
+    """Return the players whose submitted balance is not the ledger's at the table (the
+    balances ``start`` read under the chain's lock)."""
+    return balance_breaks(submitted, ledger,
+                          first_needs_entry=money.balance_continuity is Continuity.REFUSE)
+
+
+def refuse_breaks(breaks: Sequence[BalanceBreak], money: MoneyRules,
+                  paths: Mapping[str, str]) -> None:
+    """Raise BalanceBreakRefused when the ruleset refuses breaks and there are any."""
+    if breaks and money.balance_continuity is Continuity.REFUSE:
+        raise BalanceBreakRefused(breaks, money.precision, paths)
+
+
+def stored_breaks(uow: UnitOfWork, round_: StoredColumns) -> list[dict[str, Any]]:
+    """Return a settled round's breaks as its settle answered them: its submitted balances
+    against the ledger as the round found it (the lines before its own, which never
+    change), so a replay answers the same bytes as the first answer."""
+    submitted = {p["player_id"]: Decimal(p["balance"]) for p in round_.request["players"]
+                 if p.get("balance") is not None}
+    precision = int(round_.ruleset["precision"])
+    strict = round_.ruleset.get("balance_continuity") == Continuity.REFUSE.value
+    ledger = uow.ledger.table_balances(round_.operator_id, round_.table_id, list(submitted),
+                                       round_.id)
+    return [b.to_json(precision)
+            for b in balance_breaks(submitted, ledger, first_needs_entry=strict)]
 
 
 def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
@@ -395,12 +442,17 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
     result = round_body(played)
+    submitted = {p: b for p, b in played.input.balances.items()
+                 if p != played.input.house_seat}
     with uows() as uow:
-        start = uow.appends.start(operator_id, table_id, key)
+        start = uow.appends.start(operator_id, table_id, key, list(submitted))
         if start is None:
             return _replay_or_in_flight(uow, operator_id, key, body_hash, signer.keys)
         if start.earlier is not None:
             return _replay(uow, operator_id, key, body_hash, start.earlier, signer.keys)
+        breaks = table_breaks(submitted, start.balances, rules.money)
+        refuse_breaks(breaks, rules.money, {p: f"players[{i}].balance"
+                                            for i, p in enumerate(played.input.balances)})
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
@@ -419,7 +471,10 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             _refused(refused, round_id)
         if after is not None:
             after()
-        return Settled(201, round_json(round_, reversed_by=None), replayed=False)
+        body = round_json(round_, reversed_by=None)
+        # In the answer, not in the stored result: see docs/guides/front-end.md.
+        body["balance_breaks"] = [b.to_json(rules.money.precision) for b in breaks]
+        return Settled(201, body, replayed=False)
 
 
 def _refused(refused: ConstraintViolation, round_id: uuid.UUID) -> NoReturn:
@@ -579,6 +634,16 @@ def vouch_for(round_: Any, keys: PublicKeys, checked: ReceiptCache) -> None:
                               f"{recomputed}, not to the {round_.content_hash} its receipt "
                               "signs")
     checked.add(key)
+
+
+def breaks_of(round_id: uuid.UUID, *, operator_id: str,
+              uows: UnitOfWorkFactory) -> list[dict[str, Any]]:
+    """Return the balance breaks a settled round's answer named (none for other kinds)."""
+    with uows() as uow:
+        round_ = uow.rounds.get_plain(operator_id, round_id)
+        if round_ is None or round_.kind != ROUND_KIND:
+            return []
+        return stored_breaks(uow, round_)
 
 
 ROUNDS_LIST = "rounds"

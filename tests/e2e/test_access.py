@@ -145,6 +145,12 @@ def _example(route: tuple[str, str], seed: Seed) -> tuple[str, dict[str, Any], i
         return (f"/v1/matches/{seed.match_id}/leave",
                 {"json": {"player_id": "A", "reason": "continue_limit", "balance": "0"},
                  "headers": {"Idempotency-Key": uuid.uuid4().hex}}, None)
+    if route == ("POST", "/v1/tables/{table_id}/cash"):
+        # Every allowed caller buys in at the seed's table (201): its terms are known there.
+        return (f"/v1/tables/{seed.table_id}/cash",
+                {"json": {"reason": "access matrix", "movements": [
+                    {"player_id": "A", "kind": "buy_in", "amount": "100"}]},
+                 "headers": {"Idempotency-Key": uuid.uuid4().hex}}, None)
     # A route without an example yet: any answer but 401, 403 and 5xx shows access worked.
     method, template = route
     path = template.format(round_id=seed.round_id, player_id=seed.player_id,
@@ -156,7 +162,9 @@ def _expected(access: Access, case: str, template: str) -> int | str:
     if case in REFUSED:
         return 401
     if case == "other operator":
-        return 404 if "{round_id}" in template or "{match_id}" in template else "allowed"
+        # Another operator's round, match or table is none of the caller's.
+        return 404 if any(f"{{{name}}}" in template
+                          for name in ("round_id", "match_id", "table_id")) else "allowed"
     scope = Scope(case)
     return "allowed" if scope is Scope.ADMIN or scope in access.scopes else 403
 

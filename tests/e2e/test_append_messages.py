@@ -104,8 +104,12 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     assert key_check.startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
     assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
     # Two calls of the schema's functions, each one statement (migration 0014); the order
-    # of the take's own statements is tests/e2e/test_append_functions.py's.
-    assert re.fullmatch(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*\)"', first), first
+    # of the take's own statements is tests/e2e/test_append_functions.py's. The take's
+    # message also reads the players' ledger balances (their breaks), a statement of its
+    # own after the take, so under the chain's lock.
+    assert re.match(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*\);\s*'
+                    r'SELECT p\.account, ', first), first
+    assert first.count(";") == 2, first
     assert re.fullmatch(r'"SELECT ledger_append\(.*\); COMMIT"', second, re.S), second
 
 
@@ -117,8 +121,9 @@ def test_a_replay_is_answered_inside_the_transaction_that_took_the_key(app, api)
         again = api.post("/v1/rounds", json=body, headers=key)
     assert again.status_code == 200
     assert again.get_json() == first.get_json()
-    # The key's check, BEGIN with the key and its use, the round's read, and the COMMIT.
-    assert round_trips(lines) == 4, "\n".join(lines)
+    # The key's check, BEGIN with the key and its use, the round's read, the ledger as the
+    # round found it (its balance breaks, answered again), and the COMMIT.
+    assert round_trips(lines) == 5, "\n".join(lines)
 
 
 def _pooled_states(app: Any) -> list[tuple[bool, pq.TransactionStatus]]:

@@ -483,3 +483,37 @@ def test_a_reversals_round_page_shows_why_the_round_was_voided(app, api, admin_k
     page = text(client.get(f"/console/rounds/{reversal['round_id']}"))
     assert f'<span id="reversal-reason">{reason}</span>' in page
     assert 'id="reversal-reason"' not in text(client.get(f"/console/rounds/{first['round_id']}"))
+
+
+def test_a_round_page_marks_its_breaks_and_a_players_table_history_holds_the_cash(
+        app, api, admin_key):
+    """Issue 41: the console marks a round's balance breaks and shows a player's history
+    at a table as a running balance, rounds and cash movements in order."""
+    table, tag = new_table(), uuid.uuid4().hex[:6]
+    a, b = f"A-{tag}", f"B-{tag}"
+    bought = api.post(f"/v1/tables/{table}/cash", headers={"Idempotency-Key": uuid.uuid4().hex},
+                      json={"reason": "desk 3", "terms": {"ruleset": "bonus3", "stake": "100"},
+                            "movements": [{"player_id": a, "kind": "buy_in", "amount": "900"},
+                                          {"player_id": b, "kind": "buy_in", "amount": "1000"}]})
+    assert bought.status_code == 201, bought.get_json()
+    request = round_request(table)
+    request["players"][0]["player_id"], request["players"][0]["balance"] = a, "1000"
+    request["players"][1]["player_id"], request["players"][1]["balance"] = b, "1000"
+    played = settle(api, request)
+    assert [x["player_id"] for x in played["balance_breaks"]] == [a]
+    client = browser(app)
+    sign_in(client, admin_key)
+    page = text(client.get(f"/console/rounds/{played['round_id']}"))
+    assert 'id="balance-breaks"' in page and f'data-player="{a}"' in page
+    cash_page = text(client.get(f"/console/rounds/{bought.get_json()['round_id']}"))
+    assert '<p id="cash-reason">desk 3</p>' in cash_page
+    assert 'id="balance-breaks"' not in cash_page
+    history = text(client.get(f"/console/players/{b}?table_id={table}"))
+    kinds = re.findall(r"<td>(cash_in|win|loss|fee)</td>", history)
+    assert kinds[0] == "cash_in" and len(kinds) >= 2
+    totals = re.findall(r'data-field="running_total">([^<]+)<', history)
+    assert totals[0] == "1000" and totals[-1] == played_balance(played, b)
+
+
+def played_balance(played: dict[str, Any], player: str) -> str:
+    return next(p["balance_after"] for p in played["players"] if p["player_id"] == player)

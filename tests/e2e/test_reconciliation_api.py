@@ -79,8 +79,8 @@ def test_accept_text_csv_gives_the_same_row(api: Any, table: dict[str, Any]) -> 
         "operator_id": api.operator_id, "table_id": table["table_id"], "rounds": "4",
         "reversals": "1", "rounds_without_deal": "3", "lines": "32", "won": "900.00",
         "lost": "-899.97", "fees": "18.00", "rounding": "-0.03", "reversal_total": "5.99",
-        "penalties": "0", "house_penalties": "0", "house_game": "0",
-        "net": "0.00", "zero_sum_ok": "true", "zero_sum_failures": "0",
+        "penalties": "0", "house_penalties": "0", "house_game": "0", "cash_in": "0",
+        "cash_out": "0", "net": "0.00", "zero_sum_ok": "true", "zero_sum_failures": "0",
         "balance_chain_breaks": "4", "hash_chain_status": "ok",
         "hash_chain_first_bad_round_id": ""}]
 

@@ -10,6 +10,7 @@ writes a 408), so no HTML page either."""
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import socket
 import threading
@@ -26,10 +27,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(NGINX),
 def _exchange(port: int, raw: bytes, timeout: float = 60) -> tuple[int, dict[str, str], bytes]:
     """Send ``raw``, read the answer until nginx closes; return status, headers, body."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
+        # nginx may refuse before reading it all; its answer is still there.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # nginx refused before reading it all; its answer is still there
         data = b""
         while b"\r\n\r\n" not in data or not _whole(data):
             try:

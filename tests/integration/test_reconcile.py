@@ -196,14 +196,14 @@ def test_csv_has_one_line_per_table_with_breaks_counted(sessions: sessionmaker[S
                                                        ledger: dict[str, Any]) -> None:
     lines = report_csv(_report(sessions, ledger)).splitlines()
     assert lines[0] == ("operator_id,table_id,rounds,reversals,rounds_without_deal,lines,won,"
-                        "lost,fees,rounding,reversal_total,penalties,house_penalties,house_game,net,"
-                        "zero_sum_ok,"
+                        "lost,fees,rounding,reversal_total,penalties,house_penalties,house_game,"
+                        "cash_in,cash_out,net,zero_sum_ok,"
                         "zero_sum_failures,"
                         "balance_chain_breaks,hash_chain_status,hash_chain_first_bad_round_id")
     by_table = {line.split(",")[1]: line for line in lines[1:]}
     assert by_table[ledger["table"]] == (
         f"{ledger['operator']},{ledger['table']},4,1,3,32,900.00,-899.97,18.00,-0.03,5.99,"
-        "0,0,0,0.00,true,0,1,ok,")
+        "0,0,0,0,0,0.00,true,0,1,ok,")
     assert len(lines) == 3
 
 

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from app.domain.games import BANKER_PRESETS, PRESETS, SPECS, Game, rules_to_dict
 from app.domain.rulesets import PRESETS as THIRTEEN_PRESETS
 from app.domain.rulesets import ruleset_to_dict
+from app.domain.rulesets.codec import OPTIONAL_KEYS
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 CONTRACT: dict[str, Any] = yaml.safe_load(OPENAPI.read_text(encoding="utf-8"))
@@ -36,7 +37,8 @@ def _properties(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("game", list(OVERRIDES))
 def test_every_banker_parameter_is_typed(game: Game) -> None:
     preset = next(r for r in BANKER_PRESETS.values() if r.game is game)
-    parameters = set(rules_to_dict(preset)) - {"name", "game"}
+    # Optional parameters are left out of a ruleset's dict at their default.
+    parameters = set(rules_to_dict(preset)) - {"name", "game"} | OPTIONAL_KEYS
     typed = _properties(OVERRIDES[game])
     assert set(typed) == parameters
     spec = SPECS[game]
@@ -49,7 +51,7 @@ def test_every_banker_parameter_is_typed(game: Game) -> None:
 def test_every_thirteen_parameter_is_typed() -> None:
     typed = set(SCHEMAS["RulesetOverrides"]["properties"])
     for rules in THIRTEEN_PRESETS.values():
-        assert set(ruleset_to_dict(rules)) - {"name"} <= typed
+        assert set(ruleset_to_dict(rules)) - {"name"} | OPTIONAL_KEYS <= typed
 
 
 @pytest.mark.parametrize(("game", "overrides", "valid"), [
@@ -60,6 +62,8 @@ def test_every_thirteen_parameter_is_typed() -> None:
     (Game.ERBAGANG, {"two_eight": "above_pairs", "bet_multiples": [1, 2]}, True),
     (Game.ERBAGANG, {"category_multipliers": {"blackjack": 2}}, False),
     (Game.ERBAGANG, {"fee_basis": "gross"}, False),
+    (Game.QIANG21, {"balance_continuity": "refuse"}, True),
+    (Game.ERBAGANG, {"balance_continuity": "strict"}, False),
 ])
 def test_the_contract_refuses_what_the_domain_refuses(game: Game, overrides: dict[str, Any],
                                                       valid: bool) -> None:

@@ -42,7 +42,7 @@ from app.domain.rulesets.readers import (
     read_ruleset_ref,
     read_str,
 )
-from app.domain.settlement import Limit, MoneyRules, Payout
+from app.domain.settlement import Continuity, Limit, MoneyRules, Payout
 from app.domain.specials import SpecialName
 
 
@@ -92,7 +92,22 @@ def ruleset_to_dict(r: Ruleset) -> dict[str, Any]:
         "entry_min": _limit_dict(m.entry_min),
         "continue_min": _limit_dict(m.continue_min),
         "rounding": m.rounding,
+        **continuity_dict(m),
     }
+
+
+def continuity_dict(m: MoneyRules) -> dict[str, str]:
+    """Return ``balance_continuity`` as a ruleset's dict holds it: only when it is not the
+    default, so every ruleset written before the parameter existed keeps its dict and hash."""
+    if m.balance_continuity is Continuity.REPORT:
+        return {}
+    return {"balance_continuity": m.balance_continuity.value}
+
+
+def with_optional(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a ruleset's dict with its optional parameters written out, defaults
+    included: what overrides are laid on."""
+    return {"balance_continuity": Continuity.REPORT.value, **data}
 
 
 def ruleset_hash(r: Ruleset) -> str:
@@ -139,7 +154,8 @@ def resolve_ruleset(spec: object, path: str = "ruleset") -> Ruleset:
     base = _preset(ref.preset, ref.preset_path)
     if ref.overrides is None:
         return base
-    merged = _merge(ruleset_to_dict(base), ref.overrides, f"{path}.overrides")
+    merged = _merge(with_optional(ruleset_to_dict(base)), ref.overrides,
+                    f"{path}.overrides")
     return _from_dict(merged, f"{path}.overrides")
 
 
@@ -196,7 +212,9 @@ def _merge_open(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, A
 
 _FIELDS = tuple(f.name for f in fields(Ruleset) if f.init)
 _MONEY_FIELDS = ("payout", "fee_rate", "precision", "entry_min", "continue_min", "rounding")
-_DICT_KEYS = frozenset(_FIELDS) - {"money"} | frozenset(_MONEY_FIELDS)
+# Optional in a ruleset's dict (absent: the default), so older stored rulesets still load.
+OPTIONAL_KEYS = frozenset({"balance_continuity"})
+_DICT_KEYS = frozenset(_FIELDS) - {"money"} | frozenset(_MONEY_FIELDS) | OPTIONAL_KEYS
 
 def _effect(v: object, path: str) -> Effect:
     d = read_object(v, path, frozenset({"kind", "amount", "over"}))
@@ -281,7 +299,7 @@ def _from_dict(data: Mapping[str, Any], path: str, complete: bool = False) -> Ru
         if key not in _DICT_KEYS:
             problems.append(Problem(f"{path}.{key}", "unknown parameter", "unknown_parameter"))
     if complete:
-        for key in sorted(_DICT_KEYS - set(data)):
+        for key in sorted(_DICT_KEYS - OPTIONAL_KEYS - set(data)):
             problems.append(Problem(f"{path}.{key}", "missing parameter", "missing_parameter"))
     if problems:
         raise RulesetError(problems)
@@ -292,7 +310,9 @@ def _from_dict(data: Mapping[str, Any], path: str, complete: bool = False) -> Ru
     money = {key: _collect(problems, parse, data[key], f"{path}.{key}")
              for key, parse in (("payout", read_enum(Payout)), ("fee_rate", read_decimal),
                                 ("precision", read_int), ("entry_min", read_limit),
-                                ("continue_min", read_limit), ("rounding", read_str))}
+                                ("continue_min", read_limit), ("rounding", read_str),
+                                ("balance_continuity", read_enum(Continuity)))
+             if key in data}
     exchange = _collect(problems, read_object, data["exchange"], f"{path}.exchange",
                         frozenset({"mode", "max_cards"}))
     if problems:
@@ -319,7 +339,8 @@ def _money_rules(m: Mapping[str, Any], path: str) -> MoneyRules:
     try:
         return MoneyRules(payout=m["payout"], fee_rate=m["fee_rate"], precision=m["precision"],
                           entry_min=m["entry_min"], continue_min=m["continue_min"],
-                          rounding=m["rounding"])
+                          rounding=m["rounding"],
+                          balance_continuity=m.get("balance_continuity", Continuity.REPORT))
     except SettlementError as err:
         raise RulesetError(p.under(path) for p in err.problems) from None
 

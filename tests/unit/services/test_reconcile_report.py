@@ -200,7 +200,7 @@ def test_money_by_game_sums_one_game_tables_and_the_split_of_mixed_ones() -> Non
         "operator_id": "op", "game": "thirteen", "rounds": 2, "reversals": 0, "lines": 16,
         "won": "600.00", "lost": "-599.98", "fees": "12.00", "rounding": "-0.02",
         "reversal_total": "0", "penalties": "0", "house_penalties": "0", "house_game": "0",
-        "net": "0"}
+        "cash_in": "0", "cash_out": "0", "net": "0"}
     assert (games["op", "qiang21"].rounds, games["op", "qiang21"].reversals) == (2, 1)
     assert games["op", "erbagang"].money.fees == D("2.00")
 
@@ -261,12 +261,12 @@ def test_the_csv_has_a_line_per_table_its_checks_as_counts() -> None:
     header, first, second = text.splitlines()
     assert header == (
         "operator_id,table_id,rounds,reversals,rounds_without_deal,lines,won,lost,fees,"
-        "rounding,reversal_total,penalties,house_penalties,house_game,net,zero_sum_ok,"
-        "zero_sum_failures,balance_chain_breaks,hash_chain_status,"
+        "rounding,reversal_total,penalties,house_penalties,house_game,cash_in,cash_out,net,"
+        "zero_sum_ok,zero_sum_failures,balance_chain_breaks,hash_chain_status,"
         "hash_chain_first_bad_round_id")
-    assert first == ("op,a,4,1,3,32,300.00,-299.99,6.00,-0.01,5.99,0,0,0,0.00,false,1,1,"
+    assert first == ("op,a,4,1,3,32,300.00,-299.99,6.00,-0.01,5.99,0,0,0,0,0,0.00,false,1,1,"
                      "broken,a3")
-    assert second == "op,b,1,0,0,8,300.00,-299.99,6.00,-0.01,0,0,0,0,0.00,true,0,0,ok,"
+    assert second == "op,b,1,0,0,8,300.00,-299.99,6.00,-0.01,0,0,0,0,0,0,0.00,true,0,0,ok,"
 
 
 def test_the_money_columns_are_the_money_record_fields() -> None:
