@@ -9,8 +9,8 @@ writes a 408), so no HTML page either."""
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 import socket
 import threading
