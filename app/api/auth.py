@@ -88,6 +88,8 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/v1/matches/{match_id}"): needs(Scope.ROUNDS_READ),
     ("POST", "/v1/matches/{match_id}/leave"): needs(Scope.ROUNDS_WRITE),
     ("GET", "/v1/reconciliation"): needs(Scope.RECONCILE_READ),
+    ("GET", "/v1/fairplay/pairs"): needs(Scope.FAIRPLAY_READ),
+    ("GET", "/v1/fairplay/cases"): needs(Scope.FAIRPLAY_READ),
     ("GET", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
     ("POST", "/v1/audit/verify"): needs(Scope.RECONCILE_READ),
     ("POST", "/v1/audit/checkpoints"): needs(Scope.RECONCILE_READ),

@@ -1,17 +1,17 @@
 """Write the oracle fixtures: seeded hands per preset with their best splits' exact EVs.
 
     nice -n 19 .venv/bin/python -m tests.tools.oracle_fixtures [--presets classic4,swap3,taiwan4]
-        [--hands 100] [--specials 12] [--deals 2000] [--jobs 2]
+        [--hands 100] [--specials 10] [--special-presets taiwan4] [--deals 1000] [--jobs 2]
 
 One file per preset, ``tests/data/advisor_oracle_<preset>.json``: ``--hands`` random hands
-(``random.Random(f"oracle-{preset}-{i}")``), then ``--specials`` hands that hold a special
+(``random.Random(f"oracle-{preset}-{i}")``), then, for ``--special-presets``, ``--specials`` hands that hold a special
 hand the preset pays (the next seeded hands that do), each evaluated by
 ``tests.tools.ev_oracle.evaluate`` over ``--deals`` opponent deals seeded by the same text.
 Per hand: every split whose EV is within ``KEEP`` points of the best (at most ``TOP``), as
 row strengths ([category, *key] per row, front first) with one arrangement's cards and the
 EV; keep_back's split and EV; the special claim and its EV; and ``floor``, the EV below
 which a split is not listed (a pick not listed gave up at least best − floor).
-About 8 s a hand on one core; ``--jobs`` processes share the hands.
+About 4 s a hand on one core at 1,000 deals; ``--jobs`` processes share the hands.
 """
 
 from __future__ import annotations
@@ -96,13 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.tools.oracle_fixtures")
     p.add_argument("--presets", default="classic4,swap3,taiwan4")
     p.add_argument("--hands", type=int, default=100)
-    p.add_argument("--specials", type=int, default=12)
-    p.add_argument("--deals", type=int, default=ev_oracle.DEALS)
+    p.add_argument("--specials", type=int, default=10)
+    p.add_argument("--special-presets", default="taiwan4",
+                   help="the presets whose fixture adds --specials hands holding one")
+    p.add_argument("--deals", type=int, default=1000)
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args(argv)
     for preset in args.presets.split(","):
         started = time.monotonic()
-        seeds = hand_seeds(preset, args.hands, args.specials)
+        extra = args.specials if preset in args.special_presets.split(",") else 0
+        seeds = hand_seeds(preset, args.hands, extra)
         with ProcessPoolExecutor(args.jobs) as pool:
             hands = list(pool.map(one, [preset] * len(seeds), seeds, [args.deals] * len(seeds)))
         r = PRESETS[preset]
