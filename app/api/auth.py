@@ -115,6 +115,8 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("GET", "/console/rounds/{round_id}"): page(Scope.ROUNDS_READ),
     ("GET", "/console/players/{player_id}"): page(Scope.LEDGER_READ),
     ("GET", "/console/audit"): page(Scope.RECONCILE_READ),
+    ("GET", "/console/fairplay"): page(Scope.FAIRPLAY_READ),
+    ("GET", "/console/fairplay/case"): page(Scope.FAIRPLAY_READ),
     ("POST", "/console/audit/checkpoints"): page(Scope.RECONCILE_READ),
     ("GET", "/console/audit/checkpoints/{checkpoint_id}.json"): page(Scope.RECONCILE_READ),
     ("POST", "/console/audit/verify"): page(Scope.RECONCILE_READ),

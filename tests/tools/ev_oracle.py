@@ -33,7 +33,7 @@ from app.advisor import tables
 from app.advisor.splits import _positions, lookup, row_strengths
 from app.domain.arrange import _scale, keep_back
 from app.domain.cards import DECK, Card
-from app.domain.hands import Arrangement, arrangement, row_strength
+from app.domain.hands import AceLow, Arrangement, arrangement, row_strength
 from app.domain.rulesets import (Aggregation, EffectKind, FrontOrder, Over, Ruleset,
                                  ScoopRequires, SpecialMode, Topology)
 from app.domain.scoring import PlayerHand, score_choices
@@ -61,29 +61,42 @@ class Deals:
     claim_name: SpecialName | None
 
 
-def deal(cards: Sequence[Card], r: Ruleset, players: int, deals: int, seed: str) -> Deals:
-    """Deal ``deals`` tables of ``players - 1`` keep_back opponents, seeded."""
+def tables_of(cards: Sequence[Card], r: Ruleset, players: int, deals: int, seed: str
+              ) -> list[list[PlayerHand]]:
+    """Deal ``deals`` tables of ``players - 1`` keep_back opponents, seeded: the same for
+    every ruleset of the same decks and ``ace_low_straight``."""
     low = r.ace_low_straight
-    index = tables.index_of(low)
     rng = random.Random(seed)
     pack = list(DECK) * r.decks
     for card in cards:
         pack.remove(card)
     k = players - 1
-    strengths = np.full((k, deals, 3), -1, dtype=np.int32)
-    special = np.zeros((k, deals), dtype=bool)
-    fixed = np.zeros((k, deals), dtype=np.int64)
+    out = []
+    for _ in range(deals):
+        drawn = rng.sample(pack, 13 * k)
+        out.append([PlayerHand(f"o{j}", keep_back(drawn[13 * j:13 * j + 13], low,
+                                                  decks=r.decks)) for j in range(k)])
+    return out
+
+
+def deal(cards: Sequence[Card], r: Ruleset, players: int, deals: int, seed: str,
+         shared: list[list[PlayerHand]] | None = None) -> Deals:
+    """The shared deals as arrays: opponents' strengths, who plays a special hand, what
+    that special hand takes from the player, and the player's own claim on each deal."""
+    low = r.ace_low_straight
+    index = _index(low)
+    everyone = shared if shared is not None else tables_of(cards, r, players, deals, seed)
+    k = players - 1
+    n = len(everyone)
+    strengths = np.full((k, n, 3), -1, dtype=np.int32)
+    special = np.zeros((k, n), dtype=bool)
+    fixed = np.zeros((k, n), dtype=np.int64)
     kb = keep_back(cards, low, decks=r.decks)
     from app.advisor.best import special_claim  # the scorer's own pick of a claim
 
     claim_name = special_claim(cards, r)
-    claim = None if claim_name is None else np.zeros(deals, dtype=np.int64)
-    everyone = []
-    for d in range(deals):
-        drawn = rng.sample(pack, 13 * k)
-        opps = [PlayerHand(f"o{j}", keep_back(drawn[13 * j:13 * j + 13], low, decks=r.decks))
-                for j in range(k)]
-        everyone.append(opps)
+    claim = None if claim_name is None else np.zeros(n, dtype=np.int64)
+    for d, opps in enumerate(everyone):
         plays = [PlayerHand("me", kb, special="none")]
         if claim_name is not None:
             plays.append(PlayerHand("me", kb, special=claim_name.value))
@@ -95,10 +108,15 @@ def deal(cards: Sequence[Card], r: Ruleset, players: int, deals: int, seed: str)
                 pair = next(p for p in plain.pairs if {p.first, p.second} == {"me", f"o{j}"})
                 fixed[j, d] = pair.points if pair.first == "me" else -pair.points
             else:
-                strengths[j, d] = [index[row_strength(row, low)] for row in opps[j].arrangement.rows]
+                strengths[j, d] = [index[row_strength(row, low)]
+                                   for row in opps[j].arrangement.rows]  # type: ignore[union-attr]
         if claim is not None:
             claim[d] = results[1].players[0].points
     return Deals(everyone, strengths, special, fixed, claim, claim_name)
+
+
+def _index(low: AceLow) -> dict[object, int]:
+    return tables.index_of(low)
 
 
 def _pair(res: Sequence[np.ndarray], cat_a: Sequence[np.ndarray], cat_b: Sequence[np.ndarray],
@@ -266,12 +284,15 @@ class Oracle:
 
 
 def evaluate(cards: Sequence[Card], r: Ruleset, players: int | None = None,
-             deals: int = DEALS, seed: str = "oracle") -> Oracle:
+             deals: int = DEALS, seed: str = "oracle",
+             shared: list[list[PlayerHand]] | None = None) -> Oracle:
+    """Every valid split's EV; ``shared`` gives the opponents' tables (``tables_of``)."""
     if not supports(r):
         raise ValueError(f"the oracle does not take ruleset {r.name}")
     n = r.max_players if players is None else players
     st, pos = valid_splits(cards, r)
-    d = deal(tuple(sorted(cards, key=lambda x: x.order)), r, n, deals, seed)
+    d = deal(tuple(sorted(cards, key=lambda x: x.order)), r, n, deals, seed, shared)
+    deals = len(d.opponents)
     ev = np.empty(len(st))
     for a in range(0, len(st), CHUNK):
         ev[a:a + CHUNK] = points(st[a:a + CHUNK], d, r).mean(axis=1)

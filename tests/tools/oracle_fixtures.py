@@ -4,7 +4,8 @@
         [--hands 100] [--specials 10] [--special-presets taiwan4] [--deals 1000] [--jobs 2]
 
 One file per preset, ``tests/data/advisor_oracle_<preset>.json``: ``--hands`` random hands
-(``random.Random(f"oracle-{preset}-{i}")``), then, for ``--special-presets``, ``--specials`` hands that hold a special
+(``random.Random(f"oracle-{i}")``, the same hands and opponent deals for every preset:
+they share one deck and ace-low), then, for ``--special-presets``, ``--specials`` hands that hold a special
 hand the preset pays (the next seeded hands that do), each evaluated by
 ``tests.tools.ev_oracle.evaluate`` over ``--deals`` opponent deals seeded by the same text.
 Per hand: every split whose EV is within ``KEEP`` points of the best (at most ``TOP``), as
@@ -46,13 +47,13 @@ def path_of(preset: str) -> Path:
 
 def hand_seeds(preset: str, hands: int, specials: int) -> list[str]:
     """The seed texts of the fixture's hands: ``hands`` random, then ``specials`` that hold
-    a special hand the preset pays."""
-    out = [f"oracle-{preset}-{i}" for i in range(hands)]
+    a special hand ``preset`` pays."""
+    out = [f"oracle-{i}" for i in range(hands)]
     r = PRESETS[preset]
     i = hands
     found = 0
     while found < specials:
-        seed = f"oracle-{preset}-{i}"
+        seed = f"oracle-{i}"
         if special_claim(cards_of(preset, seed), r) is not None:
             out.append(seed)
             found += 1
@@ -62,13 +63,24 @@ def hand_seeds(preset: str, hands: int, specials: int) -> list[str]:
 
 def cards_of(preset: str, seed: str) -> list:
     r = PRESETS[preset]
-    return random.Random(seed).sample(list(DECK) * r.decks, 13)
+    if r.decks != 1:
+        raise ValueError("the fixtures share one-deck deals")
+    return random.Random(seed).sample(list(DECK), 13)
 
 
-def one(preset: str, seed: str, deals: int) -> dict[str, Any]:
+def many(presets: list[str], seed: str, deals: int) -> list[dict[str, Any]]:
+    """One hand under each of ``presets`` (one deck, the same ace-low: one set of deals)."""
+    r = PRESETS[presets[0]]
+    cards = cards_of(presets[0], seed)
+    shared = ev_oracle.tables_of(sorted(cards, key=lambda c: c.order), r, r.max_players,
+                                 deals, seed)
+    return [one(p, seed, deals, shared) for p in presets]
+
+
+def one(preset: str, seed: str, deals: int, shared: Any = None) -> dict[str, Any]:
     r = PRESETS[preset]
     cards = cards_of(preset, seed)
-    o = ev_oracle.evaluate(cards, r, deals=deals, seed=seed)
+    o = ev_oracle.evaluate(cards, r, deals=deals, seed=seed, shared=shared)
     order = sorted(range(len(o.ev)), key=lambda i: -o.ev[i])
     best = float(o.ev[order[0]])
     listed = [i for i in order if o.ev[i] >= best - KEEP][:TOP]
@@ -102,12 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deals", type=int, default=1000)
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args(argv)
-    for preset in args.presets.split(","):
-        started = time.monotonic()
+    presets = args.presets.split(",")
+    started = time.monotonic()
+    seeds: list[str] = []
+    for preset in presets:
         extra = args.specials if preset in args.special_presets.split(",") else 0
-        seeds = hand_seeds(preset, args.hands, extra)
-        with ProcessPoolExecutor(args.jobs) as pool:
-            hands = list(pool.map(one, [preset] * len(seeds), seeds, [args.deals] * len(seeds)))
+        seeds += [s for s in hand_seeds(preset, args.hands, extra) if s not in seeds]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        done = list(pool.map(many, [presets] * len(seeds), seeds, [args.deals] * len(seeds)))
+    for k, preset in enumerate(presets):
+        extra = args.specials if preset in args.special_presets.split(",") else 0
+        wanted = set(hand_seeds(preset, args.hands, extra))
+        hands = [d[k] for d, s in zip(done, seeds, strict=True) if s in wanted]
         r = PRESETS[preset]
         doc = {"preset": preset, "players": r.max_players, "deals": args.deals,
                "opponents": "keep_back, special auto", "keep": KEEP, "top": TOP,

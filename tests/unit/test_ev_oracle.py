@@ -15,8 +15,8 @@ from tests.tools import ev_oracle
 
 @pytest.mark.parametrize("name", ["classic4", "swap3", "taiwan4"])
 def test_the_oracle_scores_every_cell_as_score_round_does(name: str) -> None:
-    cells, runs = ev_oracle.verify(PRESETS[name], hands=40, seed=11)
-    assert cells >= 40 * 4 * 3
+    cells, runs = ev_oracle.verify(PRESETS[name], hands=15, seed=11)
+    assert cells >= 15 * 4 * 3
     assert runs > 0  # home runs were among the cells checked
 
 
