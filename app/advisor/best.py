@@ -2,12 +2,12 @@
 
 Every other seat is a keep_back opponent holding 13 random cards from what the hand
 leaves, claiming any special hand the ruleset pays. Each valid split (``splits.py``) is
-ranked by model points (``model.py``) on ``COARSE`` hands of the ruleset's shipped opponent
-table (``tables.py``; else a pool of ``POOL`` sampled ones), the best ``FINE_SPLITS`` again
-on ``FINE``. The best ``SHORTLIST``, keep_back's own and any special claim are then played
-through the real scorer on the same ``DEALS`` sampled deals, which makes their differences
-far more precise than each mean; the answer is the best mean (``expected_points``, with its
-standard ``error``). Deals are seeded by the cards, the ruleset's hash and the player
+ranked by model points (``model.py``) on ``COARSE`` hands drawn from the ruleset's shipped
+opponent table with card-removal weights (``_without_held``; else a pool of ``POOL``
+sampled ones), the best ``FINE_SPLITS`` again on ``FINE``; the model's best is the answer
+(``_rank``). It, the next ``SHORTLIST`` − 1, keep_back's own and any special claim are then
+played through the real scorer on the same ``DEALS`` sampled deals for the points reported
+(``expected_points``, with its standard ``error``) and the special claim (``Advice.claim``). Deals are seeded by the cards, the ruleset's hash and the player
 count, so a request always gets one answer, and the ``seed`` it reports reproduces them.
 """
 
@@ -32,7 +32,7 @@ from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName, find_specials
 
 COARSE = 64
-FINE = 1024
+FINE = 4096
 FINE_SPLITS = 24
 SHORTLIST = 3
 DEALS = 12
@@ -71,6 +71,19 @@ class Advice:
     table: str
     gain: float  # best − keep_back, same deals
     gain_error: float
+
+    @property
+    def claim(self) -> bool:
+        """Say whether claiming the special hand is worth more than the best rows.
+
+        The claim's points hardly vary from deal to deal; the rows' vary a lot, so 12
+        deals judge the rows poorly: the claim is weighed against the model's points of
+        the best rows (``FINE`` opponent hands), or their deals' mean when there are none.
+        """
+        if self.special is None:
+            return False
+        rows = self.best.model_points
+        return self.special.mean > (self.best.mean if rows is None else rows)
 
 
 def warm_up() -> None:
@@ -200,8 +213,10 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     else:
         pool = _without_held(pool, hand, rules, rng)
 
+    between = model.scoop_rate(pool, category, rules)
+
     def points(strengths: np.ndarray, size: int) -> np.ndarray:
-        return model.expected(strengths, pool[:size], category, rules, n - 1, banker)
+        return model.expected(strengths, pool[:size], category, rules, n - 1, banker, between)
 
     coarse = points(found.strengths, COARSE)
     top = np.argsort(-coarse, kind="stable")[:FINE_SPLITS]

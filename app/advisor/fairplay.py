@@ -113,7 +113,7 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
             continue
         cards = [c for row in table[i].arrangement.rows for c in row]  # type: ignore[union-attr]
         advice = advise(cards, rules, n)
-        claims = advice.special is not None and advice.special.mean > advice.best.mean
+        claims = advice.claim
         if claims and advice.special is not None and advice.special.special is not None:
             chosen = PlayerHand(mine.player_id, table[i].arrangement,
                                 special=advice.special.special.value, row_bet=mine.row_bet,

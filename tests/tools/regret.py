@@ -41,7 +41,7 @@ def regret(hand: dict[str, Any], rules: Ruleset, advice: Advice) -> tuple[float,
     best = hand["top"][0]["ev"]
     claim_ev = hand["claim_ev"]
     top = max(best, claim_ev) if claim_ev is not None else best
-    claims = advice.special is not None and advice.special.mean > advice.best.mean
+    claims = advice.claim
     if claims:
         return top - claim_ev, True
     arrangement = advice.best.arrangement
