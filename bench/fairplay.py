@@ -31,7 +31,6 @@ import random
 import sys
 import time
 import uuid
-from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal

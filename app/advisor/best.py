@@ -7,8 +7,9 @@ opponent table with card-removal weights (``_without_held``; else a pool of ``PO
 sampled ones), the best ``FINE_SPLITS`` again on ``FINE``; the model's best is the answer
 (``_rank``). It, the next ``SHORTLIST`` − 1, keep_back's own and any special claim are then
 played through the real scorer on the same ``DEALS`` sampled deals for the points reported
-(``expected_points``, with its standard ``error``) and the special claim (``Advice.claim``). Deals are seeded by the cards, the ruleset's hash and the player
-count, so a request always gets one answer, and the ``seed`` it reports reproduces them.
+(``expected_points``, with its standard ``error``) and the special claim (``Advice.claim``).
+Deals are seeded by the cards, the ruleset's hash and the player count, so a request
+always gets one answer, and the ``seed`` it reports reproduces them.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ def _without_held(pool: np.ndarray, hand: Sequence[Card], rules: Ruleset,
     picked = np.minimum(np.searchsorted(cum, at, side="right"), len(pool) - 1)
     rng_np = np.random.default_rng(rng.getrandbits(64))
     picked = picked[rng_np.permutation(FINE)]  # any COARSE of them a fair sample
-    return pool[picked]
+    drawn: np.ndarray = pool[picked]
+    return drawn
 
 
 def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,

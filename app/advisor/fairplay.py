@@ -74,7 +74,7 @@ def _hand(player: Mapping[str, Any], decks: int) -> PlayerHand | None:
 
 def _as_played(player: Mapping[str, Any]) -> PlayerHand:
     """Any seat as it was scored: its rows as used, its special hand as played."""
-    used = player.get("arrangement") or player.get("submitted")
+    used: Mapping[str, Any] = player.get("arrangement") or player.get("submitted") or {}
     rows = [parse_cards(used[row.value]) for row in ROWS]
     return PlayerHand(player["player_id"], arrangement(*rows),
                       special=player.get("special") or "none",

@@ -127,7 +127,8 @@ def hand_counts(decks: int, ace_low: AceLow) -> np.ndarray | None:
     if rows is None:
         return None
     counts = rank_counts(ace_low)
-    return (counts[rows[:, 0]] + counts[rows[:, 1]] + counts[rows[:, 2]]).astype(np.int8)
+    out: np.ndarray = (counts[rows[:, 0]] + counts[rows[:, 1]] + counts[rows[:, 2]])
+    return out.astype(np.int8)
 
 
 @cache

@@ -23,6 +23,7 @@ possible bot.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import uuid
@@ -35,6 +36,9 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from app.advisor.fairplay import VERSION, analyse
+
+__all__ = ["VERSION", "analyse_round", "cases", "cases_report", "pair_figures", "pairs_report",
+           "run"]
 from app.domain.games import rules_from_dict
 from app.domain.rulesets import Ruleset
 
@@ -99,10 +103,8 @@ def _analyse_batch(rows: list[dict[str, Any]]
 
 def _worker_start() -> None:
     """Each worker: below the service's CPU priority, one BLAS thread, tables loaded."""
-    try:
+    with contextlib.suppress(OSError):
         os.nice(NICE)
-    except OSError:
-        pass
     from app.advisor.best import warm_up
 
     warm_up()
@@ -160,7 +162,7 @@ class PairFigures:
     scoops: int  # hands where either scooped the other
     screened: bool
     q_value: float = 1.0
-    rounds: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    rounds: list[Mapping[str, Any]] = field(default_factory=list, repr=False)
 
 
 def _mean_half(xs: Sequence[float]) -> tuple[float, float]:

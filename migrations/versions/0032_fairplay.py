@@ -7,8 +7,9 @@ per ordered pair of seats (T, D, scoop, agreement, points moved, the advisor's s
 figures never touch the money tables and are never changed: a new advisor version appends
 its own. The runtime role may read and append them, nothing else; the triggers refuse an
 UPDATE, DELETE or TRUNCATE even to the owner. API keys may now hold ``fairplay:read``, the
-scope of ``GET /v1/fairplay/pairs`` and ``/cases`` (a downgrade refuses while a key holds it). Both tables are keyed by operator (Citus:
-created here, distributed with their triggers by the next ``citus distribute``).
+scope of ``GET /v1/fairplay/pairs`` and ``/cases`` (a downgrade refuses while a key holds
+it). Both tables are keyed by operator (Citus: created here, distributed with their
+triggers by the next ``citus distribute``).
 
 Revision ID: 0032_fairplay
 Revises: 0028_planned_once
@@ -44,7 +45,8 @@ def upgrade() -> None:
                "played_at timestamp with time zone NOT NULL, ruleset_name text NOT NULL, "
                "stake numeric NOT NULL, pairs integer NOT NULL, evidence jsonb NOT NULL, "
                "analysed_at timestamp with time zone NOT NULL DEFAULT now(), "
-               "CONSTRAINT pk_fairplay_rounds PRIMARY KEY (operator_id, advisor_version, round_id), "
+               "CONSTRAINT pk_fairplay_rounds PRIMARY KEY "
+               "(operator_id, advisor_version, round_id), "
                "CONSTRAINT ck_fairplay_rounds_pairs_nonnegative CHECK (pairs >= 0))")
     op.execute("CREATE INDEX ix_fairplay_rounds_operator_id_advisor_version_played_at "
                "ON fairplay_rounds (operator_id, advisor_version, played_at)")

@@ -34,8 +34,16 @@ from app.advisor.splits import _positions, lookup, row_strengths
 from app.domain.arrange import _scale, keep_back
 from app.domain.cards import DECK, Card
 from app.domain.hands import AceLow, Arrangement, arrangement, row_strength
-from app.domain.rulesets import (Aggregation, EffectKind, FrontOrder, Over, Ruleset,
-                                 ScoopRequires, SpecialMode, Topology)
+from app.domain.rulesets import (
+    Aggregation,
+    EffectKind,
+    FrontOrder,
+    Over,
+    Ruleset,
+    ScoopRequires,
+    SpecialMode,
+    Topology,
+)
 from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName
 

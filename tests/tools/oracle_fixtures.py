@@ -5,8 +5,8 @@
 
 One file per preset, ``tests/data/advisor_oracle_<preset>.json``: ``--hands`` random hands
 (``random.Random(f"oracle-{i}")``, the same hands and opponent deals for every preset:
-they share one deck and ace-low), then, for ``--special-presets``, ``--specials`` hands that hold a special
-hand the preset pays (the next seeded hands that do), each evaluated by
+they share one deck and ace-low), then, for ``--special-presets``, ``--specials`` hands
+that hold a special hand the preset pays (the next seeded hands that do), each evaluated by
 ``tests.tools.ev_oracle.evaluate`` over ``--deals`` opponent deals seeded by the same text.
 Per hand: every split whose EV is within ``KEEP`` points of the best (at most ``TOP``), as
 row strengths ([category, *key] per row, front first) with one arrangement's cards and the

@@ -26,9 +26,10 @@ def test_the_oracle_refuses_a_ruleset_it_cannot_score() -> None:
 
 
 def test_every_valid_split_is_listed_once_and_none_fouls() -> None:
+    import random
+
     from app.domain.cards import DECK
     from app.domain.hands import evaluate_hand
-    import random
 
     r = PRESETS["classic4"]
     cards = random.Random(5).sample(list(DECK), 13)

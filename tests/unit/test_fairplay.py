@@ -85,7 +85,7 @@ def test_a_seat_the_service_arranged_gives_no_figures() -> None:
 def _rows(a: str, bias: float, hands: int, rng: random.Random) -> list[dict[str, Any]]:
     """A's t towards three opponents B, C, D over ``hands``; B gets ``bias`` more."""
     out = []
-    for h in range(hands):
+    for _h in range(hands):
         rid = uuid.UUID(int=rng.getrandbits(128))
         ts = {b: rng.choice([-3, -1, 0, 0, 0, 1, 3]) for b in ("B", "C", "D")}
         if rng.random() < bias:
