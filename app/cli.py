@@ -2,7 +2,8 @@
 
 ``keys`` creates, lists and revokes API keys; ``reconcile`` writes period reports;
 ``audit verify`` checks the ledger against a kept checkpoint; ``reindex`` rebuilds the
-ledger's indexes in key order; ``citus distribute`` spreads the ledger over a Citus
+ledger's indexes in key order; ``fairplay run`` prices every stored choice against the
+advisor (app/services/fairplay.py); ``citus distribute`` spreads the ledger over a Citus
 cluster. To add a group, define it below as a ``click`` group (``AppGroup`` runs its
 commands inside the app, so they can reach the database with ``get_database()``) and list
 it in ``COMMANDS``. The groups share one module, longer than most, because each command
@@ -31,10 +32,12 @@ from sqlalchemy.exc import DBAPIError
 from app.db import citus as citus_layout
 from app.db import get_database, maintenance
 from app.db.engine import database_urls, make_engine, make_sessionmaker
+from app.db.fairplay import FairplayStore
 from app.db.reconcile_reader import LedgerReader
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services import checkpoints as checkpoint_service
+from app.services import fairplay as fairplay_service
 from app.services import keys as key_service
 from app.services import reconcile as reconcile_service
 from app.services.reconcile_csv import report_csv
@@ -416,6 +419,49 @@ def reindex_command(tables: tuple[str, ...]) -> None:
                                    "drops the copy this one left)") from None
 
 
+# --- fairplay --------------------------------------------------------------------------
+
+fairplay = AppGroup("fairplay", help="Fair-play analytics: price every stored choice.")
+
+
+@fairplay.command("run")
+@click.option("--from", "from_", required=True, help="Start of the period (RFC 3339), inclusive.")
+@click.option("--to", "to", required=True, help="End of the period (RFC 3339), exclusive.")
+@click.option("--operator", "operator_id", help="Only this operator (default: every operator).")
+@click.option("--jobs", type=click.IntRange(1, 256), help="Worker processes (default: every core).")
+@click.option("--read-url", envvar="FAIRPLAY_READ_DATABASE_URL",
+              help="Read the rounds from this database (a replica); default DATABASE_URL.")
+@with_appcontext
+@needs_database
+def fairplay_run(from_: str, to: str, operator_id: str | None, jobs: int | None,
+                 read_url: str | None) -> None:
+    """Analyse every settled 十三支 round of [from, to) not analysed yet (resumable).
+
+    Appends to fairplay_rounds and fairplay_pairs only; one worker per core at nice 10.
+    """
+    start, end = _moment_option(from_, "--from"), _moment_option(to, "--to")
+    if start >= end:
+        raise click.BadParameter("'--to' must be later than '--from'", param_hint="--to")
+    if operator_id is not None and not is_identifier(operator_id):
+        raise click.BadParameter(f"{operator_id!r} is not an id: {IDENTIFIER_RULE}",
+                                 param_hint="--operator")
+    settings = current_app.config["SETTINGS"]
+    reader = None if read_url is None else make_engine(settings, read_url)
+    try:
+        store = FairplayStore(get_database().sessions,
+                              None if reader is None else make_sessionmaker(reader))
+        total = store.count(start, end, operator_id)
+        with click.progressbar(length=total, label="rounds", file=sys.stderr) as bar:
+            report = fairplay_service.run(store, start, end, operator_id, jobs, bar.update)
+    finally:
+        if reader is not None:
+            reader.dispose()
+    rate = report.rounds / report.seconds if report.seconds else 0.0
+    click.echo(f"analysed {report.rounds} round(s), {report.pairs} pair figure(s) in "
+               f"{report.seconds:.1f} s ({rate:.1f} rounds a second), advisor "
+               f"{fairplay_service.VERSION}", err=True)
+
+
 # --- citus -----------------------------------------------------------------------------
 
 citus = AppGroup("citus", help="Scale out on a Citus database (as the schema's owner).")
@@ -451,7 +497,7 @@ def citus_distribute() -> None:
 
 # Every command group of the service; add new groups here.
 COMMANDS: tuple[click.Command, ...] = (keys, reconcile_command, audit, reindex_command,
-                                        citus)
+                                        citus, fairplay)
 
 
 def register_commands(app: Flask) -> None:

@@ -91,7 +91,7 @@ def quality(rules: Ruleset, deals: int, seed: int) -> tuple[float, float, float,
         for s in seats:
             advice = advise(hands[s], rules, n)
             me = base_seats[s]
-            claim = advice.special is not None and advice.special.mean > advice.best.mean
+            claim = advice.claim
             chosen = (PlayerHand(me.player_id, me.arrangement, special=advice.special.special.value,
                                  banker=me.banker)
                       if claim and advice.special and advice.special.special

@@ -2,13 +2,14 @@
 
 Every other seat is a keep_back opponent holding 13 random cards from what the hand
 leaves, claiming any special hand the ruleset pays. Each valid split (``splits.py``) is
-ranked by model points (``model.py``) on ``COARSE`` hands of the ruleset's shipped opponent
-table (``tables.py``; else a pool of ``POOL`` sampled ones), the best ``FINE_SPLITS`` again
-on ``FINE``. The best ``SHORTLIST``, keep_back's own and any special claim are then played
-through the real scorer on the same ``DEALS`` sampled deals, which makes their differences
-far more precise than each mean; the answer is the best mean (``expected_points``, with its
-standard ``error``). Deals are seeded by the cards, the ruleset's hash and the player
-count, so a request always gets one answer, and the ``seed`` it reports reproduces them.
+ranked by model points (``model.py``) on ``COARSE`` hands drawn from the ruleset's shipped
+opponent table with card-removal weights (``_without_held``; else a pool of ``POOL``
+sampled ones), the best ``FINE_SPLITS`` again on ``FINE``; the model's best is the answer
+(``_rank``). It, the next ``SHORTLIST`` − 1, keep_back's own and any special claim are then
+played through the real scorer on the same ``DEALS`` sampled deals for the points reported
+(``expected_points``, with its standard ``error``) and the special claim (``Advice.claim``).
+Deals are seeded by the cards, the ruleset's hash and the player count, so a request
+always gets one answer, and the ``seed`` it reports reproduces them.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName, find_specials
 
 COARSE = 64
-FINE = 1024
+FINE = 4096
 FINE_SPLITS = 24
 SHORTLIST = 3
 DEALS = 12
 POOL = 96
+OVERRIDE_Z: float | None = None
 ME = "advisor"
 
 
@@ -71,6 +73,19 @@ class Advice:
     gain: float  # best − keep_back, same deals
     gain_error: float
 
+    @property
+    def claim(self) -> bool:
+        """Say whether claiming the special hand is worth more than the best rows.
+
+        The claim's points hardly vary from deal to deal; the rows' vary a lot, so 12
+        deals judge the rows poorly: the claim is weighed against the model's points of
+        the best rows (``FINE`` opponent hands), or their deals' mean when there are none.
+        """
+        if self.special is None:
+            return False
+        rows = self.best.model_points
+        return self.special.mean > (self.best.mean if rows is None else rows)
+
 
 def warm_up() -> None:
     """Build the tables the advisor's first answer in a process builds otherwise (about
@@ -83,7 +98,7 @@ def warm_up() -> None:
         lookup(ace_low)
         tables.index_of(ace_low)
     for decks, ace_low in tables.MODELS:
-        tables.load(decks, ace_low)
+        tables.hand_count_columns(decks, ace_low)
 
 
 def _stderr(xs: Sequence[float]) -> float:
@@ -132,6 +147,54 @@ def deal_opponents(rng: random.Random, pack: Sequence[Card], rules: Ruleset,
             for i in range(players - 1)]
 
 
+def _rank(choices: list[Choice]) -> list[Choice]:
+    """Order the refined choices: by model points, unless the sampled deals say otherwise.
+
+    The model reads ``FINE`` opponent hands, the deals only ``DEALS``; a choice moves above
+    the model's first only when its points on the same deals beat it by more than
+    ``OVERRIDE_Z`` standard errors of the difference (never when that is None).
+    """
+    by_model = sorted(choices, key=lambda c: c.model_points or 0.0, reverse=True)
+    if OVERRIDE_Z is None:
+        return by_model
+    first = by_model[0]
+
+    def margin(c: Choice) -> float:
+        diff = [x - y for x, y in zip(c.points, first.points, strict=True)]
+        err = _stderr(diff)
+        mean = sum(diff) / len(diff)
+        return mean - OVERRIDE_Z * err if err > 0 else (mean if mean > 0 else -1.0)
+
+    better = [c for c in by_model[1:] if margin(c) > 0]
+    if not better:
+        return by_model
+    top = max(better, key=lambda c: c.mean)
+    return [top, *[c for c in by_model if c is not top]]
+
+
+def _without_held(pool: np.ndarray, hand: Sequence[Card], rules: Ruleset,
+                  rng: random.Random) -> np.ndarray:
+    """Draw ``FINE`` table hands in proportion to how likely each is at this table.
+
+    The table's hands were dealt from whole decks; the other seats here are dealt from what
+    ``hand`` leaves (``tables.removal_weights``: a hand needing a card the player holds
+    is never drawn). Systematic resampling, seeded from ``rng``, keeps the table's order.
+    """
+    columns = tables.hand_count_columns(rules.decks, rules.ace_low_straight)
+    assert columns is not None
+    held = np.zeros(13, dtype=np.int64)
+    for card in hand:
+        held[int(card.rank) - 2] += 1
+    w = tables.removal_weights(columns, held, rules.decks)
+    cum = np.cumsum(w)
+    at = (rng.random() + np.arange(FINE)) * (cum[-1] / FINE)
+    picked = np.minimum(np.searchsorted(cum, at, side="right"), len(pool) - 1)
+    rng_np = np.random.default_rng(rng.getrandbits(64))
+    picked = picked[rng_np.permutation(FINE)]  # any COARSE of them a fair sample
+    drawn: np.ndarray = pool[picked]
+    return drawn
+
+
 def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
            deals: int = DEALS) -> Advice:
     """Return the best arrangement of 13 checked cards at a table of ``players``."""
@@ -149,9 +212,13 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     if pool is None:
         pool = tables.opponent_rows(rng, rules.decks, low, POOL, exclude=hand).astype(np.int32)
         table = f"sampled:{POOL}"
+    else:
+        pool = _without_held(pool, hand, rules, rng)
+
+    between = model.scoop_rate(pool, category, rules)
 
     def points(strengths: np.ndarray, size: int) -> np.ndarray:
-        return model.expected(strengths, pool[:size], category, rules, n - 1, banker)
+        return model.expected(strengths, pool[:size], category, rules, n - 1, banker, between)
 
     coarse = points(found.strengths, COARSE)
     top = np.argsort(-coarse, kind="stable")[:FINE_SPLITS]
@@ -185,7 +252,7 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     claimed = scores.pop() if claim is not None else []
 
     choices = [Choice(a, None, m, tuple(s)) for (a, m), s in zip(candidates, scores, strict=True)]
-    ranked = sorted(choices, key=lambda c: (c.mean, c.model_points or 0.0), reverse=True)
+    ranked = _rank(choices)
     best = ranked[0]
     kb_choice = next(c for c in choices if c.arrangement == kb)
     diff = [x - y for x, y in zip(best.points, kb_choice.points, strict=True)]

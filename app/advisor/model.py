@@ -89,24 +89,45 @@ def pair_points(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rul
     p = scoop_me.mean(axis=1)
     when = np.where(scoop_me, total, 0.0).mean(axis=1)  # E[points · 1{scoop}]
     base_when = np.where(scoop_me, base, 0.0).mean(axis=1)
-    return total.mean(axis=1), p, np.stack([when, base_when])
+    # The same when the opponent scoops (negative points): a home run against the player.
+    p_them = scoop_them.mean(axis=1)
+    when_them = np.where(scoop_them, total, 0.0).mean(axis=1)
+    base_when_them = np.where(scoop_them, base, 0.0).mean(axis=1)
+    return total.mean(axis=1), p, np.stack([when, base_when, p_them, when_them,
+                                            base_when_them])
+
+
+def scoop_rate(pool: np.ndarray, category: np.ndarray, r: Ruleset) -> float:
+    """The chance that one opponent hand scoops another: half the pool against the other."""
+    half = len(pool) // 2
+    if half == 0:
+        return 0.0
+    _, p, _ = pair_points(pool[:min(half, 128)], pool[half:half + 128], category, r, False)
+    return float(p.mean())
 
 
 def expected(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
-             opponents: int, banker: bool) -> np.ndarray:
-    """Return each split's model points against ``opponents`` independent pool players."""
-    mean, p, (when, base_when) = pair_points(mine, pool, category, r, banker)
+             opponents: int, banker: bool, between: float = 0.0) -> np.ndarray:
+    """Return each split's model points against ``opponents`` independent pool players.
+
+    ``between`` is the chance one opponent scoops another (``scoop_rate``): an opponent
+    that scoops the player makes a home run when it scoops the others too.
+    """
+    mean, p, (when, base_when, p_them, when_them, base_when_them) = pair_points(
+        mine, pool, category, r, banker)
     if banker:
         return mean  # only the pair with the banker is scored
     ev = opponents * mean
     hr = r.home_run
     if opponents >= 2 and hr.kind is not EffectKind.NONE:
         rest = p ** (opponents - 1)  # the other opponents scooped too
+        theirs = between ** (opponents - 1)  # an opponent that scooped the player, the rest
         if hr.kind is EffectKind.ADD:
-            ev = ev + opponents * hr.amount * p * rest
+            ev = ev + opponents * hr.amount * (p * rest - p_them * theirs)
         elif hr.kind is EffectKind.MULTIPLY:
             part = base_when if hr.over is Over.BASE else when
-            ev = ev + (hr.amount - 1) * opponents * part * rest
+            part_them = base_when_them if hr.over is Over.BASE else when_them
+            ev = ev + (hr.amount - 1) * opponents * (part * rest + part_them * theirs)
         else:  # double_split: the home-run player's total doubles
-            ev = ev + opponents * when * rest
+            ev = ev + opponents * (when * rest + when_them * theirs)
     return ev

@@ -13,6 +13,7 @@ Regenerate (seeded, reproducible; about a minute): ``.venv/bin/python -m app.adv
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import sys
 from functools import cache
@@ -101,3 +102,66 @@ def main() -> None:
 if __name__ == "__main__":
     main()
     sys.exit(0)
+
+
+@cache
+def rank_counts(ace_low: AceLow) -> np.ndarray:
+    """Return, per strength index, how many cards of each rank (2..A) the row holds.
+
+    A row's strength names its ranks (a high card or flush lists them all, a straight its
+    top, a pair its pair and kickers), so each index stands for one rank multiset: the
+    scale's rank code, three bits per rank, decoded.
+    """
+    s = _scale(ace_low)
+    out = np.zeros((len(s.strength), 13), dtype=np.int8)
+    for table in (s.plain5, s.flush5, s.three):
+        for code, i in table.items():
+            out[i] = [(code >> 3 * k) & 7 for k in range(13)]
+    return out
+
+
+@cache
+def hand_counts(decks: int, ace_low: AceLow) -> np.ndarray | None:
+    """Per hand of the shipped table, its 13 cards' count of each rank: (hands, 13)."""
+    rows = load(decks, ace_low)
+    if rows is None:
+        return None
+    counts = rank_counts(ace_low)
+    out: np.ndarray = (counts[rows[:, 0]] + counts[rows[:, 1]] + counts[rows[:, 2]])
+    return out.astype(np.int8)
+
+
+@cache
+def hand_count_columns(decks: int, ace_low: AceLow) -> np.ndarray | None:
+    """``hand_counts`` one-hot: column 13·c + r is 1 when the hand holds c cards of rank r."""
+    counts = hand_counts(decks, ace_low)
+    if counts is None:
+        return None
+    d = 4 * decks
+    out = np.zeros((len(counts), 13 * (d + 1)), dtype=np.float64)
+    rows = np.arange(len(counts))
+    for r in range(13):
+        out[rows, 13 * counts[:, r].astype(np.int64) + r] = 1.0
+    return out
+
+
+def removal_weights(columns: np.ndarray, held: np.ndarray, decks: int) -> np.ndarray:
+    """Weight each opponent hand by how likely its ranks are once ``held`` is out of the pack.
+
+    A table hand was dealt from whole decks; at the table the other seats are dealt from what
+    the player's 13 cards leave. The chance of a hand's rank counts ``c`` is ∏ C(D, c_r)
+    over the whole pack (D = 4 × decks copies of each rank) and ∏ C(D − m_r, c_r) once the
+    player holds ``m_r`` of rank r, so each hand's weight is ∏ C(D − m_r, c_r) / C(D, c_r):
+    zero for a hand that needs a card the player holds (three aces in the player's hand
+    leave no pair of aces to an opponent). Suits are not weighed. ``columns`` is
+    ``hand_count_columns``: the product is one matrix-vector product of logarithms.
+    """
+    d = 4 * decks
+    logs = np.empty(13 * (d + 1))
+    for c in range(d + 1):
+        for r in range(13):
+            left = d - int(held[r])
+            ratio = math.comb(left, c) / math.comb(d, c) if c <= left else 0.0
+            logs[13 * c + r] = math.log(ratio) if ratio > 0 else -1e4
+    w: np.ndarray = np.exp(columns @ logs)
+    return w

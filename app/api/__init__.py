@@ -8,6 +8,7 @@ from app.api.audit import bp as audit_bp
 from app.api.contract import bp as contract_bp
 from app.api.docs import bp as docs_bp
 from app.api.eligibility import bp as eligibility_bp
+from app.api.fairplay import bp as fairplay_bp
 from app.api.hands import bp as hands_bp
 from app.api.health import bp as health_bp
 from app.api.matches import bp as matches_bp
@@ -31,6 +32,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     tables_bp,
     eligibility_bp,
     reconciliation_bp,
+    fairplay_bp,
     players_bp,
     audit_bp,
     docs_bp,

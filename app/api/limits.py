@@ -71,6 +71,8 @@ ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
     ("POST", "/v1/audit/verify"): AUDIT,
     ("POST", "/v1/audit/checkpoints"): AUDIT,
     ("GET", "/v1/reconciliation"): AUDIT,
+    ("GET", "/v1/fairplay/pairs"): AUDIT,
+    ("GET", "/v1/fairplay/cases"): AUDIT,
     ("GET", "/v1/rulesets"): PUBLIC,
     ("GET", "/v1/rulesets/{name}"): PUBLIC,
     ("GET", "/v1/audit/public-key"): PUBLIC,

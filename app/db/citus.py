@@ -35,7 +35,8 @@ LOGIN = "SELECT format('ALTER ROLE %I LOGIN', CAST(:role AS text))"
 
 # In the order they can be distributed: a table after every table its foreign keys name.
 DISTRIBUTED = ("rounds", "round_players", "ledger_lines", "round_rulesets", "chains", "matches",
-               "match_rounds", "match_leaves", "audit_checkpoints", "console_sign_outs")
+               "match_rounds", "match_leaves", "audit_checkpoints", "console_sign_outs",
+               "fairplay_rounds", "fairplay_pairs")
 REFERENCE = ("api_keys", "api_key_revocations")
 DISTRIBUTION_COLUMN = "operator_id"
 

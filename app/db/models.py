@@ -20,6 +20,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    Double,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -61,7 +62,8 @@ NAMING_CONVENTION = {
 ROUND_KINDS = ("settlement", "reversal", "penalty", "cash")
 LINE_KINDS = ("win", "loss", "fee", "rounding", "reversal", "penalty", "cash_in", "cash_out")
 # Scopes an API key may hold (service.md "Access"); app.services.keys.Scope names them.
-API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "admin")
+API_SCOPES = ("rounds:write", "rounds:read", "ledger:read", "reconcile:read", "fairplay:read",
+              "admin")
 HOUSE = "house"
 
 # The id of the transaction that inserts a row (xid8, which fits a bigint).
@@ -487,16 +489,73 @@ class Chain(Base):
     )
 
 
+class FairplayRound(Base):
+    """A round the fair-play job analysed under one advisor version, with each chooser's
+    evidence (cards, rows played, rows advised). Append-only (migration 0032)."""
+
+    __tablename__ = "fairplay_rounds"
+
+    operator_id: Mapped[str] = mapped_column(Text)
+    round_id: Mapped[uuid.UUID]
+    advisor_version: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    played_at: Mapped[datetime]
+    ruleset_name: Mapped[str] = mapped_column(Text)
+    stake: Mapped[Decimal]
+    pairs: Mapped[int] = mapped_column(Integer)
+    evidence: Mapped[dict[str, Any]]
+    analysed_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+    __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "advisor_version", "round_id"),
+        CheckConstraint("pairs >= 0", name="pairs_nonnegative"),
+        Index(None, "operator_id", "advisor_version", "played_at"),
+    )
+
+
+class FairplayPair(Base):
+    """One ordered pair of one analysed round: what A's choice gave B (app.advisor.fairplay).
+    Append-only (migration 0032)."""
+
+    __tablename__ = "fairplay_pairs"
+
+    operator_id: Mapped[str] = mapped_column(Text)
+    round_id: Mapped[uuid.UUID]
+    advisor_version: Mapped[str] = mapped_column(Text)
+    player_a: Mapped[str] = mapped_column(Text)
+    player_b: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    played_at: Mapped[datetime]
+    stake: Mapped[Decimal]
+    seat_a: Mapped[int] = mapped_column(SmallInteger)
+    seat_b: Mapped[int] = mapped_column(SmallInteger)
+    t: Mapped[int] = mapped_column(Integer)
+    d: Mapped[float] = mapped_column(Double)
+    scoop: Mapped[int] = mapped_column(SmallInteger)
+    agreed: Mapped[bool]
+    moved: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        PrimaryKeyConstraint("operator_id", "advisor_version", "player_a", "player_b",
+                             "round_id"),
+        CheckConstraint("scoop IN (-1, 0, 1)", name="scoop"),
+        CheckConstraint("player_a <> player_b", name="two_players"),
+        Index(None, "operator_id", "advisor_version", "played_at"),
+    )
+
+
 LEDGER_TABLES = ("rounds", "round_players", "ledger_lines", "round_rulesets")
 MATCH_TABLES = ("matches", "match_rounds", "match_leaves")
 ALL_TABLES = LEDGER_TABLES + MATCH_TABLES
+FAIRPLAY_TABLES = ("fairplay_rounds", "fairplay_pairs")
 # Every table the migrations create for the service: its owner may alter or drop it, so
 # the service must never run as (a member of) that owner (app.db.roles).
 OWNED_TABLES = (*LEDGER_TABLES, "api_keys", "api_key_revocations", "audit_checkpoints",
-                *MATCH_TABLES, "chains", "console_sign_outs")
+                *MATCH_TABLES, "chains", "console_sign_outs", *FAIRPLAY_TABLES)
 # Every key of these tables starts with operator_id and no foreign key crosses operators,
 # so each can be distributed by operator (README, "Scaling out"). ``api_keys`` is looked up
 # by key id before its operator is known: it is the one reference (replicated) table.
 OPERATOR_KEYED = (*LEDGER_TABLES, "audit_checkpoints", *MATCH_TABLES, "chains",
-                  "console_sign_outs")
+                  "console_sign_outs", *FAIRPLAY_TABLES)
 REFERENCE_TABLES = ("api_keys", "api_key_revocations")

@@ -97,12 +97,10 @@ def best_json(cards: tuple[Any, ...], rules: Ruleset, players: int | None,
     special = None
     if advice.special is not None:
         sp = advice.special
-        diff = [x - y for x, y in zip(sp.points, advice.best.points, strict=True)]
-        gain = sum(diff) / len(diff)
         special = {"name": sp.special.value if sp.special else None,
                    "value": special_value(rules, sp.special) if sp.special else None,
                    "expected_points": round(sp.mean, 4), "error": round(sp.error, 4),
-                   "claim": gain > 0}
+                   "claim": advice.claim}
     return {
         **scored(advice.best),
         "alternatives": [scored(c) for c in advice.others[:max(n - 1, 0)]],

@@ -45,6 +45,7 @@ class Scope(StrEnum):
     ROUNDS_READ = "rounds:read"
     LEDGER_READ = "ledger:read"
     RECONCILE_READ = "reconcile:read"
+    FAIRPLAY_READ = "fairplay:read"
     ADMIN = "admin"
 
 

@@ -89,13 +89,14 @@ def test_scopes_are_parsed_by_name_and_unknown_ones_refused():
 
 def test_the_scopes_agree_with_the_model_and_the_migration():
     assert tuple(Scope) == API_SCOPES
+    # The latest migration that widens the list (0032 added fairplay:read to 0003's).
     spec = importlib.util.spec_from_file_location(
-        "m0003", REPO / "migrations" / "versions" / "0003_api_keys.py")
+        "m0032", REPO / "migrations" / "versions" / "0032_fairplay.py")
     assert spec is not None and spec.loader is not None
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)
     listed = ", ".join(f"'{s}'" for s in API_SCOPES)
-    frozen: str = migration.SCOPES
+    frozen: str = migration.NEW_SCOPES
     assert frozen == listed
     checks = [str(c.sqltext) for c in ApiKey.__table__.constraints if hasattr(c, "sqltext")]
     assert any(f"ARRAY[{listed}]" in check for check in checks)

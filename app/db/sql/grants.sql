@@ -28,6 +28,10 @@ GRANT SELECT ON rounds, round_players, ledger_lines, round_rulesets, chains, mat
     console_sign_outs, alembic_version
     TO :"runtime_role";
 GRANT INSERT ON console_sign_outs TO :"runtime_role";
+-- Fair-play figures are analysis, never money: `flask fairplay run` appends them as the
+-- runtime role, and their triggers refuse any change (triggers.sql).
+REVOKE ALL ON fairplay_rounds, fairplay_pairs FROM PUBLIC, :"runtime_role", :"writer_role";
+GRANT SELECT, INSERT ON fairplay_rounds, fairplay_pairs TO :"runtime_role";
 
 -- The writer role inserts what its functions append, and moves a chain's head (the only
 -- UPDATE anyone but the owner may make, on `chains`, which holds no money). No DELETE,

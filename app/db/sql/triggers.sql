@@ -21,6 +21,14 @@ CREATE TRIGGER audit_checkpoints_refuse_truncate BEFORE TRUNCATE ON public.audit
     FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER audit_checkpoints_refuse_update_delete BEFORE DELETE OR UPDATE ON public.audit_checkpoints
     FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER fairplay_pairs_refuse_truncate BEFORE TRUNCATE ON public.fairplay_pairs
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER fairplay_pairs_refuse_update_delete BEFORE DELETE OR UPDATE ON public.fairplay_pairs
+    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER fairplay_rounds_refuse_truncate BEFORE TRUNCATE ON public.fairplay_rounds
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER fairplay_rounds_refuse_update_delete BEFORE DELETE OR UPDATE ON public.fairplay_rounds
+    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER ledger_lines_refuse_truncate BEFORE TRUNCATE ON public.ledger_lines
     FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER ledger_lines_refuse_update_delete BEFORE DELETE OR UPDATE ON public.ledger_lines
