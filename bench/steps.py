@@ -2,9 +2,10 @@
 
     .venv/bin/python -m bench.steps [--steps play,sign,verify,rules,driver] [--count 200]
 
-Each step runs ``--count`` times in a process under callgrind, less a run of none from the
-same start (so the imports, the set-up and the warm-up cancel out), with
-``PYTHONHASHSEED=0``, two at once:
+Each step runs ``--count`` times in a process under callgrind (``PYTHONHASHSEED=0``), whose
+instrumentation is on for those runs alone (``callgrind_control``), less a run of none (what
+turning it on and off costs): the imports, the set-up and 20 runs of warm-up are not
+counted, and run several times faster. The steps:
 
 - ``play``: ``app.services.play.play`` on bench.load's bodies (``--rounds 60``, the same
   seed), read into domain values before counting: scoring and settlement alone.
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.load import REPO, BenchError, _callgrind_total
+from bench.load import REPO, BenchError
 
 STEPS = ("play", "sign", "verify", "sign-cryptography", "verify-cryptography", "sign-pynacl",
          "verify-pynacl", "rules", "driver")
@@ -149,11 +150,22 @@ def _driver(args: argparse.Namespace) -> Iterator[Callable[[int], Any]]:
 
 
 def loop(name: str, count: int, args: argparse.Namespace) -> None:
+    """Do step ``name`` ``count`` times, under callgrind's instrumentation only then."""
     with _step(name, args) as step:
         for n in range(20):  # warm: the first calls fill caches the count should not hold
             step(n)
+        _instrument("on")
         for n in range(count):
             step(n)
+        _instrument("off")
+
+
+def _instrument(state: str) -> None:
+    """Turn callgrind's instrumentation of this process on or off (when it runs under it):
+    the start-up, imports and set-up then run uncounted, and several times faster."""
+    if os.environ.get("BENCH_STEPS_CALLGRIND"):
+        subprocess.run(["callgrind_control", "--instr=" + state, str(os.getpid())],
+                       check=True, stdout=subprocess.DEVNULL)
 
 
 def count(args: argparse.Namespace) -> int:
@@ -162,30 +174,42 @@ def count(args: argparse.Namespace) -> int:
         raise BenchError("valgrind is not installed (apt-get install valgrind)")
     steps = args.steps.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as folder:
-        per: dict[str, float] = {}
         for name in steps:
             runs = {}
             for n in (0, args.count):
                 out = Path(folder) / f"{name}-{n}.out"
-                command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
-                           sys.executable, "-m", "bench.steps", "--loop", name, "--count",
-                           str(n), "--rounds", str(args.rounds), "--seed", str(args.seed),
-                           "--tables", str(args.tables)]
-                runs[n] = subprocess.Popen(command, cwd=REPO,
-                                           env={**os.environ, "PYTHONHASHSEED": "0"},
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                           text=True)
+                command = [valgrind, "--tool=callgrind", "--instr-atstart=no",
+                           f"--callgrind-out-file={out}", sys.executable, "-m",
+                           "bench.steps", "--loop", name, "--count", str(n), "--rounds",
+                           str(args.rounds), "--seed", str(args.seed), "--tables",
+                           str(args.tables)]
+                runs[n] = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.PIPE, text=True,
+                                           env={**os.environ, "PYTHONHASHSEED": "0",
+                                                "BENCH_STEPS_CALLGRIND": "1"})
             totals = {}
             for n, process in runs.items():
                 _, err = process.communicate()
-                total = _callgrind_total(Path(folder) / f"{name}-{n}.out")
+                total = _counted(Path(folder) / f"{name}-{n}.out")
                 if process.returncode != 0 or total is None:
                     raise BenchError(f"callgrind run of {n} x {name} failed: {err[-2000:]}")
                 totals[n] = total
-            per[name] = (totals[args.count] - totals[0]) / args.count
-            print(f"{name}: {per[name] / 1e6:.3f} M instructions each "
-                  f"(callgrind, {args.count} less none, PYTHONHASHSEED=0)", flush=True)
+            each = (totals[args.count] - totals[0]) / args.count
+            print(f"{name}: {each / 1e6:.3f} M instructions each (callgrind, {args.count} "
+                  f"counted less none, PYTHONHASHSEED=0)", flush=True)
     return 0
+
+
+def _counted(path: Path) -> int | None:
+    """Return the instructions counted while instrumentation was on (callgrind's totals)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.domain.banker_games import BankerRoundResult
 from app.domain.cards import format_cards
-from app.domain.games import AnyRules, rules_hash, rules_to_dict
+from app.domain.games import AnyRules, rules_json
 from app.domain.hands import ROWS, Arrangement
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PairScore, PlayerHand, PlayerScore
@@ -109,7 +109,8 @@ def _money_json(money: PlayerSettlement, precision: int) -> dict[str, Any]:
 
 def ruleset_json(rules: AnyRules) -> dict[str, Any]:
     """The rules a round was played by: name, hash and every parameter."""
-    return {"name": rules.name, "hash": rules_hash(rules), "parameters": rules_to_dict(rules)}
+    written = rules_json(rules)  # shared by the rules' rounds: never changed
+    return {"name": rules.name, "hash": written.hash, "parameters": written.parameters}
 
 
 def rows_json(arrangement: Arrangement | None) -> dict[str, list[str]] | None:

@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from app.domain.games import Game, game_of_preset, presets_of, rules_hash, rules_to_dict
+from app.domain.games import Game, game_of_preset, presets_of, rules_json
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
 from app.json_codec import as_stored, canonical_json
@@ -318,6 +318,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     table_id = played.input.table_id
     round_id = data.get("round_id") or uuid.uuid4()
     result = round_body(played)
+    written = rules_json(rules)  # the result's ruleset: written once per rules object
     with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key)
         if start is None:
@@ -327,8 +328,8 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
-            ruleset_name=rules.name, ruleset=rules_to_dict(rules),
-            ruleset_hash=rules_hash(rules), stake=played.input.stake,
+            ruleset_name=rules.name, ruleset=written.parameters,
+            ruleset_hash=written.hash, stake=played.input.stake,
             request=stored_input(data), result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),
