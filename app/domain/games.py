@@ -112,22 +112,28 @@ class BankerRules:
     bet_requires_cover: bool
     options: tuple[tuple[str, str | int], ...]  # every option of the game, in spec order
     money: MoneyRules
+    # Lookups every round reads, built once from the tables above; not part of the value.
+    _options: dict[str, str | int] = field(init=False, repr=False, compare=False, hash=False)
+    _multipliers: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    top_multiplier: int = field(init=False, repr=False, compare=False, hash=False)
     # The rules as JSON, written on first use (rules_json); not part of the value.
     as_json: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_options", dict(self.options))
+        object.__setattr__(self, "_multipliers", dict(self.category_multipliers))
+        object.__setattr__(self, "top_multiplier",
+                           max(m for _, m in self.category_multipliers))
 
     @property
     def spec(self) -> GameSpec:
         return SPECS[self.game]
 
     def option(self, name: str) -> Any:
-        return dict(self.options)[name]
+        return self._options[name]
 
     def multiplier(self, category: str) -> int:
-        return dict(self.category_multipliers)[category]
-
-    @property
-    def top_multiplier(self) -> int:
-        return max(m for _, m in self.category_multipliers)
+        return self._multipliers[category]
 
 
 AnyRules = Ruleset | BankerRules
