@@ -10,6 +10,7 @@ banker settlement (``banker.settle_banker``) 十三支's ``banker`` preset uses 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,7 +18,7 @@ from typing import cast
 
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
 from app.domain.blackjack import Category21, check_draws, evaluate21
-from app.domain.cards import Card, check_copies
+from app.domain.cards import Card, check_copies, has_copies
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
 from app.domain.settlement import (
@@ -27,6 +28,7 @@ from app.domain.settlement import (
     check_continue,
     exact_product,
 )
+from app.domain.tiles import COPIES as TILE_COPIES
 from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
@@ -127,6 +129,8 @@ def _check_cards(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Proble
                         int(rules.option("auto_stand_at")))
         except CardError as err:
             problems.extend(err.under(f"players[{i}]").problems)
+    if not has_copies([cast(Card, c) for s in seats for c in s.hand]):
+        return problems  # only a card given twice pays for the paths
     try:
         check_copies([(f"players[{i}].cards[{j}]", cast(Card, c)) for i, s in enumerate(seats)
                       for j, c in enumerate(s.hand)], 1)
@@ -167,6 +171,8 @@ def _check_tiles(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Proble
         if s.timed_out:
             problems.append(Problem(f"players[{i}].timed_out", f"{rules.name} has no auto "
                                     "play", "no_auto_play"))
+    if max(Counter(t for s in seats for t in s.hand).values(), default=0) <= TILE_COPIES:
+        return problems  # only a tile given too often pays for the paths
     try:
         check_tile_copies([(f"players[{i}].tiles[{j}]", cast(Tile, t))
                            for i, s in enumerate(seats) for j, t in enumerate(s.hand)])

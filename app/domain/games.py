@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -25,7 +25,6 @@ from app.domain.rulesets import (
     Ruleset,
     resolve_ruleset,
     ruleset_from_dict,
-    ruleset_hash,
     ruleset_to_dict,
 )
 from app.domain.rulesets.codec import OPTIONAL_KEYS, continuity_dict, with_optional
@@ -114,20 +113,28 @@ class BankerRules:
     bet_requires_cover: bool
     options: tuple[tuple[str, str | int], ...]  # every option of the game, in spec order
     money: MoneyRules
+    # Lookups every round reads, built once from the tables above; not part of the value.
+    _options: dict[str, str | int] = field(init=False, repr=False, compare=False, hash=False)
+    _multipliers: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    top_multiplier: int = field(init=False, repr=False, compare=False, hash=False)
+    # The rules as JSON, written on first use (rules_json); not part of the value.
+    as_json: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_options", dict(self.options))
+        object.__setattr__(self, "_multipliers", dict(self.category_multipliers))
+        object.__setattr__(self, "top_multiplier",
+                           max(m for _, m in self.category_multipliers))
 
     @property
     def spec(self) -> GameSpec:
         return SPECS[self.game]
 
     def option(self, name: str) -> Any:
-        return dict(self.options)[name]
+        return self._options[name]
 
     def multiplier(self, category: str) -> int:
-        return dict(self.category_multipliers)[category]
-
-    @property
-    def top_multiplier(self) -> int:
-        return max(m for _, m in self.category_multipliers)
+        return self._multipliers[category]
 
 
 AnyRules = Ruleset | BankerRules
@@ -211,19 +218,35 @@ def _changed(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
 
 def rules_hash(rules: AnyRules) -> str:
     """Return the sha256 hex digest of the rules' canonical JSON."""
-    # Identity, not equality: rules that compare equal may still write a parameter
-    # differently ("0.05" and "0.050" are equal Decimals) and so hash differently.
-    if PRESETS.get(rules.name) is rules:
-        return _PRESET_HASHES[rules.name]
-    return _rules_hash(rules)
+    return rules_json(rules).hash
 
 
-def _rules_hash(rules: AnyRules) -> str:
-    if isinstance(rules, Ruleset):
-        return ruleset_hash(rules)
-    text = json.dumps(rules_to_dict(rules), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+@dataclass(frozen=True, slots=True)
+class RulesJson:
+    """Rules as JSON, written once per rules object: every parameter as plain JSON values
+    (one dict shared by every caller, so never to be changed: ``rules_to_dict`` gives a
+    copy of one's own), their canonical text (sorted keys, no spaces, UTF-8) and its
+    sha256, the rules' hash."""
+
+    parameters: dict[str, Any]
+    text: bytes
+    hash: str
+
+
+def rules_json(rules: AnyRules) -> RulesJson:
+    """Return the rules as JSON, written on the rules object's first use and kept on it.
+
+    Kept per object, not per value: rules that compare equal may still write a parameter
+    differently ("0.05" and "0.050" are equal Decimals) and so hash differently.
+    """
+    written: RulesJson | None = rules.as_json
+    if written is None:
+        parameters = rules_to_dict(rules)
+        text = json.dumps(parameters, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False).encode("utf-8")
+        written = RulesJson(parameters, text, hashlib.sha256(text).hexdigest())
+        object.__setattr__(rules, "as_json", written)  # frozen: set once, on first use
+    return written
 
 
 def _limit_dict(limit: Limit | None) -> dict[str, str | None] | None:
@@ -233,9 +256,10 @@ def _limit_dict(limit: Limit | None) -> dict[str, str | None] | None:
             "absolute": None if limit.absolute is None else str(limit.absolute)}
 
 
-# Every round answers with its rules' hash; a preset is a constant, so its hash is taken
+# Every round answers with its rules' hash; a preset is a constant, so its JSON is written
 # once, here.
-_PRESET_HASHES: dict[str, str] = {name: _rules_hash(rules) for name, rules in PRESETS.items()}
+for _preset in PRESETS.values():
+    rules_json(_preset)
 
 
 def resolve(spec: object, path: str = "ruleset") -> AnyRules:

@@ -238,6 +238,12 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Exact]) -> list[_Owed
     problems: list[Problem] = []
     owed: list[_Owed] = []
     for i, debt in enumerate(debts):
+        given = debt.amount
+        if (given.__class__ is Decimal and given.is_finite() and given > 0
+                and debt.debtor != debt.creditor and debt.debtor in held
+                and debt.creditor in held):  # the common debt: no path written
+            owed.append(_Owed(debt.debtor, debt.creditor, Exact(*given.as_integer_ratio())))
+            continue
         path = f"debts[{i}]"
         before = len(problems)
         for role in ("debtor", "creditor"):

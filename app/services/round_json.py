@@ -10,7 +10,7 @@ from typing import Any
 
 from app.domain.banker_games import BankerRoundResult
 from app.domain.cards import format_cards
-from app.domain.games import AnyRules, overrides_of, rules_hash, rules_to_dict
+from app.domain.games import AnyRules, overrides_of, rules_json
 from app.domain.hands import ROWS, Arrangement
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PairScore, PlayerHand, PlayerScore
@@ -110,8 +110,9 @@ def _money_json(money: PlayerSettlement, precision: int) -> dict[str, Any]:
 def ruleset_json(rules: AnyRules) -> dict[str, Any]:
     """The rules a round was played by: name, the preset and what overrides changed of it
     (``{}`` when nothing), hash and every parameter."""
+    written = rules_json(rules)  # shared by the rules' rounds: never changed
     return {"name": rules.name, "preset": rules.name, "overrides": overrides_of(rules),
-            "hash": rules_hash(rules), "parameters": rules_to_dict(rules)}
+            "hash": written.hash, "parameters": written.parameters}
 
 
 def rows_json(arrangement: Arrangement | None) -> dict[str, list[str]] | None:

@@ -40,8 +40,7 @@ from app.domain.games import (
     game_of_preset,
     presets_of,
     rules_from_dict,
-    rules_hash,
-    rules_to_dict,
+    rules_json,
 )
 from app.domain.rounds import RoundResult
 from app.domain.settlement import Continuity, MoneyRules, money_text
@@ -444,6 +443,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     result = round_body(played)
     submitted = {p: b for p, b in played.input.balances.items()
                  if p != played.input.house_seat}
+    written = rules_json(rules)  # the result's ruleset: written once per rules object
     with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key, list(submitted))
         if start is None:
@@ -456,8 +456,8 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
         after = None if check is None else check(uow, played, round_id)
         round_ = NewRound(
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
-            ruleset_name=rules.name, ruleset=rules_to_dict(rules),
-            ruleset_hash=rules_hash(rules), stake=played.input.stake,
+            ruleset_name=rules.name, ruleset=written.parameters,
+            ruleset_hash=written.hash, stake=played.input.stake,
             request=stored_input(data), result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),

@@ -209,3 +209,28 @@ def test_the_request_schema_refuses_a_ruleset_shape_as_the_domain_does(spec: Any
         EvaluateRequestSchema().load({"front": [], "middle": [], "back": [], "ruleset": spec})
     assert validation_errors(schema.value.messages) == [
         {"path": p.path, "message": p.message, "code": p.code} for p in domain.value.problems]
+
+
+def test_a_rules_object_is_written_as_json_once_and_hashes_as_its_canonical_text():
+    import hashlib
+    import json
+
+    from app.domain.games import resolve, rules_hash, rules_json, rules_to_dict
+
+    for spec in ("classic4", "qiang21", {"preset": "swap3", "overrides": {"fee_rate": "0.03"}},
+                 {"preset": "erbagang", "overrides": {"fee_rate": "0.05"}}):
+        rules = resolve(spec)
+        written = rules_json(rules)
+        assert rules_json(rules) is written  # kept on the object
+        assert written.parameters == rules_to_dict(rules)
+        assert rules_to_dict(rules) is not rules_to_dict(rules)  # a copy of one's own
+        text = json.dumps(rules_to_dict(rules), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False).encode()
+        assert written.text == text
+        assert rules_hash(rules) == written.hash == hashlib.sha256(text).hexdigest()
+    # Equal rules written differently are two objects, each with the hash of its own text.
+    plain = resolve({"preset": "swap3", "overrides": {"fee_rate": "0.05"}})
+    padded = resolve({"preset": "swap3", "overrides": {"fee_rate": "0.050"}})
+    assert plain == padded
+    assert (rules_to_dict(plain)["fee_rate"] != rules_to_dict(padded)["fee_rate"]) == (
+        rules_hash(plain) != rules_hash(padded))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import stat
 from datetime import UTC, datetime
 
@@ -14,7 +16,9 @@ from app.services.signing import (
     ROTATION_GRACE,
     PublicKeys,
     PublishedKey,
+    Signer,
     SigningKeyError,
+    Verifier,
     load_keyring,
     load_public_keys,
     load_signer,
@@ -108,3 +112,59 @@ def test_a_lost_key_is_not_replaced_unless_asked_and_a_forged_keyring_is_refused
     public_keys_file(path).write_text(json.dumps(forged))
     with pytest.raises(SigningKeyError, match="does not match its public key"):
         load_keyring(path)
+
+
+def _messages(rng: random.Random) -> list[bytes]:
+    """Receipts, notes and arbitrary bytes of every length from empty to a few kilobytes."""
+    out = [b"", b"\n", receipt_statement("op", "t1", 1, None, "c" * 64)]
+    out += [rng.randbytes(rng.choice((1, 31, 32, 63, 64, 65, 200, 4096))) for _ in range(40)]
+    out += [receipt_statement(f"op{n}", f"t{n}", n, rng.randbytes(32).hex(),
+                              rng.randbytes(32).hex()) for n in range(40)]
+    return out
+
+
+def test_libsodium_signs_the_bytes_openssl_signs_and_each_verifies_the_others(tmp_path):
+    """Ed25519 is deterministic (RFC 8032): the signer's libsodium and cryptography's
+    OpenSSL must give the same 64 bytes for every key and message, and each must accept
+    the other's and refuse a changed message or signature."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    rng = random.Random(43)
+    for n in range(60):
+        key = (Ed25519PrivateKey.generate() if n % 2 else
+               Ed25519PrivateKey.from_private_bytes(rng.randbytes(32)))
+        signer = Signer(key)
+        public = key.public_key()
+        assert signer.verifier.public_key == public.public_bytes_raw()
+        for message in _messages(rng)[n % 3::3]:
+            ours = base64.b64decode(signer.sign(message))
+            assert ours == key.sign(message)
+            public.verify(ours, message)
+            assert signer.verifier.verify_raw(message, key.sign(message))
+            changed = bytes([ours[0] ^ 1]) + ours[1:]
+            assert not signer.verifier.verify_raw(message, changed)
+            with pytest.raises(InvalidSignature):
+                public.verify(changed, message)
+            assert not signer.verifier.verify_raw(message + b"x", ours)
+            assert not signer.verifier.verify_raw(message, ours[:63])
+    # A key read from its PEM file signs as the key object it was written from.
+    path = tmp_path / "audit.pem"
+    signer = load_signer(path, create=True)
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    assert isinstance(key, Ed25519PrivateKey)
+    message = receipt_statement("op", "t1", 7, "a" * 64, "b" * 64)
+    assert base64.b64decode(signer.sign(message)) == key.sign(message)
+
+
+def test_a_malformed_public_key_or_signature_verifies_nothing():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    signer = Signer(Ed25519PrivateKey.generate())
+    message = b"thirteen"
+    signature = base64.b64decode(signer.sign(message))
+    for public in (b"", b"\x00" * 31, signer.verifier.public_key + b"\x00", b"\x00" * 32):
+        assert not Verifier(public).verify_raw(message, signature)
+    assert not signer.verifier.verify_raw(message, b"")
+    assert not signer.verifier.verify_raw(message, signature + b"\x00")
+    assert not signer.verifier.verify(message, base64.b64encode(signature[:32]).decode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from app.domain.deal import ExchangeRules
 from app.domain.errors import Problem, RulesetError
@@ -183,6 +184,9 @@ class Ruleset:
     money: MoneyRules
     # Lookups the scorer reads on every pair, built once; not part of the value.
     lookup: _Lookup = field(init=False, repr=False, compare=False, hash=False)
+    # The ruleset as JSON, written on first use (app.domain.games.rules_json); not part of
+    # the value either: two equal rulesets may write a parameter differently.
+    as_json: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # Tables in one canonical order, so equal rules are equal values with equal hashes.
