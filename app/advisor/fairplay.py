@@ -103,7 +103,10 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
     """Return every ordered pair's signal of one round, and each chooser's evidence."""
     players: Sequence[Mapping[str, Any]] = result["players"]
     n = len(players)
-    table = [_as_played(p) for p in players]
+    try:
+        table = [_as_played(p) for p in players]
+    except KeyError:  # a seat scored by its 13 cards alone (a special hand): no rows to price
+        return [], {}
     actual = score_round(table, rules)
     out: list[PairSignal] = []
     evidence: dict[str, Evidence] = {}

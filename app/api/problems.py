@@ -29,6 +29,25 @@ RETRY_SAME_KEY = ("Retry after the seconds `Retry-After` gives, with the same bo
                   "same Idempotency-Key: the service never settles one key twice.")
 
 PROBLEM_TYPES: dict[str, ProblemType] = {
+    "unverified-round": ProblemType(
+        "Round evidence does not hold", "409",
+        "The round is stored, but its receipt is missing or is not the service's signature "
+        "of it, or its content no longer hashes to what the receipt signs: a round the "
+        "service did not sign as it is (appended by a database login, or changed). It is "
+        "not served; `errors[0].code` names the finding.",
+        "Do not retry: tell the operator, whose auditors run the verify that names it."),
+    "balance-break": ProblemType(
+        "Balance break", "409",
+        "Under `balance_continuity: refuse`, a submitted balance is not the ledger's last "
+        "balance for that player at the table; `errors` names each player and the ledger's "
+        "figure.",
+        "Record the cash movement that explains it (`POST /v1/tables/{table_id}/cash`), or "
+        "send the ledger's balance; nothing was written."),
+    "busy": ProblemType(
+        "Busy", "503",
+        "Every slot for CPU-heavy work (the advisor, verify, checkpoints, reconciliation) "
+        "is taken on this host.",
+        "Retry after `Retry-After` seconds."),
     "malformed-request": ProblemType(
         "Malformed request", "400",
         "The body is not JSON the service can read (bad syntax, too large, too deep, not "

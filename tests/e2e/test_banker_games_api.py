@@ -35,7 +35,7 @@ def test_games_md_2_qiang21_worked_example_settles_and_reads_back(api: Any) -> N
     assert body["ruleset"]["parameters"]["fee_basis"] == "pair"
     read = api.get(f"/v1/rounds/{body['round_id']}")
     assert read.status_code == 200
-    assert read.get_json() == body
+    assert read.get_json() == {k: v for k, v in body.items() if k != "balance_breaks"}
 
 
 def test_games_md_2_qiang21_with_fee_basis_net_the_losing_banker_pays_no_fee(api: Any) -> None:

@@ -509,9 +509,9 @@ def test_a_round_page_marks_its_breaks_and_a_players_table_history_holds_the_cas
     assert '<p id="cash-reason">desk 3</p>' in cash_page
     assert 'id="balance-breaks"' not in cash_page
     history = text(client.get(f"/console/players/{b}?table_id={table}"))
-    kinds = re.findall(r"<td>(cash_in|win|loss|fee)</td>", history)
+    kinds = re.findall(r'<td data-label="Kind">(cash_in|win|loss|fee)</td>', history)
     assert kinds[0] == "cash_in" and len(kinds) >= 2
-    totals = re.findall(r'data-field="running_total">([^<]+)<', history)
+    totals = re.findall(r'data-field="running_total"[^>]*>([^<]+)<', history)
     assert totals[0] == "1000" and totals[-1] == played_balance(played, b)
 
 

@@ -101,11 +101,14 @@ SEMANTIC: dict[str, frozenset[str]] = {
     "GET /v1/audit/verify": frozenset({"to", "cursor"}),
     "GET /v1/audit/checkpoints": frozenset({"cursor"}),
     "POST /v1/audit/verify": frozenset({"cursor"}),
+    "GET /v1/fairplay/pairs": frozenset({"to"}),
+    "GET /v1/fairplay/cases": frozenset({"to"}),
 }
 
-# Ruleset overrides are an open object in the contract (names and values are the domain's
-# to judge); a control character inside one, at any depth, is refused as text (app/text.py).
-_OPEN_TEXT = "ruleset.overrides."
+# Ruleset overrides, and a round's answer kept whole as a receipt, are open objects in the
+# contract (names and values are the domain's to judge, or not read); a control character
+# inside one, at any depth, is refused as text (app/text.py).
+_OPEN_TEXT = ("ruleset.overrides.", "receipts[")  # a round's answer kept whole is open too
 _TEXT_CODES = frozenset({"control_character", "invalid_unicode"})
 
 _answered: Counter[str] = Counter()

@@ -39,4 +39,6 @@ def test_settles_through_postgresql_answer_the_bytes_of_the_service_in_memory(ap
         assert sent == expected, case["id"]
         again = api.get(answer.headers["Location"])
         assert again.status_code == 200
-        assert again.get_json() == {**answer.get_json(), "reversed_by": None}, case["id"]
+        # A read is the stored round: the settle answer's balance breaks are not in it.
+        settled = {k: v for k, v in answer.get_json().items() if k != "balance_breaks"}
+        assert again.get_json() == {**settled, "reversed_by": None}, case["id"]

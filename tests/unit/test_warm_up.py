@@ -18,7 +18,8 @@ from app.domain.rulesets import PRESETS
 REPO = Path(__file__).resolve().parents[2]
 
 CACHES: tuple[Any, ...] = (arrange._scale, splits._positions, splits._subsets, splits.lookup,
-                           tables._index, tables.load)
+                           tables._index, tables.load, tables.rank_counts, tables.hand_counts,
+                           tables.hand_count_columns)
 
 
 def _cleared() -> None:
