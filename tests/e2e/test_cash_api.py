@@ -375,7 +375,8 @@ def test_checkpoints_and_receipts_cover_a_cash_round_and_verify_derives_it_again
                  "'{movements,0,amount}', '\"20\"') WHERE id = :r", r=out["round_id"])
     report = auditor.get("/v1/audit/verify", query_string={"table_id": table, **_period()})
     found = {(d["chain_seq"], d["what"]) for d in report.get_json()["findings"]}
-    assert found == {(2, "content_hash"), (2, "result"), (2, "players_changed"), (2, "lines_changed")}
+    assert found == {(2, "content_hash"), (2, "result"), (2, "players_changed"),
+                     (2, "lines_changed")}
     detail = next(d["detail"] for d in report.get_json()["findings"] if d["what"] == "result")
     assert detail.startswith("stored result differs from the round derived again")
     assert {f["what"] for f in _verify(auditor, checkpoint=checkpoint,
