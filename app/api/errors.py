@@ -32,12 +32,12 @@ from app.domain.errors import (
     SettlementError,
 )
 from app.domain.matches import MatchError
+from app.services.balance_breaks import BalanceBreakRefused
 from app.services.cash import UnknownTable
 from app.services.cursors import InvalidCursor
 from app.services.matches import AlreadyLeft, MatchNotFound
 from app.services.rounds import (
     AlreadyReversed,
-    BalanceBreakRefused,
     ChainHeadMismatch,
     IdempotencyConflict,
     NotReversible,

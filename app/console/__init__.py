@@ -30,7 +30,10 @@ CONSOLE_PATH = "/console"
 
 def init_console(app: Flask, settings: Settings) -> None:
     """Give ``app`` the console's signed cookie session and its blueprint."""
-    from app.console import audit_pages  # noqa: F401  (adds the audit page's routes)
+    from app.console import (
+        audit_pages,  # noqa: F401  (adds the audit page's routes)
+        fairplay_pages,  # noqa: F401  (adds the fair-play pages' routes)
+    )
     from app.console.views import bp
 
     try:

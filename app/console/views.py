@@ -35,6 +35,7 @@ from app.api.extensions import SCHEMA_GATE
 from app.api.rounds import RoundQuerySchema
 from app.api.schemas import PageQuerySchema, RequiredPeriodQuerySchema
 from app.console import CONSOLE_PATH
+from app.console.drawing import balance_chart, card_parts, fmt, money_class
 from app.console.present import (
     common_decimals,
     decimals_of,
@@ -44,9 +45,8 @@ from app.console.present import (
     when,
 )
 from app.db import get_database
-from app.db.fairplay import FairplayStore
 from app.db.reconcile_reader import LedgerReader
-from app.services import audit, fairplay, ledger, rounds
+from app.services import audit, balance_breaks, ledger, rounds
 from app.services.cursors import InvalidCursor
 from app.services.keys import (
     Caller,
@@ -140,8 +140,8 @@ def _csrf_ok() -> bool:
 @bp.app_context_processor
 def _globals() -> dict[str, Any]:
     caller = g.get("console_caller")
-    return {"csrf_token": _csrf_token, "caller": caller, "fmt": _fmt,
-            "card": card_parts, "money_class": _money_class, "money": money, "when": when,
+    return {"csrf_token": _csrf_token, "caller": caller, "fmt": fmt,
+            "card": card_parts, "money_class": money_class, "money": money, "when": when,
             "decimals_of": decimals_of, "common_decimals": common_decimals,
             "ruleset_label": ruleset_label, "shared_decimals": shared_decimals,
             "may": lambda *names: caller is not None and caller.may(
@@ -509,7 +509,7 @@ def round_page(round_id: str) -> Response:
                                     uows=get_database().uows, keys=keyring().public,
                                     checked=checked_receipts())
         reason = None if reversal is None else (reversal.body.get("reversal") or {}).get("reason")
-    breaks = rounds.breaks_of(parsed, operator_id=_caller().operator_id,
+    breaks = balance_breaks.breaks_of(parsed, operator_id=_caller().operator_id,
                               uows=get_database().uows)
     return _page("console/round.html", round=body, names=names, matrix=matrix, breaks=breaks,
                  reversed_reason=reason, lines=lines_top_down(body),
@@ -580,154 +580,3 @@ def ledger_top_down(lines: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         out.extend(group)
         i = j
     return out
-
-
-# --- drawing ------------------------------------------------------------------------------------
-
-SUITS = {"s": ("♠", "black"), "h": ("♥", "red"), "d": ("♦", "red"), "c": ("♣", "black")}
-TILES = {"wd": ("白板", "white")}
-
-
-def card_parts(text: str) -> dict[str, str]:
-    """Return how to draw a card (``Ts``) or tile (``5p``, ``wd``): its face, suit and colour."""
-    if text in TILES:
-        face, colour = TILES[text]
-        return {"rank": face, "suit": "", "colour": colour, "label": "white dragon tile"}
-    if len(text) == 2 and text[1] == "p":
-        return {"rank": text[0], "suit": "筒", "colour": "tile", "label": f"{text[0]} dots tile"}
-    rank, suit = text[:-1], text[-1:]
-    symbol, colour = SUITS.get(suit, ("?", "black"))
-    shown = "10" if rank == "T" else rank
-    names = {"s": "spades", "h": "hearts", "d": "diamonds", "c": "clubs"}
-    return {"rank": shown, "suit": symbol, "colour": colour,
-            "label": f"{shown} of {names.get(suit, suit)}"}
-
-
-def _fmt(value: Any) -> str:
-    return "—" if value is None else str(value)
-
-
-def _money_class(text: Any) -> str:
-    if text is None:
-        return ""
-    try:
-        value = Decimal(str(text))
-    except ArithmeticError:
-        return ""
-    return "neg" if value < 0 else "pos" if value > 0 else ""
-
-
-CHART_W, CHART_H, PAD = 640, 220, 40
-
-
-def balance_chart(lines: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """Return an SVG polyline per table of the player's running total after each line."""
-    series: dict[str, list[tuple[int, Decimal]]] = {}
-    for i, line in enumerate(lines):
-        series.setdefault(line["table_id"], []).append((i, Decimal(line["running_total"])))
-    if not series:
-        return None
-    values = [v for points in series.values() for _, v in points] + [Decimal(0)]
-    low, high = min(values), max(values)
-    span = high - low or Decimal(1)
-    count = max(len(lines) - 1, 1)
-
-    def x(i: int) -> float:
-        return PAD + (CHART_W - 2 * PAD) * i / count
-
-    def y(v: Decimal) -> float:
-        return PAD / 2 + float((high - v) / span) * (CHART_H - PAD)
-
-    colours = ("#1f5fbf", "#b8520a", "#2e7d32", "#8e24aa", "#c62828", "#00838f")
-    return {
-        "width": CHART_W, "height": CHART_H, "zero": round(y(Decimal(0)), 1),
-        "low": str(low), "high": str(high), "left": PAD, "right": CHART_W - PAD,
-        "top": round(y(high), 1), "bottom": round(y(low), 1),
-        "series": [{"table_id": table, "colour": colours[n % len(colours)],
-                    "points": " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in points),
-                    "last": str(points[-1][1])}
-                   for n, (table, points) in enumerate(series.items())],
-    }
-
-
-
-
-# --- fair play -------------------------------------------------------------------------
-
-def _fairplay_period() -> tuple[dict[str, Any], dict[str, str]] | Response:
-    args = {k: request.args.get(k, "") for k in ("from", "to")}
-    if not args["from"] and not args["to"]:
-        args = {"from": (_now() - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"),
-                "to": (_now() + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")}
-    table_id = request.args.get("table_id") or None
-    if table_id is not None and _table_id(table_id) is None:
-        return _not_found(f"table {table_id!r}")
-    try:
-        period = _period(args, RequiredPeriodQuerySchema())
-    except ValidationError as error:
-        return _invalid(error)
-    return {**period, "table_id": table_id}, {**args, **({"table_id": table_id}
-                                                       if table_id else {})}
-
-
-def pair_graph(pairs: list[Mapping[str, Any]], flagged: set[tuple[str, str]]
-               ) -> dict[str, Any]:
-    """Players on a circle, an arrow A→B per pair whose shrunken d is positive: its width
-    grows with d, red when the pair is a case. Plain numbers for the template's SVG."""
-    import math
-
-    names = sorted({p["from"] for p in pairs} | {p["to"] for p in pairs})
-    size, radius = 560, 220
-    at = {n: (size / 2 + radius * math.cos(2 * math.pi * k / max(1, len(names))),
-              size / 2 + radius * math.sin(2 * math.pi * k / max(1, len(names))))
-          for k, n in enumerate(names)}
-    top = max((p["shrunk_d"] for p in pairs), default=0.0) or 1.0
-    edges = []
-    for p in pairs:
-        if p["shrunk_d"] <= 0:
-            continue
-        (x1, y1), (x2, y2) = at[p["from"]], at[p["to"]]
-        dx, dy = x2 - x1, y2 - y1
-        length = math.hypot(dx, dy) or 1.0
-        # Stop short of the nodes, and bend aside so A→B and B→A do not overlap.
-        sx, sy = x1 + dx * 16 / length - dy * 6 / length, y1 + dy * 16 / length + dx * 6 / length
-        ex, ey = x2 - dx * 16 / length - dy * 6 / length, y2 - dy * 16 / length + dx * 6 / length
-        edges.append({"x1": round(sx, 1), "y1": round(sy, 1), "x2": round(ex, 1),
-                      "y2": round(ey, 1), "width": round(1 + 5 * p["shrunk_d"] / top, 1),
-                      "case": (p["from"], p["to"]) in flagged, "from": p["from"],
-                      "to": p["to"], "d": p["d"]["mean"], "hands": p["hands"]})
-    nodes = [{"name": n, "x": round(x, 1), "y": round(y, 1)} for n, (x, y) in at.items()]
-    return {"size": size, "nodes": nodes, "edges": edges}
-
-
-@bp.get("/fairplay")
-def fairplay_page() -> Response:
-    found = _fairplay_period()
-    if isinstance(found, Response):
-        return found
-    q, args = found
-    store = FairplayStore(get_database().sessions)
-    operator = _caller().operator_id
-    pairs = fairplay.pairs_report(store, operator, q["from_"], q["to"], q["table_id"],
-                                  min_hands=1, limit=1000)
-    listed = fairplay.cases_report(store, operator, q["from_"], q["to"], q["table_id"])
-    flagged = {(c["from"], c["to"]) for c in listed["cases"] if c["kind"] == "dumping"}
-    return _page("console/fairplay.html", period=args, pairs=pairs, cases=listed,
-                 graph=pair_graph(pairs["pairs"], flagged))
-
-
-@bp.get("/fairplay/case")
-def fairplay_case() -> Response:
-    found = _fairplay_period()
-    if isinstance(found, Response):
-        return found
-    q, args = found
-    a, b = request.args.get("a", ""), request.args.get("b", "")
-    store = FairplayStore(get_database().sessions)
-    listed = fairplay.cases_report(store, _caller().operator_id, q["from_"], q["to"],
-                                   q["table_id"])
-    case = next((c for c in listed["cases"] if c["from"] == a and c.get("to") == b), None)
-    if case is None:
-        return _not_found(f"a fair-play case {a!r} → {b!r} in this period")
-    return _page("console/fairplay_case.html", period=args, case=case,
-                 advisor_version=listed["advisor_version"])

@@ -37,6 +37,7 @@ from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand
 from app.domain.settlement import check_amounts, money_text
 from app.services import cursors
+from app.services.balance_breaks import refuse_breaks, table_breaks
 from app.services.cursors import Cursor, page_limit
 from app.services.ledger import line_rows, player_rows
 from app.services.penalties import PENALTY_ROUND_KIND, penalty_outcome, penalty_result
@@ -48,10 +49,8 @@ from app.services.rounds import (
     NewRound,
     Settled,
     _replay,
-    refuse_breaks,
     round_json,
     sha256,
-    table_breaks,
     utc_text,
 )
 from app.services.signing import Signer

@@ -33,19 +33,18 @@ from typing import Any, NoReturn
 
 import orjson
 
-from app.domain.cash import BalanceBreak, LedgerBalance, balance_breaks
-from app.domain.errors import DomainError
 from app.domain.games import (
     Game,
     game_of_preset,
     presets_of,
-    rules_from_dict,
     rules_json,
 )
 from app.domain.rounds import RoundResult
-from app.domain.settlement import Continuity, MoneyRules, money_text
+from app.domain.settlement import money_text
 from app.json_codec import as_stored, canonical_json
 from app.services import cursors
+from app.services.answer_order import in_answer_order
+from app.services.balance_breaks import refuse_breaks, stored_breaks, table_breaks
 from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play
@@ -77,18 +76,6 @@ class IdempotencyConflict(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class BalanceBreakRefused(Exception):
-    """The ruleset refuses breaks (``balance_continuity: refuse``) and these players'
-    balances are not the ledger's; ``paths`` names each one's field in the request."""
-
-    def __init__(self, breaks: Sequence[BalanceBreak], precision: int,
-                 paths: Mapping[str, str]) -> None:
-        super().__init__(", ".join(b.player_id for b in breaks))
-        self.breaks = tuple(breaks)
-        self.precision = precision
-        self.paths = dict(paths)
 
 
 class RoundIdTaken(Exception):
@@ -336,86 +323,6 @@ def _replay(uow: UnitOfWork, operator_id: str, key: str, body_hash: str,
     return Settled(200, body, replayed=True)
 
 
-def in_answer_order(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any]:
-    """Return a stored round's result with its keys in the order it was first answered in,
-    so a replay's bytes are the first answer's.
-
-    The stored result is canonical JSON, its keys sorted; the first answer wrote them in
-    the order the round's parts are built. The round is built again (scored again from
-    its stored request, or mirrored or decided again) for that order alone: every value
-    is the stored one, and a key the rebuilt round lacks keeps its sorted place at the end.
-    """
-    try:
-        fresh = _rebuilt(uow, round_)
-    except (DomainError, KeyError, TypeError, ValueError, ArithmeticError):
-        fresh = None
-    return round_.result if fresh is None else _ordered_like(round_.result, fresh)
-
-
-def _rebuilt(uow: UnitOfWork, round_: StoredColumns) -> Mapping[str, Any] | None:
-    # Imported here: these modules build on this one.
-    from app.services.audit import load_request
-    from app.services.cash import CASH_KIND, cash_result
-    from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
-
-    if round_.kind == ROUND_KIND:
-        rules = rules_from_dict(round_.ruleset)
-        return round_body(play(parse_round(load_request(round_.request), ruleset=rules)))
-    if round_.kind == REVERSAL_KIND and round_.reverses_round_id is not None:
-        original = uow.rounds.get_plain(round_.operator_id, round_.reverses_round_id)
-        if original is None:
-            return None
-        return reversal_result(original.result, reverses_round_id=str(original.id),
-                               reason=round_.request["reason"])
-    if round_.kind in (PENALTY_ROUND_KIND, CASH_KIND):
-        decide = penalty_result if round_.kind == PENALTY_ROUND_KIND else cash_result
-        return decide(round_.request, table_id=round_.table_id,
-                      ruleset_name=round_.ruleset_name, ruleset=round_.ruleset,
-                      ruleset_hash=round_.ruleset_hash, stake=round_.stake)
-    return None
-
-
-def _ordered_like(stored: Any, fresh: Any) -> Any:
-    """Return ``stored`` with its objects' keys in ``fresh``'s order (values: stored's)."""
-    if isinstance(stored, dict) and isinstance(fresh, Mapping):
-        ordered = {key: _ordered_like(stored[key], fresh[key]) for key in fresh
-                   if key in stored}
-        ordered.update((key, value) for key, value in stored.items() if key not in ordered)
-        return ordered
-    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
-        return [_ordered_like(s, f) for s, f in zip(stored, fresh, strict=True)]
-    return stored
-
-
-def table_breaks(submitted: Mapping[str, Decimal], ledger: Mapping[str, LedgerBalance],
-                 money: MoneyRules) -> tuple[BalanceBreak, ...]:
-    """Return the players whose submitted balance is not the ledger's at the table (the
-    balances ``start`` read under the chain's lock)."""
-    return balance_breaks(submitted, ledger,
-                          first_needs_entry=money.balance_continuity is Continuity.REFUSE)
-
-
-def refuse_breaks(breaks: Sequence[BalanceBreak], money: MoneyRules,
-                  paths: Mapping[str, str]) -> None:
-    """Raise BalanceBreakRefused when the ruleset refuses breaks and there are any."""
-    if breaks and money.balance_continuity is Continuity.REFUSE:
-        raise BalanceBreakRefused(breaks, money.precision, paths)
-
-
-def stored_breaks(uow: UnitOfWork, round_: StoredColumns) -> list[dict[str, Any]]:
-    """Return a settled round's breaks as its settle answered them: its submitted balances
-    against the ledger as the round found it (the lines before its own, which never
-    change), so a replay answers the same bytes as the first answer."""
-    submitted = {p["player_id"]: Decimal(p["balance"]) for p in round_.request["players"]
-                 if p.get("balance") is not None}
-    precision = int(round_.ruleset["precision"])
-    strict = round_.ruleset.get("balance_continuity") == Continuity.REFUSE.value
-    ledger = uow.ledger.table_balances(round_.operator_id, round_.table_id, list(submitted),
-                                       round_.id)
-    return [b.to_json(precision)
-            for b in balance_breaks(submitted, ledger, first_needs_entry=strict)]
-
-
 def _replay_or_in_flight(uow: UnitOfWork, operator_id: str, key: str,
                          body_hash: str, keys: PublicKeys) -> Settled:
     """Answer a request that found ``key``'s lock held by another transaction.
@@ -634,16 +541,6 @@ def vouch_for(round_: Any, keys: PublicKeys, checked: ReceiptCache) -> None:
                               f"{recomputed}, not to the {round_.content_hash} its receipt "
                               "signs")
     checked.add(key)
-
-
-def breaks_of(round_id: uuid.UUID, *, operator_id: str,
-              uows: UnitOfWorkFactory) -> list[dict[str, Any]]:
-    """Return the balance breaks a settled round's answer named (none for other kinds)."""
-    with uows() as uow:
-        round_ = uow.rounds.get_plain(operator_id, round_id)
-        if round_ is None or round_.kind != ROUND_KIND:
-            return []
-        return stored_breaks(uow, round_)
 
 
 ROUNDS_LIST = "rounds"
