@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.db.driver import driver_of, refusal, send, send_sets
 from app.db.engine import TRANSACTION_SETUP
-from app.db.ledger import FULL_BALANCES_SQL, LAST_LINES_SQL, balances_of, bound_sql
+from app.domain.cash import LedgerBalance
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
     LINE_COLUMNS,
@@ -56,13 +56,8 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # it is told 409 at once; only once the key is ours does it wait for the chain, and then
 # read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
-_TAKE = "SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s)"
-# With the players' ledger balances at the table (settlement.md §6.5) in the same message:
-# a statement of its own after the take, so under READ COMMITTED it reads every line
-# committed before the chain's lock was taken (when the key was another's, the take took
-# no chain lock and the balances, read anyway, are dropped). One round trip still.
-_TAKE_WITH_BALANCES = _TAKE + "; " + bound_sql(LAST_LINES_SQL, "psycopg")
-_FULL_BALANCES = bound_sql(FULL_BALANCES_SQL, "psycopg")
+_TAKE = ("SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s, "
+         "%(players)s)")
 # The round's row (one JSON object), its players and lines (two JSON arrays), its result
 # (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
 # only when its hash is new to the operator): migration 0027_lean_rounds.
@@ -105,21 +100,16 @@ class AppendRepository:
         the key is another transaction's."""
         params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
                   "table_id": table_id, "key": key, "players": list(players)}
-        if players:
-            take, found = self._send(_TAKE_WITH_BALANCES, params, sets=True)
-            taken, seq, head_hash, locked_at, body_hash, round_id = take[0]
-        else:
-            taken, seq, head_hash, locked_at, body_hash, round_id = self._send(_TAKE, params)
-            found = []
+        (taken, seq, head_hash, locked_at, body_hash, round_id, accounts, balances,
+         rounds) = self._send(_TAKE, params)
         if not taken:
             return None
-        balances, again = balances_of(found)
-        if again:  # a player's last line is a reversal: one more round trip, rarely
-            (rows,) = self._send(_FULL_BALANCES, {**params, "players": again}, sets=True)
-            balances.update(balances_of(rows)[0])
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
                            earlier=None if round_id is None else KeyUse(body_hash, round_id),
-                           balances=balances)
+                           balances={account: LedgerBalance(balance, round_)
+                                     for account, balance, round_
+                                     in zip(accounts or (), balances or (), rounds or (),
+                                            strict=True)})
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         """Take ``key``'s lock until this transaction ends; False if another transaction has it."""

@@ -104,12 +104,12 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     assert key_check.startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
     assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
     # Two calls of the schema's functions, each one statement (migration 0014); the order
-    # of the take's own statements is tests/e2e/test_append_functions.py's. The take's
-    # message also reads the players' ledger balances (their breaks), a statement of its
-    # own after the take, so under the chain's lock.
-    assert re.match(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*\);\s*'
-                    r'SELECT p\.account, ', first), first
-    assert first.count(";") == 2, first
+    # of the take's own statements is tests/e2e/test_append_functions.py's. The take is
+    # given the players too, and reads their ledger balances (their breaks) under the
+    # chain's lock (migration 0033).
+    assert re.fullmatch(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*, '
+                        r"'\{A,B,C\}'\)\"", first), first
+    assert first.count(";") == 1, first
     assert re.fullmatch(r'"SELECT ledger_append\(.*\); COMMIT"', second, re.S), second
 
 

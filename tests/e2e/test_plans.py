@@ -265,3 +265,68 @@ def test_the_zero_sum_check_sums_each_rounds_lines_in_its_index_order(make_datab
         ("Index Only Scan", "ix_ledger_lines_round_id_operator_id")], plan
     above = next(node for node in _plan_nodes(plan) if lines[0] in node.get("Plans", ()))
     assert above["Node Type"] == "Aggregate" and above["Strategy"] == "Sorted", plan
+
+
+# A new ledger's first lines, as autovacuum first analyses them.
+_FIRST_LINES = """
+INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, balance_before,
+    balance_after, operator_id, table_id, created_at, txid)
+SELECT gen_random_uuid(), 1, (ARRAY['A', 'B', 'C', 'D'])[1 + g % 4], 'win', 1, 0, 0,
+    'default', 'first-' || (g % 5), now(), g
+FROM generate_series(1, 60) AS g
+"""
+# The four players' lines at one table (bulk-7, 100 lines), then 40,000 more of theirs at
+# 500 other tables: read by the player alone, the last line at bulk-7 lies 10,000 lines
+# back.
+_TABLE_LINES = """
+INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, balance_before,
+    balance_after, operator_id, table_id, created_at, txid)
+SELECT gen_random_uuid(), 1, (ARRAY['A', 'B', 'C', 'D'])[1 + g %% 4], 'win', 1, 0, g,
+    'default', CASE WHEN g <= 100 THEN 'bulk-7' ELSE 'other-' || (g %% 500) END, now(), g
+FROM generate_series(1, 40100) AS g
+"""
+
+
+def test_the_take_reads_each_players_balance_by_its_index_after_the_ledger_grows(
+        make_database):
+    """ledger_take reads the players' balances with plans kept for the connection
+    (plan_cache_mode force_generic_plan, migration 0033). Made once the ledger's first
+    lines were analysed (autovacuum analyses a table after its first 50 rows changed, and
+    each analysis makes every connection plan again), the plan still reads each player's
+    last line at the table from the (operator, table, account, id) index once the ledger
+    has grown by 40,000 lines: a page or two a player, not the player's lines at every
+    table. (A plan made on a ledger that was never written chose the operator's lines by
+    id; it lasts until that first analysis, while the ledger is a few lines long.)"""
+    owner = make_database()
+    upgrade(owner)
+    take = "SELECT * FROM ledger_take(%s, 'default', %s, %s, %s)"
+    players = ["A", "B", "C", "D"]
+    with psycopg.connect(libpq_url(owner), autocommit=True) as connection:
+        # Kept from autovacuum before any plan is made: an ANALYZE (or this ALTER) after
+        # would make the connection plan again, on the grown table.
+        connection.execute("ALTER TABLE ledger_lines SET (autovacuum_enabled = false)")
+        connection.execute(_FIRST_LINES)
+        connection.execute("ANALYZE ledger_lines")
+        for n in range(8):  # the plans are kept from the first call (force_generic_plan)
+            connection.execute(take, (f"lock-{n}", f"bulk-{n}", f"key-{n}", players))
+        bulk = create_engine(owner, poolclass=NullPool)
+        with bulk.begin() as bulk_connection:
+            bulk_connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
+            bulk_connection.exec_driver_sql(_TABLE_LINES)
+        bulk.dispose()
+        with connection.transaction(force_rollback=True):
+            explained = connection.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {take}",
+                ("lock-x", "bulk-7", "key-x", players)).fetchone()[0]
+            taken = connection.execute(
+                take, ("lock-y", "bulk-7", "key-y", players + ["Z"])).fetchone()
+    plan = _plan_of(explained)
+    accounts, balances, rounds = taken[6:9]
+    # bulk-7's lines are g = 1..100, of player 1 + g % 4 (A for 100): the last are 97-100.
+    assert dict(zip(accounts, balances, strict=True)) == {
+        "A": 100, "B": 97, "C": 98, "D": 99}
+    assert len(rounds) == 4 and "Z" not in accounts
+    # By the index: 4 players, a few pages each (about 30 pages with the function's other
+    # reads). By id alone the plan walked the operator's 40,000 lines for each player:
+    # 3,500 pages.
+    assert _buffers(plan) < 200, (_buffers(plan), plan)
