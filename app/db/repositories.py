@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from psycopg.rows import namedtuple_row
+from psycopg.rows import namedtuple_row, tuple_row
+from psycopg.types.string import TextLoader
 from sqlalchemy import (
     exists,
     func,
@@ -30,6 +31,10 @@ from app.db.driver import as_sqlalchemy_errors, driver_of
 from app.db.models import Chain, LedgerLine, Round, RoundPlayer, RoundRuleset
 from app.services.cursors import Cursor, Page, page_limit
 from app.services.repositories import (
+    EVIDENCE_LINE_PLACE,
+    EVIDENCE_SEAT_PLACE,
+    LINE_COLUMNS,
+    PLAYER_COLUMNS,
     ChainBatch,
     ChainHead,
     ChainSpan,
@@ -157,7 +162,11 @@ LIMIT :limit
 # A verify's walk of a chain, on psycopg directly: every round of a chain is read once and
 # kept by none, so no ORM object or SQLAlchemy row is built for it. The request is read as
 # its JSONB's text and the result as its stored canonical text: verify hashes the stored
-# text as it is, and parses each once.
+# text as it is, and parses each once. The seats' and lines' money is read as PostgreSQL
+# writes a numeric (``_MONEY_AS_TEXT``): the digits stored, never an exponent or a minus
+# zero, which is the text the content holds (app.services.rounds.content_row) and the text
+# the answer shows, so neither a Decimal nor its text is made again for each value; their
+# ids, likewise, as their text.
 _EVIDENCE_ROUNDS = """
 SELECT id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
     request::text AS request, result, idempotency_key, body_hash, created_at, content_hash,
@@ -169,16 +178,17 @@ WHERE operator_id = %(operator)s AND table_id = %(table)s
 ORDER BY chain_seq
 LIMIT %(limit)s
 """
-_EVIDENCE_SEATS = """
-SELECT operator_id, round_id, seat, player_id, balance_before, points, amount, fee,
-    balance_after, foul, special, table_id, chain_seq
+# Each seat's and line's content columns first, in the content's order (PLAYER_COLUMNS,
+# LINE_COLUMNS), then its copies of its round's columns (EVIDENCE_SEAT_PLACE,
+# EVIDENCE_LINE_PLACE): plain tuples, read by position.
+_EVIDENCE_SEATS = f"""
+SELECT {", ".join(PLAYER_COLUMNS)}, {", ".join(EVIDENCE_SEAT_PLACE)}
 FROM round_players
 WHERE operator_id = %(operator)s AND table_id = %(table)s
     AND chain_seq BETWEEN %(first)s AND %(last)s
 """
-_EVIDENCE_LINES = """
-SELECT id, round_id, line_no, account, kind, amount, balance_before, balance_after,
-    operator_id, table_id, created_at
+_EVIDENCE_LINES = f"""
+SELECT {", ".join(LINE_COLUMNS)}, {", ".join(EVIDENCE_LINE_PLACE)}
 FROM ledger_lines
 WHERE operator_id = %(operator)s AND round_id = ANY(%(rounds)s)
 """
@@ -384,25 +394,32 @@ class RoundRepository:
     def chain_batch(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
                     limit: int) -> ChainBatch:
         """Return up to ``limit`` rounds of a chain after ``after_seq`` (through
-        ``through_seq``) with their stored seats and lines, in three statements."""
+        ``through_seq``) with their stored seats and lines, in three statements; the seats'
+        and lines' money as the database's text of each numeric."""
         connection = self._session.connection()
+        driver = driver_of(connection)
         with (as_sqlalchemy_errors(connection, _EVIDENCE_ROUNDS),
-              driver_of(connection).cursor(row_factory=namedtuple_row) as cursor):
-            rounds: list[Any] = cursor.execute(_EVIDENCE_ROUNDS, {
+              driver.cursor(row_factory=namedtuple_row) as rounds_cursor,
+              driver.cursor(row_factory=tuple_row) as cursor):
+            rounds: list[Any] = rounds_cursor.execute(_EVIDENCE_ROUNDS, {
                 "operator": operator_id, "table": table_id, "after": after_seq,
                 "through": through_seq, "limit": limit}).fetchall()
             if not rounds:
                 return ChainBatch((), {}, {})
+            cursor.adapters.register_loader("numeric", TextLoader)
+            cursor.adapters.register_loader("uuid", TextLoader)
             seats: dict[int, list[Any]] = {}
             row: Any
+            chain_seq = len(PLAYER_COLUMNS) + EVIDENCE_SEAT_PLACE.index("chain_seq")
             for row in cursor.execute(_EVIDENCE_SEATS, {
                     "operator": operator_id, "table": table_id,
                     "first": rounds[0].chain_seq, "last": rounds[-1].chain_seq}).fetchall():
-                seats.setdefault(row.chain_seq, []).append(row)
-            lines: dict[uuid.UUID, list[Any]] = {}
+                seats.setdefault(row[chain_seq], []).append(row)
+            lines: dict[str, list[Any]] = {}
+            round_id = len(LINE_COLUMNS) + EVIDENCE_LINE_PLACE.index("round_id")
             for row in cursor.execute(_EVIDENCE_LINES, {
                     "operator": operator_id, "rounds": [r.id for r in rounds]}).fetchall():
-                lines.setdefault(row.round_id, []).append(row)
+                lines.setdefault(row[round_id], []).append(row)
         return ChainBatch(rounds, seats, lines)
 
     def rulesets(self, operator_id: str, hashes: Sequence[str]) -> dict[str, str]:

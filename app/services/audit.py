@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,7 +57,11 @@ from app.services.penalties import PENALTY_ROUND_KIND, penalty_result
 from app.services.play import parse_round, play
 from app.services.receipts import receipt_problem
 from app.services.repositories import (
+    EVIDENCE_LINE_PLACE,
+    EVIDENCE_SEAT_PLACE,
+    LINE_COLUMNS,
     LINE_COPIES,
+    PLAYER_COLUMNS,
     SEAT_COPIES,
     ChainSpan,
     RoundColumns,
@@ -429,35 +433,57 @@ def money_row_changes(round_: Any, result: Mapping[str, Any], players: Sequence[
             + [(LINES, detail) for detail in _line_changes(round_, result, lines)])
 
 
-def rows_match(round_: Any, result: Mapping[str, Any], players: Sequence[Any],
-               lines: Sequence[Any]) -> bool:
-    """Tell, quickly, whether a round's stored seats and lines are exactly its result's
-    (each value, each place, no row missing or added, the lines summing to zero). False
-    says only that ``money_row_changes`` has something to name."""
+def rows_match(round_: Any, result: Mapping[str, Any], players: Sequence[tuple[Any, ...]],
+               lines: Sequence[tuple[Any, ...]]) -> bool:
+    """Tell, quickly, whether a round's stored seats and lines, as a verify reads them
+    (ChainBatch: plain tuples, money and ids as the database's text), are exactly its
+    result's: each value written the same, each place, no row missing or added, the lines
+    summing to zero. False says only that ``money_row_changes`` may have something to name
+    (a value equal but written otherwise, 1.50 for 1.5, is compared there as a number)."""
     try:
-        seats = {p["seat"]: _player_values(p) for p in result["players"]}
-        entries = {line["line_no"]: _line_values(line) for line in result["lines"]}
-    except (KeyError, TypeError, InvalidOperation):
+        seats = {p["seat"]: (p["seat"], p["player_id"], p["balance_before"], p["points"],
+                             p["amount"], p["fee"], p["balance_after"], p["foul"],
+                             p["special"])
+                 for p in result["players"]}
+        entries = {line["line_no"]: (line["line_no"], line["account"], line["kind"],
+                                     line["amount"], line["balance_before"],
+                                     line["balance_after"])
+                   for line in result["lines"]}
+    except (KeyError, TypeError):
         return False
-    if (len(players) != len(seats) or len(lines) != len(entries)
-            or {p.seat for p in players} != seats.keys()
-            or {line.line_no for line in lines} != entries.keys()):
+    if len(players) != len(seats) or len(lines) != len(entries):
         return False
-    place = (round_.operator_id, round_.table_id, round_.chain_seq, round_.id)
+    place = (round_.operator_id, round_.table_id, round_.chain_seq, str(round_.id))
     for p in players:
-        if (seats[p.seat] != _player_row_values(p)
-                or (p.operator_id, p.table_id, p.chain_seq, p.round_id) != place):
+        if seats.get(p[0]) != p[:_SEAT_VALUES] or p[_SEAT_VALUES:] != place:
             return False
-    copies = (round_.operator_id, round_.table_id, round_.created_at, round_.id)
+    copies = (round_.operator_id, round_.table_id, round_.created_at, place[3])
     for line in lines:
-        if (entries[line.line_no] != _line_row_values(line)
-                or (line.operator_id, line.table_id, line.created_at, line.round_id) != copies):
+        if entries.get(line[0]) != line[:_LINE_VALUES] or line[_LINE_VALUES:] != copies:
             return False
+    # Each seat and line matched one of the result's, as many of each: no row twice.
+    if (len({p[0] for p in players}) != len(seats)
+            or len({line[0] for line in lines}) != len(entries)):
+        return False
     try:
         with localcontext(_EXACT):
-            return sum((line.amount for line in lines), Decimal(0)) == 0
-    except Inexact:  # past the context's digits: the exact sum is money_row_changes's
+            return sum([Decimal(line[_LINE_AMOUNT]) for line in lines], Decimal(0)) == 0
+    except (Inexact, InvalidOperation):  # the exact sum is money_row_changes's to name
         return False
+
+
+def evidence_rows(players: Sequence[tuple[Any, ...]], lines: Sequence[tuple[Any, ...]]
+                  ) -> tuple[list[Any], list[Any]]:
+    """Return a verify's seat and line tuples (ChainBatch) as rows with named columns, for
+    ``money_row_changes``."""
+    return [_SeatRow._make(p) for p in players], [_LineRow._make(line) for line in lines]
+
+
+_SEAT_VALUES = len(PLAYER_COLUMNS)
+_LINE_VALUES = len(LINE_COLUMNS)
+_LINE_AMOUNT = LINE_COLUMNS.index("amount")
+_SeatRow = namedtuple("_SeatRow", (*PLAYER_COLUMNS, *EVIDENCE_SEAT_PLACE))  # type: ignore[misc]
+_LineRow = namedtuple("_LineRow", (*LINE_COLUMNS, *EVIDENCE_LINE_PLACE))  # type: ignore[misc]
 
 
 # Sums of money without rounding, or Inexact: amounts are bounded far below its digits.
@@ -476,7 +502,7 @@ def _player_changes(round_: Any, result: Mapping[str, Any], players: Sequence[An
         # stand beside the real one, and would show on another page.
         details += _copies_of_round(f"seat {player.seat}", player, round_,
                                     ("operator_id", *SEAT_COPIES))
-        if player.round_id != round_.id:
+        if str(player.round_id) != str(round_.id):  # either may be the id's text
             details.append(f"seat {player.seat} names round {player.round_id}")
     details += [f"seat {seat} is stored more than once"
                 for seat, count in Counter(p.seat for p in players).items() if count > 1]
@@ -519,8 +545,8 @@ def _player_values(p: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _player_row_values(p: Any) -> tuple[Any, ...]:
-    return (p.player_id, p.balance_before, p.points, p.amount, p.fee, p.balance_after, p.foul,
-            p.special)
+    return (p.player_id, _number(p.balance_before), p.points, _number(p.amount),
+            _number(p.fee), _number(p.balance_after), p.foul, p.special)
 
 
 def _line_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -529,7 +555,14 @@ def _line_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _line_row_values(line: Any) -> tuple[Any, ...]:
-    return (line.account, line.kind, line.amount, line.balance_before, line.balance_after)
+    return (line.account, line.kind, _number(line.amount), _number(line.balance_before),
+            _number(line.balance_after))
+
+
+def _number(value: Any) -> Any:
+    """A stored money value as a number: read as a Decimal, or as the database's text of
+    a numeric (a verify's walk), which is always a decimal number."""
+    return Decimal(value) if isinstance(value, str) else value
 
 
 def _optional(value: str | None) -> Decimal | None:

@@ -41,7 +41,7 @@ import orjson
 
 from app.json_codec import canonical_json
 from app.services import audit, cursors
-from app.services.audit import ChainEnd, money_row_changes, rows_match
+from app.services.audit import ChainEnd, evidence_rows, money_row_changes, rows_match
 from app.services.cursors import InvalidCursor
 from app.services.receipts import receipt_problem
 from app.services.repositories import ChainHead, CheckpointColumns, StrayLines, StraySeats
@@ -471,7 +471,7 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
             checked += 1
             round_ = _evidence(stored, rulesets(uow, operator_id, stored.ruleset_hash))
             players, entries = batch.seats.get(round_.chain_seq, []), batch.lines.get(
-                round_.id, [])
+                str(round_.id), [])
             seq = round_.chain_seq
             if seq != prev_seq + 1:
                 found.append(Finding(SEQ_GAP, table_id, seq, f"seq {seq} follows seq "
@@ -492,8 +492,8 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
             answer = _answer(stored.result)
             if not rows_match(round_, answer, players, entries):
                 found.extend(Finding(what, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
-                             for what, detail in money_row_changes(round_, answer, players,
-                                                                   entries))
+                             for what, detail in money_row_changes(
+                                 round_, answer, *evidence_rows(players, entries)))
             if prev_time is not None and round_.created_at < prev_time:
                 found.append(Finding(CREATED_AT, table_id, seq, f"created_at "
                                      f"{utc_text(round_.created_at)} is before seq "

@@ -35,16 +35,24 @@ SEAT_COPIES = ("table_id", "chain_seq")
 LINE_COPIES = ("operator_id", "table_id", "created_at")
 
 
+# A verify's seat and line rows (ChainBatch) are plain tuples: the content's columns in
+# its order, then these copies of their round's columns.
+EVIDENCE_SEAT_PLACE = ("operator_id", "table_id", "chain_seq", "round_id")
+EVIDENCE_LINE_PLACE = ("operator_id", "table_id", "created_at", "round_id")
+
+
 @dataclass(frozen=True, slots=True)
 class ChainBatch:
     """Rounds of one chain in order, as a verify walks them: each round's columns with its
     request and result as the text stored (``request`` the JSONB's text, ``result`` the
     canonical text answered), and the stored seats by ``chain_seq`` and lines by round id.
-    Rows have their columns as attributes."""
+    A round's row has its columns as attributes; a seat's or a line's is a plain tuple,
+    PLAYER_COLUMNS or LINE_COLUMNS then EVIDENCE_SEAT_PLACE or EVIDENCE_LINE_PLACE, its
+    ids and money the database's text of each value."""
 
     rounds: Sequence[Any]
     seats: Mapping[int, list[Any]]
-    lines: Mapping[uuid.UUID, list[Any]]
+    lines: Mapping[str, list[Any]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NoReturn
 
 import orjson
@@ -213,21 +213,30 @@ def round_content(round_: RoundColumns, players: Iterable[Row] = (),
     if round_.content_version >= 2:
         content["content_version"] = round_.content_version
         content["players"] = sorted((content_row(p, PLAYER_COLUMNS) for p in players),
-                                    key=lambda p: p["seat"])
+                                    key=_BY_SEAT)
         content["lines"] = sorted((content_row(line, LINE_COLUMNS) for line in lines),
-                                  key=lambda line: line["line_no"])
+                                  key=_BY_LINE_NO)
     return content
 
 
 def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """A seat's or a line's columns as the content holds them: money as its decimal text
     (zero without a sign, as PostgreSQL's numeric stores it)."""
-    # A mapping, or a row or an object with the columns as attributes (read in one C call).
-    values: Sequence[Any] = ([row[name] for name in names] if isinstance(row, Mapping)
-                             else _getter(names)(row))
+    if row.__class__ is tuple:
+        # A verify's row (ChainBatch): the columns in order, read as the database's text.
+        return dict(zip(names, row))  # noqa: B905 (the row's copies of its round follow)
+    # A row (a named tuple) or an object with the columns as attributes, read in one C
+    # call; or a mapping.
+    values: Sequence[Any] = (
+        [row[name] for name in names] if not isinstance(row, tuple) and isinstance(
+            row, Mapping) else _getter(names)(row))
     return {name: (format(value.copy_abs() if value.is_zero() else value, "f")
                    if value.__class__ is Decimal else value)
             for name, value in zip(names, values, strict=True)}
+
+
+_BY_SEAT = itemgetter("seat")
+_BY_LINE_NO = itemgetter("line_no")
 
 
 @lru_cache(maxsize=8)
