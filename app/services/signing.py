@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -176,6 +176,14 @@ class PublicKeys:
     """Every public key the service signed with, found by key id: what verifies."""
 
     keys: tuple[PublishedKey, ...]
+    # Each key by its id, worked out once: a verify looks one up for every round.
+    _by_id: dict[str, PublishedKey] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_id: dict[str, PublishedKey] = {}
+        for key in self.keys:
+            by_id.setdefault(key.verifier.key_id, key)  # the first, as a search finds it
+        object.__setattr__(self, "_by_id", by_id)
 
     def find(self, key_id: str) -> Verifier | None:
         published = self.published(key_id)
@@ -183,7 +191,7 @@ class PublicKeys:
 
     def published(self, key_id: str) -> PublishedKey | None:
         """Return the key with ``key_id`` and when it was current, or None."""
-        return next((k for k in self.keys if k.verifier.key_id == key_id), None)
+        return self._by_id.get(key_id)
 
     def names(self) -> str:
         return ", ".join(k.verifier.key_id for k in self.keys) or "none"
