@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -39,6 +37,7 @@ from app.api.auth import route_template
 from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
+from app.host_counts import HOST_FILE, SLOT_EXPIRY_S, Count, HostCounts
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -46,8 +45,6 @@ _T = TypeVar("_T")
 EXTENSION = "limits"
 TYPE_RATE_LIMITED = "/problems/rate-limited"
 CLASSES = ("settle", "dry", "advisor", "read", "audit", "public")
-# A leaked slot (a worker killed mid-request) frees itself after this long.
-SLOT_EXPIRY_S = 60
 
 SETTLE, DRY, ADVISOR, READ, AUDIT, PUBLIC = CLASSES
 ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
@@ -86,15 +83,6 @@ class Limit:
 
     rate: RateLimitItem
     at_once: int
-
-
-@dataclass(frozen=True, slots=True)
-class Count:
-    """A request counted against a rate: allowed or not, what is left, when it resets."""
-
-    allowed: bool
-    remaining: int
-    reset_at: float
 
 
 class SharedCounts:
@@ -176,110 +164,6 @@ class LocalCounts:
                 self._slots[slot] = left
             else:
                 self._slots.pop(slot, None)
-
-
-_HOST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS hits (
-    who TEXT NOT NULL, policy TEXT NOT NULL, expires REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS hits_by_policy ON hits (who, policy, expires);
-CREATE INDEX IF NOT EXISTS hits_by_expiry ON hits (expires);
-CREATE TABLE IF NOT EXISTS slots (
-    slot TEXT NOT NULL, pid INTEGER NOT NULL, taken INTEGER NOT NULL, until REAL NOT NULL,
-    PRIMARY KEY (slot, pid)) WITHOUT ROWID;
-"""
-
-
-class HostCounts:
-    """Counts in one SQLite file that every worker process of this host opens.
-
-    Each count is one short write transaction (BEGIN IMMEDIATE: SQLite's lock on the file
-    makes it atomic across processes). A window is the requests in it, each stored with the
-    moment it leaves the window; slots in use are counted per process, so the slots of a
-    worker that died are dropped when the server sees it exit (``forget``), or expire.
-    The file is the server's alone, in a folder it made at start (RUN_DIR); it is
-    never synced to disk: counts do not outlive the server.
-    """
-
-    SWEEP_EVERY = 1024
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        self._pid = 0
-        self._counted = 0
-
-    def _connection(self) -> sqlite3.Connection:
-        # Opened in the process that counts: a connection must not cross a fork.
-        if self._db is None or self._pid != os.getpid():
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
-                                 check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=OFF")
-            db.executescript(_HOST_SCHEMA)
-            self._db, self._pid = db, os.getpid()
-        return self._db
-
-    def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        with self._lock:
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                done = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return done
-
-    def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
-        now = time.time()
-        policy = f"{name}:{rate}"
-        leaves = now + float(rate.get_expiry())
-
-        def count(db: sqlite3.Connection) -> Count:
-            self._counted += 1
-            if self._counted % self.SWEEP_EVERY == 0:
-                db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
-            held, first = db.execute(
-                "SELECT count(*), min(expires) FROM hits "
-                "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
-            allowed = held < rate.amount
-            if allowed:
-                db.execute("INSERT INTO hits VALUES (?, ?, ?)", (who, policy, leaves))
-                held += 1
-            return Count(allowed, rate.amount - held, leaves if first is None else first)
-
-        return self._write(count)
-
-    def take_slot(self, slot: str) -> int:
-        now = time.time()
-
-        def take(db: sqlite3.Connection) -> int:
-            # A row past its time is a leak (counted as nothing), so it starts again at 1.
-            db.execute("INSERT INTO slots VALUES (?, ?, 1, ?) ON CONFLICT (slot, pid) "
-                       "DO UPDATE SET taken = CASE WHEN until > ? THEN taken + 1 ELSE 1 END, "
-                       "until = excluded.until", (slot, os.getpid(), now + SLOT_EXPIRY_S, now))
-            return int(db.execute("SELECT coalesce(sum(taken), 0) FROM slots "
-                                  "WHERE slot = ? AND until > ?", (slot, now)).fetchone()[0])
-
-        return self._write(take)
-
-    def free_slot(self, slot: str) -> None:
-        def free(db: sqlite3.Connection) -> None:
-            db.execute("UPDATE slots SET taken = taken - 1 WHERE slot = ? AND pid = ?",
-                       (slot, os.getpid()))
-            db.execute("DELETE FROM slots WHERE slot = ? AND pid = ? AND taken <= 0",
-                       (slot, os.getpid()))
-
-        self._write(free)
-
-    def forget(self, pid: int) -> None:
-        """Drop the slots a process held (it exited, perhaps mid-request)."""
-        self._write(lambda db: db.execute("DELETE FROM slots WHERE pid = ?", (pid,)))
-
-
-HOST_FILE = "limits.sqlite3"
 
 
 def host_counts(directory: Path | None) -> HostCounts | LocalCounts:
