@@ -83,6 +83,7 @@ ACCESS: Mapping[tuple[str, str], Access] = {
     ("POST", "/v1/rounds/{round_id}/reversal"): needs(Scope.ROUNDS_WRITE),
     ("GET", "/v1/rounds"): needs(Scope.ROUNDS_READ),
     ("GET", "/v1/rounds/{round_id}"): needs(Scope.ROUNDS_READ),
+    ("GET", "/v1/rounds/{round_id}/content"): needs(Scope.ROUNDS_READ),
     ("GET", "/v1/players/{player_id}/ledger"): needs(Scope.LEDGER_READ),
     ("POST", "/v1/matches"): needs(Scope.ROUNDS_WRITE),
     ("GET", "/v1/matches"): needs(Scope.ROUNDS_READ),

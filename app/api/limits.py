@@ -59,6 +59,7 @@ ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
     ("POST", "/v1/eligibility"): DRY,
     ("GET", "/v1/rounds"): READ,
     ("GET", "/v1/rounds/{round_id}"): READ,
+    ("GET", "/v1/rounds/{round_id}/content"): READ,
     ("GET", "/v1/players/{player_id}/ledger"): READ,
     ("GET", "/v1/matches"): READ,
     ("GET", "/v1/matches/{match_id}"): READ,

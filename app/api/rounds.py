@@ -28,7 +28,7 @@ from app.api.schemas import (
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.domain.games import Game
-from app.services import matches, play, rounds
+from app.services import contents, matches, play, rounds
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,22 @@ def get_round(round_id: uuid.UUID) -> Response:
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"
     # Answers 304 without a body when If-None-Match names the tag (weak comparison).
+    response.make_conditional(request)
+    return response
+
+
+@bp.get("/<uuid:round_id>/content")
+def get_round_content(round_id: uuid.UUID) -> Response:
+    """The exact text a round's content hash covers: hash it, and tie the answer to it."""
+    stored = contents.get_content(round_id, operator_id=operator_id(),
+                                  uows=get_database().uows, keys=keyring().public,
+                                  checked=checked_receipts())
+    if stored is None:
+        raise not_found(f"no round {round_id}")
+    # As it is, with no newline added: its SHA-256 is the round's content hash.
+    response = Response(stored.text, mimetype="application/json")
+    response.set_etag(stored.etag)
+    response.headers["Cache-Control"] = "private, no-cache"
     response.make_conditional(request)
     return response
 
