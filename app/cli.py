@@ -1,13 +1,13 @@
 """Command line: ``flask --app app GROUP COMMAND``; each group is one concern.
 
 ``keys`` creates, lists and revokes API keys; ``reconcile`` writes period reports;
-``audit verify`` checks the ledger against a kept checkpoint; ``reindex`` rebuilds the
-ledger's indexes in key order; ``fairplay run`` prices every stored choice against the
-advisor (app/services/fairplay.py); ``citus distribute`` spreads the ledger over a Citus
-cluster. To add a group, define it below as a ``click`` group (``AppGroup`` runs its
-commands inside the app, so they can reach the database with ``get_database()``) and list
-it in ``COMMANDS``. The groups share one module, longer than most, because each command
-is a thin call into a service.
+``audit verify`` checks the ledger against a kept checkpoint and ``audit check-receipt``
+one kept round, offline; ``reindex`` rebuilds the ledger's indexes in key order;
+``fairplay run`` prices every stored choice against the advisor (app/services/fairplay.py);
+``citus distribute`` spreads the ledger over a Citus cluster. To add a group, define it
+below as a ``click`` group (``AppGroup`` runs its commands inside the app, so they can
+reach the database with ``get_database()``) and list it in ``COMMANDS``. The groups share
+one module, longer than most, because each command is a thin call into a service.
 """
 
 from __future__ import annotations
@@ -369,6 +369,61 @@ def audit_verify(checkpoint_file: Path, limit: int, jobs: int | None,
                f"checkpoint {checkpoint['checkpoint_id']}: {findings} finding(s)", err=True)
     if findings:
         raise SystemExit(AUDIT_FINDINGS_EXIT)
+
+
+# Not in the app's context: it reads its three files and nothing else.
+@audit.command("check-receipt", with_appcontext=False)
+@click.argument("round_file", metavar="ROUND.json",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--public-keys", "keys_file", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The public keys, as GET /v1/audit/public-keys answered them and you "
+                   "kept them.")
+@click.option("--content", "content_file",
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The round's content, as GET /v1/rounds/{round_id}/content answered it: "
+                   "ties the answer's amounts to the receipt.")
+def audit_check_receipt(round_file: Path, keys_file: Path, content_file: Path | None) -> None:
+    """Check a round's answer as kept (ROUND.json) offline: its receipt with the public
+    keys alone, and with --content that the content hashes to the hash the receipt signs
+    and holds the answer's result, seats and lines.
+
+    Needs no database, no service and no private key. Prints one line per check (``ok``
+    or the finding, the check, the figures); exits 0 when every check holds, 1 on a
+    finding, 2 on a usage error or a file it cannot read.
+    """
+    from app.services import receipt_check
+    from app.services.signing import SigningKeyError, load_public_keys
+
+    try:
+        keys = load_public_keys(keys_file)
+    except SigningKeyError as error:
+        raise click.BadParameter(str(error), param_hint="--public-keys") from None
+    answer = _json_file(round_file, "ROUND.json")
+    content = None if content_file is None else _json_file(content_file, "--content")
+    if content is not None and not isinstance(content, dict):
+        raise click.BadParameter("not a round's content: a JSON object", param_hint="--content")
+    try:
+        checks = receipt_check.check_round(answer, keys, content)
+    except receipt_check.UnreadableAnswer as error:
+        raise click.BadParameter(str(error), param_hint="ROUND.json") from None
+    for check in checks:
+        click.echo(check.line())
+    findings = sum(check.finding is not None for check in checks)
+    tied = ("" if content is not None
+            else "; without --content the amounts are not tied to the receipt")
+    click.echo(f"{len(checks)} check(s) of {round_file}: {findings} finding(s){tied}", err=True)
+    if findings:
+        raise SystemExit(1)
+
+
+def _json_file(path: Path, name: str) -> Any:
+    """Return the JSON value a file holds; a file that is not JSON text is a usage error."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError) as error:
+        raise click.BadParameter(f"cannot read {path} as JSON: {error}", param_hint=name) \
+            from None
 
 
 @audit.command("rotate-key")

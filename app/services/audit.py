@@ -288,7 +288,7 @@ def check_round(uow: UnitOfWork, keys: PublicKeys, round_: RoundWithRows) -> lis
     if expected is not None and expected != round_.result:
         found.append(_difference(round_, RESULT, "stored result differs from the round "
                                  f"{_verb(round_.kind)} "
-                                 f"again: {_json_diff(expected, round_.result)}"))
+                                 f"again: {json_diff(expected, round_.result)}"))
     truth = expected if expected is not None else round_.result
     found.extend(_difference(round_, what, detail) for what, detail
                  in money_row_changes(round_, truth, round_.players, round_.lines))
@@ -586,7 +586,7 @@ def _row_diffs(label: str, expected: Mapping[int, tuple[Any, ...]],
     return details
 
 
-def _json_diff(expected: Any, found: Any, path: str = "") -> str:
+def json_diff(expected: Any, found: Any, path: str = "") -> str:
     """Name the first few JSON paths where ``found`` differs from ``expected``."""
     paths: list[str] = []
     _walk(expected, found, path, paths)
