@@ -196,7 +196,8 @@ def _same_result(answer: Mapping[str, Any], content: Mapping[str, Any]) -> Check
         for name in differ:
             # The answer's figure is the one expected; the content's is what is stored.
             shown = audit.json_diff(answer[name], result[name], name)
-            details.append(shown or f"{name} is written otherwise")
+            details.append(shown or f"{name}: equal values of another JSON type (a "
+                                    "number for a boolean, say)")
         return Check("result", RESULT, "; ".join(details))
     return Check("result", None, f"the answer's {len(result)} result fields are the "
                  f"content's ({', '.join(result)})")
