@@ -17,7 +17,7 @@ from app.api.context import operator_id
 from app.api.errors import ProblemError, not_found, validation_errors, validation_problem
 from app.api.fast_round import fast_round_request
 from app.api.metrics import count_replay, count_stored_round
-from app.api.responses import json_response
+from app.api.responses import json_response, json_text_response
 from app.api.schemas import (
     IDENTIFIER_FIELD,
     MAX_PLAYERS,
@@ -28,7 +28,7 @@ from app.api.schemas import (
 from app.db import get_database
 from app.db.models import ROUND_KINDS
 from app.domain.games import Game
-from app.services import matches, play, rounds
+from app.services import matches, play, round_reads, rounds
 
 log = logging.getLogger(__name__)
 
@@ -155,12 +155,14 @@ def _idempotency_key() -> str:
 
 @bp.get("/<uuid:round_id>")
 def get_round(round_id: uuid.UUID) -> Response:
-    stored = rounds.get_round(round_id, operator_id=operator_id(), uows=get_database().uows,
-                              keys=keyring().public, checked=checked_receipts())
+    stored = round_reads.get_round(round_id, operator_id=operator_id(),
+                                   uows=get_database().uows, keys=keyring().public,
+                                   checked=checked_receipts())
     if stored is None:
         raise not_found(f"no round {round_id}")
-    # The receipt is the one stored at append: the tag names what is shown.
-    response = json_response(stored.body)
+    # The receipt is the one stored at append: the tag names what is shown. The answer is
+    # written around the stored result's text when it can be (app.services.round_reads).
+    response = json_text_response(stored.text, lambda: stored.body)
     response.set_etag(stored.etag)
     # Operator data: caches may keep it for this caller only, and must ask again each time.
     response.headers["Cache-Control"] = "private, no-cache"
