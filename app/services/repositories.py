@@ -311,6 +311,8 @@ class RoundSummary:
     # The stored ruleset's money precision; None if the ruleset was changed to lack it.
     precision: int | None
     players: tuple[PlayerSummary, ...]
+    # The round that reverses this one, if any.
+    reversed_by: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -538,8 +538,7 @@ def list_rounds(*, operator_id: str, uows: UnitOfWorkFactory, table_id: str | No
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
             created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,
             presets=None if game is None else presets_of(Game(game)))
-        reversed_by = uow.rounds.reversals_of(operator_id, [r.id for r in page.items])
-        items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
+        items = [_summary(r, r.reversed_by) for r in page.items]
     return {"items": items,
             "next_cursor": None if page.next_cursor is None
             else cursors.encode(ROUNDS_LIST, filters, page.next_cursor.position())}

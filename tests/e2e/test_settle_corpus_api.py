@@ -16,6 +16,8 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import jsonify
+
 from app.api.audit import signer
 from app.api.responses import json_response
 from app.services.rounds import ANSWER_KEYS
@@ -62,6 +64,12 @@ def test_settles_through_postgresql_answer_the_bytes_of_the_service_in_memory(ap
             assert reversed_.headers["ETag"] != again.headers["ETag"]
             mirror = api.get(reversal.headers["Location"])
             assert mirror.get_json() == reversal.get_json(), case["id"]
+            # The table's list, written as flask.jsonify writes it.
+            listed = api.get(f"/v1/rounds?table_id={table}")
+            assert [r["reversed_by"] for r in listed.get_json()["items"]] == [
+                None, reversal.get_json()["round_id"]]
+            with app.app_context():
+                assert listed.get_data() == jsonify(listed.get_json()).get_data()
 
 
 def test_a_result_stored_as_jsonb_wrote_it_reads_in_its_stored_key_order(api, app, engine):
