@@ -24,10 +24,12 @@ counted, and run several times faster. The steps:
   rounds, each read once before counting (checked); ``read-first``, a round's first read
   in the process (its evidence checked); ``list``, ``GET /v1/rounds?limit=50``; ``edge``,
   bench.db_app's empty authenticated route (``GET /bench/empty``, counted as a read
-  against the key's limits): the hooks, the key's check, the limits and metrics. As
-  served, ``edge-host`` counts the limits in a SQLite file in RUN_DIR and writes the
-  metrics for every worker (PROMETHEUS_MULTIPROC_DIR), as gunicorn.conf.py sets them;
-  ``edge-redis`` counts them in Redis at 127.0.0.1:6379 (database 15).
+  against the key's limits), the app called as a WSGI server calls it: the hooks, the
+  key's check, the limits and metrics. As
+  served, ``edge-host`` counts the limits in a SQLite file in RUN_DIR, writes the
+  metrics for every worker (PROMETHEUS_MULTIPROC_DIR), as gunicorn.conf.py sets them, and
+  logs each request's line (LOG_LEVEL=INFO); ``edge-redis`` counts the limits in Redis at
+  127.0.0.1:6379 (database 15).
 
 ``--keep DIR`` leaves callgrind's files in DIR for ``callgrind_annotate``.
 """
@@ -167,9 +169,11 @@ def _driver(args: argparse.Namespace) -> Iterator[Callable[[int], Any]]:
 
 # The edge as served: by default (host://) the limits count in a SQLite file in RUN_DIR and
 # the metrics are written for every worker (PROMETHEUS_MULTIPROC_DIR), as gunicorn.conf.py
-# sets them; or the limits in Redis. Folders are made by count() for the process.
-_EDGE_ENV = {"edge-host": {"RATE_LIMIT_STORAGE_URL": "host://"},
-             "edge-redis": {"RATE_LIMIT_STORAGE_URL": "redis://127.0.0.1:6379/15"}}
+# sets them, and each request logs its line (LOG_LEVEL=INFO, to the step's stderr); or the
+# limits in Redis. Folders are made by count() for the process.
+_EDGE_ENV = {"edge-host": {"RATE_LIMIT_STORAGE_URL": "host://", "LOG_LEVEL": "INFO"},
+             "edge-redis": {"RATE_LIMIT_STORAGE_URL": "redis://127.0.0.1:6379/15",
+                            "LOG_LEVEL": "INFO"}}
 
 
 @contextmanager
@@ -178,6 +182,8 @@ def _requests(name: str, args: argparse.Namespace) -> Iterator[Callable[[int], A
     database (bench.load's): ``read`` and ``read-first`` a settled round, ``list`` a page
     of rounds, ``edge`` bench.db_app's empty authenticated route (``edge-host``,
     ``edge-redis``: with the limits and metrics as served, see _EDGE_ENV)."""
+    from werkzeug.test import EnvironBuilder
+
     from bench.load import api_key, in_process, make_bodies
 
     edge = name.startswith("edge")
@@ -186,8 +192,20 @@ def _requests(name: str, args: argparse.Namespace) -> Iterator[Callable[[int], A
         token = api_key(service.url, ("rounds:read", "rounds:write"), name="bench.steps")
         headers = {"Authorization": f"Bearer {token}"}
         if edge:
-            path = "/bench/empty"
-            yield lambda n: _expect(client.get(path, headers=headers), 204)
+            # Called as a WSGI server calls the app, on an environ built once: the test
+            # client's own work (about 0.5 M instructions a request) is no request's.
+            environ = EnvironBuilder(path="/bench/empty", headers=headers).get_environ()
+            app = service.app
+
+            def empty(n: int) -> None:
+                answered: list[str] = []
+                body = app(dict(environ), lambda status, *_: answered.append(status))
+                b"".join(body)
+                getattr(body, "close", lambda: None)()
+                if answered != ["204 NO CONTENT"]:
+                    raise BenchError(f"GET /bench/empty answered {answered}")
+
+            yield empty
             return
         if name == "list":
             yield lambda n: _expect(client.get("/v1/rounds?limit=50", headers=headers), 200)
