@@ -89,43 +89,54 @@ class HostCounts:
 
     def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
         now = time.time()
-        policy = f"{name}:{rate}"
-        leaves = now + float(rate.get_expiry())
-
-        def count(db: sqlite3.Connection) -> Count:
-            self._counted += 1
-            if self._counted % self.SWEEP_EVERY == 0:
-                db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
-            held, first = db.execute(
-                "SELECT count(*), min(expires) FROM hits "
-                "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
-            allowed = held < rate.amount
-            if allowed:
-                db.execute("INSERT INTO hits VALUES (?, ?, ?)", (who, policy, leaves))
-                held += 1
-            return Count(allowed, rate.amount - held, leaves if first is None else first)
-
-        return self._write(count)
+        return self._write(lambda db: self._hit(db, rate, name, who, now))
 
     def take_slot(self, slot: str) -> int:
         now = time.time()
+        return self._write(lambda db: self._take(db, slot, now))
 
-        def take(db: sqlite3.Connection) -> int:
-            # A row past its time is a leak (counted as nothing), so it starts again at 1.
-            db.execute("INSERT INTO slots VALUES (?, ?, 1, ?) ON CONFLICT (slot, pid) "
-                       "DO UPDATE SET taken = CASE WHEN until > ? THEN taken + 1 ELSE 1 END, "
-                       "until = excluded.until", (slot, os.getpid(), now + SLOT_EXPIRY_S, now))
-            return int(db.execute("SELECT coalesce(sum(taken), 0) FROM slots "
-                                  "WHERE slot = ? AND until > ?", (slot, now)).fetchone()[0])
+    def hit_and_take(self, rate: RateLimitItem, name: str, who: str,
+                     slot: str) -> tuple[Count, int]:
+        """``hit``, then ``take_slot`` when the hit is allowed, in one write transaction."""
+        now = time.time()
 
-        return self._write(take)
+        def both(db: sqlite3.Connection) -> tuple[Count, int]:
+            counted = self._hit(db, rate, name, who, now)
+            return counted, self._take(db, slot, now) if counted.allowed else 0
+
+        return self._write(both)
+
+    def _hit(self, db: sqlite3.Connection, rate: RateLimitItem, name: str, who: str,
+             now: float) -> Count:
+        policy = f"{name}:{rate}"
+        leaves = now + float(rate.get_expiry())
+        self._counted += 1
+        if self._counted % self.SWEEP_EVERY == 0:
+            db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
+        held, first = db.execute(
+            "SELECT count(*), min(expires) FROM hits "
+            "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
+        allowed = held < rate.amount
+        if allowed:
+            db.execute("INSERT INTO hits VALUES (?, ?, ?)", (who, policy, leaves))
+            held += 1
+        return Count(allowed, rate.amount - held, leaves if first is None else first)
+
+    def _take(self, db: sqlite3.Connection, slot: str, now: float) -> int:
+        # A row past its time is a leak (counted as nothing), so it starts again at 1.
+        # (_pid: this process's, as the connection was opened in it.)
+        db.execute("INSERT INTO slots VALUES (?, ?, 1, ?) ON CONFLICT (slot, pid) "
+                   "DO UPDATE SET taken = CASE WHEN until > ? THEN taken + 1 ELSE 1 END, "
+                   "until = excluded.until", (slot, self._pid, now + SLOT_EXPIRY_S, now))
+        return int(db.execute("SELECT coalesce(sum(taken), 0) FROM slots "
+                              "WHERE slot = ? AND until > ?", (slot, now)).fetchone()[0])
 
     def free_slot(self, slot: str) -> None:
         def free(db: sqlite3.Connection) -> None:
             db.execute("UPDATE slots SET taken = taken - 1 WHERE slot = ? AND pid = ?",
-                       (slot, os.getpid()))
+                       (slot, self._pid))
             db.execute("DELETE FROM slots WHERE slot = ? AND pid = ? AND taken <= 0",
-                       (slot, os.getpid()))
+                       (slot, self._pid))
 
         self._write(free)
 

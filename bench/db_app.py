@@ -3,9 +3,10 @@
     gunicorn -c gunicorn.conf.py 'bench.db_app:create_app()'   (from the repository root)
 
 The service's own app (app.create_app: its request log, metrics, CORS and URL checks, and
-the API key's check in its auth hook) with one route more, ``POST /bench/settle-db``,
-which does what ``POST /v1/rounds`` does with the database, through the same code: the
-unit of work, the key's and the chain's locks with the head read
+the API key's check in its auth hook) with two routes more: ``GET /bench/empty``, which
+answers 204 and nothing else (bench.steps' ``edge``: what every request pays), and
+``POST /bench/settle-db``, which does what ``POST /v1/rounds`` does with the database,
+through the same code: the unit of work, the key's and the chain's locks with the head read
 (AppendRepository.start) and the append of the round, its players and lines with the
 commit (AppendRepository.append). What it leaves out is the domain work: no validation,
 scoring, settlement, explanation, canonical hash or receipt. So the two differ by that
@@ -29,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from app import create_app as create_service
+from app.api import limits
 from app.api.auth import allow_blueprint, needs
 from app.api.context import operator_id
 from app.api.schemas import RoundRequestSchema
@@ -102,6 +104,13 @@ def create_app(settings: Settings | None = None) -> Flask:
             uow.appends.append(row, template.players, template.lines, commit=True)
         return jsonify(round_id=str(round_id), chain={"seq": start.seq, "content_hash": link}), 201
 
+    @routes.get("/bench/empty")
+    def empty() -> Response:
+        """Nothing but the service's hooks and the key's check (bench.steps' ``edge``)."""
+        return Response(status=204)
+
     app.register_blueprint(routes)
     allow_blueprint(app, "bench_db", needs(Scope.ROUNDS_WRITE))
+    # The empty route counts against the key's limits as a read, as an API route does.
+    limits.ROUTE_CLASSES = {**limits.ROUTE_CLASSES, ("GET", "/bench/empty"): limits.READ}
     return app

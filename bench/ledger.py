@@ -59,6 +59,7 @@ from sqlalchemy.pool import NullPool
 
 from app.api.schemas import RoundRequestSchema
 from app.config import libpq_url, normalize_database_url
+from app.db import repositories
 from app.db.engine import make_sessionmaker
 from app.db.maintenance import reindex_ledger
 from app.db.models import Round
@@ -399,18 +400,34 @@ def timed(fn: Callable[[], object], runs: int) -> list[float]:
 
 
 class Statements:
-    """Capture the SQL a block sends, to EXPLAIN exactly those statements afterwards."""
+    """Capture the SQL a block sends, to EXPLAIN exactly those statements afterwards: through
+    SQLAlchemy, and on psycopg directly by the rounds' page (app.db.repositories' send and
+    send_sets, each message split into its statements)."""
 
     def __init__(self, engine: Engine) -> None:
         self.seen: list[tuple[str, Any]] = []
         self._engine = engine
+        self._sends: dict[str, Any] = {}
 
     def __enter__(self) -> Statements:
         event.listen(self._engine, "before_cursor_execute", self._record)
+        for name in ("send", "send_sets"):
+            sent = self._sends[name] = getattr(repositories, name)
+            setattr(repositories, name, self._sending(sent))
         return self
 
     def __exit__(self, *exc: object) -> None:
         event.remove(self._engine, "before_cursor_execute", self._record)
+        for name, sent in self._sends.items():
+            setattr(repositories, name, sent)
+
+    def _sending(self, sent: Callable[..., Any]) -> Callable[..., Any]:
+        def send(connection: Any, sql: str, params: Any, **options: Any) -> Any:
+            for statement in sql.split(";"):
+                self._record(None, None, statement, params)
+            return sent(connection, sql, params, **options)
+
+        return send
 
     def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
         # The snapshot a report exports for its second connection is no statement to time.

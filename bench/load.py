@@ -703,10 +703,12 @@ ROUTES = {"settle": "/v1/rounds", "db": "/bench/settle-db"}
 
 @contextmanager
 def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
-               route: str = "settle") -> Iterator[InProcess]:
+               route: str = "settle", env: Mapping[str, str] | None = None
+               ) -> Iterator[InProcess]:
     """Yield the service in process on a scratch database of ``server`` (else the usual
     choice), the pool and caches warmed first. ``route`` "db" serves bench.db_app instead,
-    whose ``settle`` posts the same bodies to the database work's route."""
+    whose ``settle`` posts the same bodies to the database work's route. ``env`` adds to
+    the settings' variables, RUN_DIR taken from this process's environment then."""
     from app import create_app
     from app.config import Settings
     from app.db import get_database
@@ -718,9 +720,10 @@ def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
     print(f"database server: {source}", flush=True)
     with scratch_database(server_url) as url:
         factory = db_app.create_app if route == "db" else create_app
+        extra = {} if env is None else {"RUN_DIR": os.environ.get("RUN_DIR", ""), **env}
         app = factory(Settings.from_env({"DATABASE_URL": runtime_url(url),
                                          "MIGRATIONS_DATABASE_URL": url,
-                                         "LOG_LEVEL": "WARNING", **BENCH_ENV}))
+                                         "LOG_LEVEL": "WARNING", **BENCH_ENV, **extra}))
         client = app.test_client()
         path = ROUTES[route]
         authorization = f"Bearer {api_key(url)}"

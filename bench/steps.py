@@ -1,6 +1,7 @@
 """Instructions of single steps of a settle, each counted alone by valgrind's callgrind.
 
     .venv/bin/python -m bench.steps [--steps play,sign,verify,rules,driver] [--count 200]
+        [--keep DIR]
 
 Each step runs ``--count`` times in a process under callgrind (``PYTHONHASHSEED=0``), whose
 instrumentation is on for those runs alone (``callgrind_control``), less a run of none (what
@@ -18,6 +19,19 @@ counted, and run several times faster. The steps:
   chooses its server): the unit of work, ``AppendRepository.start`` and ``append`` with
   its commit, the rows of one played round copied for each with a new id and key
   (bench.db_app's template), PostgreSQL's own work not counted.
+- Whole requests through the Flask test client, the service in process on a scratch
+  database with bench.load's settings: ``read``, ``GET /v1/rounds/{id}`` of bench.load's
+  rounds, each read once before counting (checked); ``read-first``, a round's first read
+  in the process (its evidence checked); ``list``, ``GET /v1/rounds?limit=50``; ``edge``,
+  bench.db_app's empty authenticated route (``GET /bench/empty``, counted as a read
+  against the key's limits), the app called as a WSGI server calls it: the hooks, the
+  key's check, the limits and metrics. As
+  served, ``edge-host`` counts the limits in a SQLite file in RUN_DIR, writes the
+  metrics for every worker (PROMETHEUS_MULTIPROC_DIR), as gunicorn.conf.py sets them, and
+  logs each request's line (LOG_LEVEL=INFO); ``edge-redis`` counts the limits in Redis at
+  127.0.0.1:6379 (database 15).
+
+``--keep DIR`` leaves callgrind's files in DIR for ``callgrind_annotate``.
 """
 
 from __future__ import annotations
@@ -37,7 +51,8 @@ from typing import Any
 from bench.load import REPO, BenchError
 
 STEPS = ("play", "sign", "verify", "sign-cryptography", "verify-cryptography", "sign-pynacl",
-         "verify-pynacl", "rules", "driver")
+         "verify-pynacl", "rules", "driver", "read", "read-first", "list", "edge", "edge-host",
+         "edge-redis")
 DEFAULT_STEPS = ("play", "sign", "verify", "rules", "driver")
 
 
@@ -108,6 +123,9 @@ def _step(name: str, args: argparse.Namespace) -> Iterator[Callable[[int], Any]]
     elif name == "driver":
         with _driver(args) as step:
             yield step
+    elif name in ("read", "read-first", "list") or name.startswith("edge"):
+        with _requests(name, args) as step:
+            yield step
     else:
         raise BenchError(f"no step {name!r}")
 
@@ -149,6 +167,78 @@ def _driver(args: argparse.Namespace) -> Iterator[Callable[[int], Any]]:
             get_database(app).dispose()
 
 
+# The edge as served: by default (host://) the limits count in a SQLite file in RUN_DIR and
+# the metrics are written for every worker (PROMETHEUS_MULTIPROC_DIR), as gunicorn.conf.py
+# sets them, and each request logs its line (LOG_LEVEL=INFO, to the step's stderr); or the
+# limits in Redis. Folders are made by count() for the process.
+_EDGE_ENV = {"edge-host": {"RATE_LIMIT_STORAGE_URL": "host://", "LOG_LEVEL": "INFO"},
+             "edge-redis": {"RATE_LIMIT_STORAGE_URL": "redis://127.0.0.1:6379/15",
+                            "LOG_LEVEL": "INFO"}}
+
+
+@contextmanager
+def _requests(name: str, args: argparse.Namespace) -> Iterator[Callable[[int], Any]]:
+    """A whole request through the Flask test client, the service in process on a scratch
+    database (bench.load's): ``read`` and ``read-first`` a settled round, ``list`` a page
+    of rounds, ``edge`` bench.db_app's empty authenticated route (``edge-host``,
+    ``edge-redis``: with the limits and metrics as served, see _EDGE_ENV)."""
+    from werkzeug.test import EnvironBuilder
+
+    from bench.load import api_key, in_process, make_bodies
+
+    edge = name.startswith("edge")
+    with in_process(args, route="db" if edge else "settle", env=_EDGE_ENV.get(name)) as service:
+        client = service.app.test_client()
+        token = api_key(service.url, ("rounds:read", "rounds:write"), name="bench.steps")
+        headers = {"Authorization": f"Bearer {token}"}
+        if edge:
+            # Called as a WSGI server calls the app, on an environ built once: the test
+            # client's own work (about 0.5 M instructions a request) is no request's.
+            environ = EnvironBuilder(path="/bench/empty", headers=headers).get_environ()
+            app = service.app
+
+            def empty(n: int) -> None:
+                answered: list[str] = []
+                body = app(dict(environ), lambda status, *_: answered.append(status))
+                b"".join(body)
+                getattr(body, "close", lambda: None)()
+                if answered != ["204 NO CONTENT"]:
+                    raise BenchError(f"GET /bench/empty answered {answered}")
+
+            yield empty
+            return
+        if name == "list":
+            yield lambda n: _expect(client.get("/v1/rounds?limit=50", headers=headers), 200)
+            return
+        # read: the bodies' rounds, each read once before counting (its receipt then
+        # checked); read-first: a new round each time, its first read in this process.
+        bodies = make_bodies(args.rounds, args.seed, args.tables)
+        settled = args.rounds if name == "read" else args.count + 20
+        paths = [f"/v1/rounds/{_settled(client, bodies[n % len(bodies)], headers)}"
+                 for n in range(settled)]
+        if name == "read":
+            for path in paths:
+                _expect(client.get(path, headers=headers), 200)
+            yield lambda n: _expect(client.get(paths[n % len(paths)], headers=headers), 200)
+        else:
+            unread = iter(paths)
+            yield lambda n: _expect(client.get(next(unread), headers=headers), 200)
+
+
+def _settled(client: Any, body: dict[str, Any], headers: dict[str, str]) -> str:
+    answer = client.post("/v1/rounds", json=body,
+                         headers={**headers, "Idempotency-Key": f"steps-{uuid.uuid4()}"})
+    round_id: str = _expect(answer, 201).get_json()["round_id"]
+    return round_id
+
+
+def _expect(answer: Any, status: int) -> Any:
+    if answer.status_code != status:
+        raise BenchError(f"answered {answer.status_code}, not {status}: "
+                         f"{answer.get_data()[:500]!r}")
+    return answer
+
+
 def loop(name: str, count: int, args: argparse.Namespace) -> None:
     """Do step ``name`` ``count`` times, under callgrind's instrumentation only then."""
     with _step(name, args) as step:
@@ -174,9 +264,16 @@ def count(args: argparse.Namespace) -> int:
         raise BenchError("valgrind is not installed (apt-get install valgrind)")
     steps = args.steps.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as folder:
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            folder = args.keep
         for name in steps:
             runs = {}
             for n in (0, args.count):
+                env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_STEPS_CALLGRIND": "1"}
+                if name in _EDGE_ENV:
+                    for variable in ("RUN_DIR", "PROMETHEUS_MULTIPROC_DIR"):
+                        env[variable] = tempfile.mkdtemp(prefix=f"{name}-{n}-", dir=folder)
                 out = Path(folder) / f"{name}-{n}.out"
                 command = [valgrind, "--tool=callgrind", "--instr-atstart=no",
                            f"--callgrind-out-file={out}", sys.executable, "-m",
@@ -184,9 +281,7 @@ def count(args: argparse.Namespace) -> int:
                            str(args.rounds), "--seed", str(args.seed), "--tables",
                            str(args.tables)]
                 runs[n] = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.PIPE, text=True,
-                                           env={**os.environ, "PYTHONHASHSEED": "0",
-                                                "BENCH_STEPS_CALLGRIND": "1"})
+                                           stderr=subprocess.PIPE, text=True, env=env)
             totals = {}
             for n, process in runs.items():
                 _, err = process.communicate()
@@ -221,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=60, help="bench.load's bodies (60)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the deals (1)")
     parser.add_argument("--tables", type=int, default=64, help="tables of the chains (64)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="leave callgrind's files in DIR for callgrind_annotate")
     parser.add_argument("--loop", choices=STEPS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.count < (0 if args.loop else 1):

@@ -13,6 +13,7 @@ lists, chain walks and keys are the database's alone and are tested there.
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,14 @@ import orjson
 
 from app.domain.cash import LedgerBalance
 from app.json_codec import fragment_value
-from app.services.repositories import AppendStart, KeyUse
+from app.services.repositories import (
+    LINE_COLUMNS,
+    PLAYER_COLUMNS,
+    AppendStart,
+    KeyUse,
+    RoundRead,
+    RoundRest,
+)
 from app.services.uow import ConstraintViolation, RetryableConflict
 
 
@@ -43,6 +51,8 @@ class Ledger:
     matches: list[SimpleNamespace] = field(default_factory=list)
     match_rounds: list[SimpleNamespace] = field(default_factory=list)
     leaves: list[SimpleNamespace] = field(default_factory=list)
+    # Each round's result as its text, by (operator_id, id).
+    result_texts: dict[tuple[str, uuid.UUID], str] = field(default_factory=dict)
     clock: datetime = datetime(2026, 1, 1, tzinfo=UTC)
 
     def tick(self) -> datetime:
@@ -83,6 +93,9 @@ class FakeAppends:
         if self._faults:
             raise self._faults.pop(0)
         row = SimpleNamespace(**{name: _plain(value) for name, value in round_.items()})
+        # The result as the database keeps it: the text sent (app.db.appends).
+        self._ledger.result_texts[row.operator_id, row.id] = orjson.dumps(
+            round_["result"], default=str).decode()
         taken = [r for r in self._ledger.rounds if r.operator_id == row.operator_id]
         if any(r.id == row.id for r in taken):
             raise ConstraintViolation("pk_rounds", f"round {row.id} exists")
@@ -252,3 +265,28 @@ class FakeUnitOfWorks:
     def __call__(self, *, isolation_level: str | None = None,
                  read_only: bool = False) -> FakeUnitOfWork:
         return FakeUnitOfWork(self)
+
+    def _stored(self, operator_id: str, round_id: uuid.UUID) -> SimpleNamespace | None:
+        return next((r for r in self.ledger.rounds
+                     if (r.operator_id, r.id) == (operator_id, round_id)), None)
+
+    def read_round(self, operator_id: str, round_id: uuid.UUID) -> RoundRead | None:
+        r = self._stored(operator_id, round_id)
+        if r is None:
+            return None
+        reversed_by = next((x.id for x in self.ledger.rounds if x.operator_id == operator_id
+                            and x.reverses_round_id == round_id), None)
+        return RoundRead(r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name,
+                         r.created_at, r.chain_seq, r.prev_hash, r.content_hash,
+                         r.receipt_key_id, r.receipt_signature, r.reverses_round_id,
+                         r.content_version, self.ledger.result_texts[operator_id, round_id],
+                         reversed_by)
+
+    def read_round_rest(self, operator_id: str, round_id: uuid.UUID) -> RoundRest | None:
+        r = self._stored(operator_id, round_id)
+        if r is None:
+            return None
+        return RoundRest(r.ruleset_hash, r.stake, json.dumps(r.request),
+                         json.dumps(r.ruleset), r.idempotency_key, r.body_hash,
+                         [{n: getattr(p, n) for n in PLAYER_COLUMNS} for p in r.players],
+                         [{n: getattr(x, n) for n in LINE_COLUMNS} for x in r.lines])

@@ -7,8 +7,9 @@ a fixed Ed25519 key, so a round's id, times, content hash and receipt are the sa
 every run. What is compared is the answer as ``POST /v1/rounds`` writes it (the bytes of
 ``json_response``) and the rows handed to the append: the round's columns (the request
 and result as their canonical text), its seats and its ledger lines, each value with its
-Python type. The requests are dealt here from fixed seeds and stored with their digests,
-so the corpus does not move if the dealing code does.
+Python type; and the round read back as ``GET /v1/rounds/{id}`` writes it, before and after
+it is reversed, with its reversal read too. The requests are dealt here from fixed seeds
+and stored with their digests, so the corpus does not move if the dealing code does.
 
     .venv/bin/python -m tests.settle_corpus     # write the corpus again (from today's code)
 """
@@ -24,17 +25,19 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from flask import Flask
 
-from app.api.responses import json_response
+from app.api.responses import json_response, json_text_response
 from app.api.rounds import round_request
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, format_cards, parse_cards
 from app.domain.rulesets import PRESETS
-from app.services import rounds
+from app.services import round_reads, rounds
+from app.services.receipts import ReceiptCache
 from app.services.signing import Signer
 from tests.fakes import FakeUnitOfWorks
 from tests.worked_examples import CASES
@@ -251,6 +254,13 @@ def answer_bytes(raw: dict[str, Any], uows: Any, *, operator_id: str = OPERATOR,
 def settle_bytes(raw: dict[str, Any]) -> tuple[bytes, bytes]:
     """Settle ``raw`` twice on a chain in memory (so the second has a previous hash); return
     the second answer's bytes and the bytes of the rows it appended."""
+    answer, rows, _ = settled_and_read(raw)
+    return answer, rows
+
+
+def settled_and_read(raw: dict[str, Any]) -> tuple[bytes, bytes, tuple[bytes, ...]]:
+    """As ``settle_bytes``, with the reads of the second round: as settled, then reversed,
+    and its reversal's."""
     uows = FakeUnitOfWorks()
     answer = b""
     for attempt in range(2):
@@ -258,7 +268,27 @@ def settle_bytes(raw: dict[str, Any]) -> tuple[bytes, bytes]:
         answer = answer_bytes(body, uows, key=f"corpus-key-{attempt}")
     rows = orjson.dumps(sorted(vars(uows.ledger.rounds[-1]).items()), default=_typed_row,
                         option=orjson.OPT_PASSTHROUGH_DATETIME)
-    return answer, rows
+    round_id = uuid.UUID(json.loads(answer)["round_id"])
+    read = read_bytes(round_id, uows)
+    # A reversal's id is drawn at random: here a fixed one, so its receipt is the same.
+    with patch.object(uuid, "uuid4", return_value=uuid.UUID(int=round_id.int ^ 0xFF << 64)):
+        reversal = rounds.reverse(round_id, "corpus reversal", {"reason": "corpus reversal"},
+                                  operator_id=OPERATOR, idempotency_key="corpus-reversal",
+                                  uows=uows, signer=SIGNER)
+    reversed_ = read_bytes(round_id, uows) + read_bytes(
+        uuid.UUID(reversal.body["round_id"]), uows)
+    return answer, rows, (read, reversed_)
+
+
+def read_bytes(round_id: uuid.UUID, uows: Any, *, operator_id: str = OPERATOR,
+               signer: Signer = SIGNER) -> bytes:
+    """Return the bytes ``GET /v1/rounds/{round_id}`` answers for a round stored in ``uows``."""
+    stored = round_reads.get_round(round_id, operator_id=operator_id, uows=uows,
+                              keys=signer.keys, checked=ReceiptCache())
+    if stored is None:
+        raise LookupError(f"no round {round_id}")
+    with _APP.app_context():
+        return json_text_response(stored.text, lambda: stored.body).get_data()
 
 
 def _typed_row(value: Any) -> Any:
@@ -278,7 +308,7 @@ def build() -> dict[str, Any]:
     skipped = 0
     for name, raw in requests():
         try:
-            answer, rows = settle_bytes(raw)
+            answer, rows, (read, reversed_) = settled_and_read(raw)
         except Exception as error:  # noqa: BLE001 - a dealt request the rules refuse
             if type(error).__name__ in {"ProblemError", "RoundError", "RulesetError",
                                         "DomainError", "LimitError", "ValidationError"} or \
@@ -287,7 +317,8 @@ def build() -> dict[str, Any]:
                 continue
             raise
         cases.append({"id": name, "request": raw, "answer_sha256": digest(answer),
-                      "rows_sha256": digest(rows), "answer_bytes": len(answer)})
+                      "rows_sha256": digest(rows), "answer_bytes": len(answer),
+                      "read_sha256": digest(read), "reversed_read_sha256": digest(reversed_)})
     return {"source": "tests/settle_corpus.py on the code before issue 43's speed work",
             "skipped": skipped, "cases": cases}
 

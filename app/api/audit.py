@@ -55,7 +55,7 @@ def keyring() -> Keyring:
 
 def checked_receipts() -> ReceiptCache:
     """Return the receipts this process has checked and found good (a read checks a
-    round's once, app.services.rounds.vouch_for)."""
+    round's once, app.services.round_reads.vouch_for)."""
     cache: ReceiptCache = current_app.extensions.setdefault(RECEIPT_CACHE, ReceiptCache())
     return cache
 

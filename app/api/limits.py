@@ -104,6 +104,10 @@ class SharedCounts:
     def free_slot(self, slot: str) -> None:
         self.storage.incr(slot, SLOT_EXPIRY_S, amount=-1)
 
+    def hit_and_take(self, rate: RateLimitItem, name: str, who: str,
+                     slot: str) -> tuple[Count, int]:
+        return _hit_and_take(self, rate, name, who, slot)
+
 
 class LocalCounts:
     """Counts in this worker's memory: moving windows of request times, and slots in use.
@@ -165,6 +169,18 @@ class LocalCounts:
                 self._slots[slot] = left
             else:
                 self._slots.pop(slot, None)
+
+    def hit_and_take(self, rate: RateLimitItem, name: str, who: str,
+                     slot: str) -> tuple[Count, int]:
+        return _hit_and_take(self, rate, name, who, slot)
+
+
+def _hit_and_take(counts: SharedCounts | LocalCounts, rate: RateLimitItem, name: str, who: str,
+                  slot: str) -> tuple[Count, int]:
+    """Count a request against ``rate`` and, when it is allowed, take one of ``slot``'s
+    places: the count, and how many places are taken with it (0 when refused)."""
+    counted = counts.hit(rate, name, who)
+    return counted, counts.take_slot(slot) if counted.allowed else 0
 
 
 def host_counts(directory: Path | None) -> HostCounts | LocalCounts:
@@ -245,8 +261,7 @@ def _count() -> None:
         limit = limiter.limit(name, caller.rate_limits, caller.concurrency_limits)
     slot = f"slots/{name}/{who}"
     try:
-        counted = limiter.counts.hit(limit.rate, name, who)
-        taken = limiter.counts.take_slot(slot) if counted.allowed else 0
+        counted, taken = limiter.counts.hit_and_take(limit.rate, name, who, slot)
     except Exception:  # the shared store went away: serve unlimited rather than not at all
         log.warning("the rate limit store does not answer; %s %s goes on unlimited",
                     request.method, request.path, exc_info=True)

@@ -63,9 +63,13 @@ def _end(response: Response) -> Response:
     started = state.get("request_started", time.perf_counter())
     caller = state.get("caller")
     request = current_request()
-    log.info("%s %s %s", request.method, request.path, response.status_code, extra={
-        "path": request.path,
-        "status": response.status_code,
+    rule = request.url_rule
+    method, path, status = request.method, request.path, response.status_code
+    log.info("%s %s %s", method, path, status, extra={
+        "request_id": request_id, "method": method,
+        "route": None if rule is None else rule.rule,
+        "path": path,
+        "status": status,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "operator": None if caller is None else caller.operator_id,
     })

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -28,6 +29,23 @@ def json_response(body: Any) -> Response:
         text = orjson.dumps(body, default=getattr(provider, "default", None), option=option)
     except orjson.JSONEncodeError:
         return jsonify(body)
+    return _written(provider, text)
+
+
+def json_text_response(text: bytes | None, body: Callable[[], Any]) -> Response:
+    """Answer JSON ``text`` already written as orjson writes ``body()`` (keys in the order
+    built, compact, UTF-8), as ``json_response(body())`` would: as it is when the app's
+    provider writes that layout, else ``body()`` is built and written (as when ``text`` is
+    None)."""
+    provider = current_app.json
+    compact = getattr(provider, "compact", None)
+    if (text is None or (compact is None and current_app.debug) or compact is False
+            or getattr(provider, "sort_keys", True)):
+        return json_response(body())
+    return _written(provider, text)
+
+
+def _written(provider: Any, text: bytes) -> Response:
     if getattr(provider, "ensure_ascii", True) and (not text.isascii() or b"\x7f" in text):
         text = _escaped(text)
     mimetype = getattr(provider, "mimetype", "application/json")

@@ -46,7 +46,7 @@ from app.console.present import (
 )
 from app.db import get_database
 from app.db.reconcile_reader import LedgerReader
-from app.services import audit, balance_breaks, ledger, rounds
+from app.services import audit, balance_breaks, ledger, round_reads, rounds
 from app.services.cursors import InvalidCursor
 from app.services.keys import (
     Caller,
@@ -341,9 +341,9 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
     if not newest:
         return _not_found(f"table {table_id!r} with rounds of yours")
     try:
-        head = rounds.get_round(uuid.UUID(newest[0]["round_id"]),
-                                operator_id=caller.operator_id, uows=uows,
-                                keys=keyring().public, checked=checked_receipts())
+        head = round_reads.get_round(uuid.UUID(newest[0]["round_id"]),
+                                     operator_id=caller.operator_id, uows=uows,
+                                     keys=keyring().public, checked=checked_receipts())
     except rounds.UnverifiedRound as unverified:
         return _unverified(unverified)
     next_link = None
@@ -492,9 +492,9 @@ def round_page(round_id: str) -> Response:
     if parsed is None:
         return _not_found(f"round {round_id!r}")
     try:
-        stored = rounds.get_round(parsed, operator_id=_caller().operator_id,
-                                  uows=get_database().uows, keys=keyring().public,
-                                  checked=checked_receipts())
+        stored = round_reads.get_round(parsed, operator_id=_caller().operator_id,
+                                       uows=get_database().uows, keys=keyring().public,
+                                       checked=checked_receipts())
     except rounds.UnverifiedRound as unverified:
         return _unverified(unverified)
     if stored is None:
@@ -504,10 +504,10 @@ def round_page(round_id: str) -> Response:
     matrix = {(pair["players"][0], pair["players"][1]): pair for pair in body.get("pairs", [])}
     reason = None
     if body.get("reversed_by"):  # the original shows why it was voided, as its reversal does
-        reversal = rounds.get_round(uuid.UUID(body["reversed_by"]),
-                                    operator_id=_caller().operator_id,
-                                    uows=get_database().uows, keys=keyring().public,
-                                    checked=checked_receipts())
+        reversal = round_reads.get_round(uuid.UUID(body["reversed_by"]),
+                                         operator_id=_caller().operator_id,
+                                         uows=get_database().uows, keys=keyring().public,
+                                         checked=checked_receipts())
         reason = None if reversal is None else (reversal.body.get("reversal") or {}).get("reason")
     breaks = balance_breaks.breaks_of(parsed, operator_id=_caller().operator_id,
                               uows=get_database().uows)

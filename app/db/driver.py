@@ -66,18 +66,19 @@ def send_sets(connection: Connection, sql: str, params: Mapping[str, Any]) -> li
 
 
 def read_outside_transaction(connection: Connection, sql: str,
-                             params: Mapping[str, Any]) -> Any:
-    """Send one read in autocommit (one round trip); return its first row. Behind a pooler
-    it runs in a transaction of its own in the same message, so the per-transaction setup
-    (the timeouts, ``TRANSACTION_SETUP``) bounds it too. The connection goes back to the
-    pool as it came, out of autocommit."""
+                             params: Mapping[str, Any], *, sets: bool = False) -> Any:
+    """Send one read in autocommit (one round trip); return its first row (with ``sets``,
+    every row of each of its statements that returns rows, as ``send_sets``). Behind a
+    pooler it runs in a transaction of its own in the same message, so the per-transaction
+    setup (the timeouts, ``TRANSACTION_SETUP``) bounds it too. The connection goes back to
+    the pool as it came, out of autocommit."""
     driver = driver_of(connection)
     setup = connection.get_execution_options().get(TRANSACTION_SETUP)
     if setup:
         sql = f"BEGIN; {setup}; {sql}; COMMIT"
     driver.autocommit = True
     try:
-        return send(connection, sql, params)
+        return send_sets(connection, sql, params) if sets else send(connection, sql, params)
     finally:
         if driver.pgconn.transaction_status in (TransactionStatus.INTRANS,
                                                 TransactionStatus.INERROR):

@@ -18,16 +18,14 @@ from typing import Any
 from psycopg.rows import namedtuple_row, tuple_row
 from psycopg.types.string import TextLoader
 from sqlalchemy import (
-    exists,
     func,
     select,
     text,
-    tuple_,
 )
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, selectinload
 
-from app.db.driver import as_sqlalchemy_errors, driver_of
+from app.db.driver import as_sqlalchemy_errors, driver_of, send, send_sets
 from app.db.models import Chain, LedgerLine, Round, RoundPlayer, RoundRuleset
 from app.services.cursors import Cursor, Page, page_limit
 from app.services.repositories import (
@@ -84,6 +82,18 @@ SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
                   SELECT oid FROM pg_database WHERE datname = current_database()))
           ) AS appending
 """)
+
+
+_HORIZON_SQL = str(_HORIZON).replace("%", "%%")  # psycopg's placeholders
+
+
+def _summary(row: Sequence[Any], players: tuple[PlayerSummary, ...],
+             reversed_by: uuid.UUID | None) -> RoundSummary:
+    """A page's row (_PAGE's columns) as a RoundSummary."""
+    id_, operator_id, table_id, kind, ruleset_name, stake, created_at, seq, reverses, txid, \
+        precision = row
+    return RoundSummary(id_, operator_id, table_id, kind, ruleset_name, stake, created_at, seq,
+                        reverses, txid, precision, players, reversed_by)
 
 
 def commit_horizon(session: Session) -> CommitHorizon:
@@ -198,10 +208,32 @@ WHERE operator_id = %(operator)s AND ruleset_hash = ANY(%(hashes)s)
 """
 
 
-# The columns of a round a list shows, and the one value of its ruleset it needs.
-_SUMMARY_COLUMNS = (Round.id, Round.operator_id, Round.table_id, Round.kind, Round.ruleset_name,
-                    Round.stake, Round.created_at, Round.chain_seq, Round.reverses_round_id,
-                    Round.txid, Round.ruleset["precision"].as_integer().label("precision"))
+# A page of rounds (RoundRepository.list): the columns a list shows and the one value of
+# its ruleset it needs, the filters given joined by AND, then _PAGE_ORDER.
+_PAGE = """
+SELECT r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name, r.stake, r.created_at,
+    r.chain_seq, r.reverses_round_id, r.txid,
+    CAST((SELECT s.ruleset FROM round_rulesets s
+          WHERE s.operator_id = r.operator_id AND s.ruleset_hash = r.ruleset_hash)
+         ->> 'precision' AS INTEGER) AS precision
+FROM rounds r
+WHERE r.operator_id = %(operator)s"""
+_PLAYER_SEATED = """EXISTS (SELECT FROM round_players p
+    WHERE p.operator_id = r.operator_id AND p.round_id = r.id AND p.table_id = r.table_id
+        AND p.chain_seq = r.chain_seq AND p.player_id = %(player)s)"""
+_PAGE_ORDER = "\nORDER BY r.txid DESC, r.id DESC LIMIT %(limit)s"
+_SEATS = """
+SELECT round_id, player_id, points, amount, table_id, chain_seq FROM round_players
+WHERE operator_id = %(operator)s AND round_id = ANY(%(ids)s)
+ORDER BY seat"""
+_SEATS_OF_TABLE = """
+SELECT round_id, player_id, points, amount, table_id, chain_seq FROM round_players
+WHERE operator_id = %(operator)s AND round_id = ANY(%(ids)s)
+    AND table_id = %(table)s AND chain_seq BETWEEN %(first)s AND %(last)s
+ORDER BY seat"""
+_REVERSALS = """
+SELECT reverses_round_id, id FROM rounds
+WHERE operator_id = %(operator)s AND reverses_round_id = ANY(%(ids)s)"""
 
 
 class RoundRepository:
@@ -473,80 +505,79 @@ class RoundRepository:
 
         ``preset`` matches the ruleset's name, ``kind`` the round's kind. A page may hold
         fewer than ``limit`` rounds with a next cursor while an append is in progress.
+        Each round comes with its seats and the round that reverses it, if any. Sent on
+        psycopg directly (plain rows, no statement built per call): the horizon, the page,
+        then its seats and reversals in one message.
         """
         limit = page_limit(limit)
-        stmt = select(*_SUMMARY_COLUMNS).where(Round.operator_id == operator_id)
-        if table_id is not None:
-            stmt = stmt.where(Round.table_id == table_id)
-        if preset is not None:
-            stmt = stmt.where(Round.ruleset_name == preset)
-        if presets is not None:  # a game: its rounds carry one of its preset names
-            stmt = stmt.where(Round.ruleset_name.in_(list(presets)))
-        if kind is not None:
-            stmt = stmt.where(Round.kind == kind)
-        if player_id is not None:
-            # The seat's place must be its round's: a seat added beside another round's
-            # (verify names it) never puts that round on this player's list.
-            stmt = stmt.where(
-                exists().where(RoundPlayer.operator_id == Round.operator_id,
-                              RoundPlayer.round_id == Round.id,
-                              RoundPlayer.table_id == Round.table_id,
-                              RoundPlayer.chain_seq == Round.chain_seq,
-                              RoundPlayer.player_id == player_id)
-            )
-        if created_from is not None:
-            stmt = stmt.where(Round.created_at >= created_from)
-        if created_to is not None:
-            stmt = stmt.where(Round.created_at < created_to)
+        sql = [_PAGE]
+        params: dict[str, Any] = {"operator": operator_id, "limit": limit + 1}
+        for name, value, condition in (
+                ("table", table_id, "r.table_id = %(table)s"),
+                ("preset", preset, "r.ruleset_name = %(preset)s"),
+                ("presets", None if presets is None else list(presets),
+                 "r.ruleset_name = ANY(%(presets)s)"),
+                ("kind", kind, "r.kind = %(kind)s"),
+                # The seat's place must be its round's: a seat added beside another round's
+                # (verify names it) never puts that round on this player's list.
+                ("player", player_id, _PLAYER_SEATED),
+                ("from", created_from, "r.created_at >= %(from)s"),
+                ("to", created_to, "r.created_at < %(to)s")):
+            if value is not None:
+                sql.append(condition)
+                params[name] = value
         # Newest first in commit order, never below a transaction still appending: its
         # rows would commit among those already passed.
-        horizon = commit_horizon(self._session)
+        connection = self._session.connection()
+        next_xid, appending = send(connection, _HORIZON_SQL, {})
+        horizon = CommitHorizon(next_xid, tuple(appending))
         floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
-        stmt = stmt.where(Round.txid < horizon.next_xid, Round.txid > floor)
+        sql.append("r.txid < %(next_xid)s AND r.txid > %(floor)s")
+        params.update(next_xid=horizon.next_xid, floor=floor)
         if after is not None:
-            stmt = stmt.where(tuple_(Round.txid, Round.id) < tuple_(after.txid, after.id))
+            sql.append("(r.txid, r.id) < (%(after_txid)s, %(after_id)s)")
+            params.update(after_txid=after.txid, after_id=after.id)
         # A page shows summaries: leave the large JSON columns (request, result, ruleset)
-        # and the lines in the database, and read only the ruleset's money precision; as
-        # plain rows, since a page builds no ORM objects it would only read once.
-        stmt = stmt.order_by(Round.txid.desc(), Round.id.desc()).limit(limit + 1)
-        found = self._session.execute(stmt).all()
-        players = self._players_of(operator_id, found)
-        rows = [RoundSummary(**row._asdict(), players=players.get(row.id, ())) for row in found]
+        # and the lines in the database, and read only the ruleset's money precision.
+        (found,) = send_sets(connection, " AND ".join(sql) + _PAGE_ORDER, params)
+        seats, reversals = self._seats_and_reversals(connection, operator_id, found)
+        rows = [_summary(row, seats.get(row[0], ()), reversals.get(row[0])) for row in found]
         if len(rows) > limit:
             last = rows[limit - 1]
             return Page(rows[:limit], Cursor(last.txid, last.id))
         # Cut short above an append in progress: go on below it once it has committed.
         return Page(rows, None if floor == 0 else Cursor(floor + 1, _LOWEST_ID))
 
-    def _players_of(self, operator_id: str, rounds: Sequence[Any]
-                    ) -> dict[uuid.UUID, tuple[PlayerSummary, ...]]:
-        """Return the seats of ``rounds`` (rows with id, table_id, chain_seq), each
-        round's in seat order.
+    @staticmethod
+    def _seats_and_reversals(connection: Any, operator_id: str, rounds: Sequence[Any]
+                             ) -> tuple[dict[uuid.UUID, tuple[PlayerSummary, ...]],
+                                        dict[uuid.UUID, uuid.UUID]]:
+        """Return the seats of ``rounds`` (page rows: id, operator, table_id, ..., chain_seq
+        as _PAGE reads them), each round's in seat order, and the rounds reversing them.
 
-        One index scan for all of them (``round_id IN (...)`` under the operator, which
-        PostgreSQL reads as ``= ANY``): the ORM's selectin load of a (operator_id,
-        round_id) pair list was a BitmapOr of one index scan per round, 1.6 ms to plan.
-        The rounds of one table, a run of its chain, are read from the primary key alone,
-        between their lowest and highest chain_seq, where their seats lie together
-        (migration 0018); those of several tables through the unique (operator_id,
-        round_id, player_id), whose entries and rows lie in append order.
+        One index scan for all the seats (``round_id = ANY(...)`` under the operator): the
+        ORM's selectin load of a (operator_id, round_id) pair list was a BitmapOr of one
+        index scan per round, 1.6 ms to plan. The rounds of one table, a run of its chain,
+        are read from the primary key alone, between their lowest and highest chain_seq,
+        where their seats lie together (migration 0018); those of several tables through
+        the unique (operator_id, round_id, player_id), whose entries and rows lie in append
+        order.
         """
         if not rounds:
-            return {}
-        stmt = (select(RoundPlayer.round_id, RoundPlayer.player_id, RoundPlayer.points,
-                       RoundPlayer.amount, RoundPlayer.table_id, RoundPlayer.chain_seq)
-                .where(RoundPlayer.operator_id == operator_id,
-                       RoundPlayer.round_id.in_([row.id for row in rounds]))
-                .order_by(RoundPlayer.seat))
-        places = {row.id: (row.table_id, row.chain_seq) for row in rounds}
-        tables = {row.table_id for row in rounds}
+            return {}, {}
+        ids = [row[0] for row in rounds]
+        places = {row[0]: (row[2], row[7]) for row in rounds}
+        tables = {row[2] for row in rounds}
+        params: dict[str, Any] = {"operator": operator_id, "ids": ids}
+        sql = _SEATS
         if len(tables) == 1:
-            seqs = [row.chain_seq for row in rounds]
-            stmt = stmt.where(RoundPlayer.table_id == tables.pop(),
-                              RoundPlayer.chain_seq.between(min(seqs), max(seqs)))
+            seqs = [row[7] for row in rounds]
+            sql = _SEATS_OF_TABLE
+            params.update(table=tables.pop(), first=min(seqs), last=max(seqs))
+        found, reversed_ = send_sets(connection, f"{sql}; {_REVERSALS}", params)
         seats: dict[uuid.UUID, list[PlayerSummary]] = {}
-        for round_id, player_id, points, amount, table_id, chain_seq in self._session.execute(
-                stmt):
+        for round_id, player_id, points, amount, table_id, chain_seq in found:
             if places.get(round_id) == (table_id, chain_seq):  # not a seat placed elsewhere
                 seats.setdefault(round_id, []).append(PlayerSummary(player_id, points, amount))
-        return {round_id: tuple(found) for round_id, found in seats.items()}
+        return ({round_id: tuple(kept) for round_id, kept in seats.items()},
+                {target: reversal for target, reversal in reversed_})

@@ -7,6 +7,7 @@ services' exceptions (app.db.driver.retryable): RetryableConflict, ConnectionLos
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -23,7 +24,8 @@ from app.db.keys import ApiKeyRepository, ConsoleSignOutRepository, check_key
 from app.db.ledger import LedgerRepository
 from app.db.matches import MatchRepository
 from app.db.repositories import RoundRepository
-from app.services.repositories import KeyCheck
+from app.db.round_reads import read_round, read_round_rest
+from app.services.repositories import KeyCheck, RoundRead, RoundRest
 from app.services.uow import IsolationLevel
 
 
@@ -131,3 +133,11 @@ class SqlUnitOfWorkFactory:
     def read_key(self, key_id: str) -> KeyCheck | None:
         """Read what authenticates key ``key_id`` in one statement in autocommit."""
         return check_key(self._engine, key_id)
+
+    def read_round(self, operator_id: str, round_id: uuid.UUID) -> RoundRead | None:
+        """Read one round as a read serves it, in one statement in autocommit."""
+        return read_round(self._engine, operator_id, round_id)
+
+    def read_round_rest(self, operator_id: str, round_id: uuid.UUID) -> RoundRest | None:
+        """Read the rest of what a round's content hash covers, in one message."""
+        return read_round_rest(self._engine, operator_id, round_id)

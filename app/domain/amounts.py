@@ -173,8 +173,9 @@ def whole_units(exact: Exact, precision: int) -> bool:
 def units_decimal(units: int, precision: int) -> Decimal:
     """Return ``units`` of 10**-precision as a Decimal with exactly ``precision`` decimals."""
     # Decimal(int) is exact in any context, and EXACT's scaleb never rounds (nor reads
-    # the integer as text, which Python refuses past 4,300 digits).
-    return Decimal(units).scaleb(-precision, EXACT)
+    # the integer as text, which Python refuses past 4,300 digits); at precision 0 it is
+    # the amount itself.
+    return Decimal(units) if precision == 0 else Decimal(units).scaleb(-precision, EXACT)
 
 
 def ratio_decimal(numerator: int, denominator: int) -> Decimal:

@@ -237,33 +237,32 @@ def table_problems(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Prob
                                 f"[{bankers[0]}] is the banker already", "banker_count"))
     ids: dict[str, int] = {}
     for i, s in enumerate(seats):
-        at = f"players[{i}]"
         if s.player_id in ids:
-            problems.append(Problem(f"{at}.player_id", f"player {s.player_id!r} is seated "
+            problems.append(Problem(f"players[{i}].player_id", f"player {s.player_id!r} is seated "
                                     f"twice (also players[{ids[s.player_id]}])",
                                     "duplicate_player"))
         ids.setdefault(s.player_id, i)
         if s.banker:
             if s.bet_multiple is not None:
-                problems.append(Problem(f"{at}.bet_multiple", "the banker places no bet",
+                problems.append(Problem(f"players[{i}].bet_multiple", "the banker places no bet",
                                         "banker_bet"))
             if s.grab_multiple is None and 1 not in rules.grab_multiples:
-                problems.append(Problem(f"{at}.grab_multiple", "the banker grabs at 1 "
+                problems.append(Problem(f"players[{i}].grab_multiple", "the banker grabs at 1 "
                                         "unless it gives grab_multiple, and 1 is not one of "
                                         f"{list(rules.grab_multiples)}", "missing_grab"))
             elif s.grab_multiple is not None and s.grab_multiple not in rules.grab_multiples:
-                problems.append(Problem(f"{at}.grab_multiple", f"grab_multiple "
+                problems.append(Problem(f"players[{i}].grab_multiple", f"grab_multiple "
                                         f"{s.grab_multiple} is not one of "
                                         f"{list(rules.grab_multiples)}", "bad_multiple"))
         else:
             if s.grab_multiple is not None:
-                problems.append(Problem(f"{at}.grab_multiple", "only the banker grabs",
+                problems.append(Problem(f"players[{i}].grab_multiple", "only the banker grabs",
                                         "not_banker"))
             if s.bet_multiple is None:
-                problems.append(Problem(f"{at}.bet_multiple", "each player but the banker "
+                problems.append(Problem(f"players[{i}].bet_multiple", "each player but the banker "
                                         "gives its bet_multiple", "missing_bet"))
             elif s.bet_multiple not in rules.bet_multiples:
-                problems.append(Problem(f"{at}.bet_multiple", f"bet_multiple "
+                problems.append(Problem(f"players[{i}].bet_multiple", f"bet_multiple "
                                         f"{s.bet_multiple} is not one of "
                                         f"{list(rules.bet_multiples)}", "bad_multiple"))
     return problems

@@ -94,7 +94,14 @@ def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Dec
 def check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str, Exact]:
     problems: list[Problem] = []
     held: dict[str, Exact] = {}
+    scale = 10 ** precision
     for i, (pid, value) in enumerate(balances.items()):
+        if (value.__class__ is Decimal and pid.__class__ is str and pid and pid != HOUSE
+                and pid != CASHIER and value.is_finite()):  # the common balance: no path
+            ratio = Exact(*value.as_integer_ratio())
+            if ratio.numerator >= 0 and scale % ratio.denominator == 0:
+                held[pid] = ratio
+                continue
         path = f"players[{i}]"
         if not isinstance(pid, str) or not pid:
             problems.append(Problem(f"{path}.player_id", f"a player id must be a non-empty "

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 from math import lcm
 
 from app.domain.amounts import (
@@ -146,7 +147,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     p = money.precision
     scale = 10 ** p
     unit = units_decimal
-    rate = Fraction(money.fee_rate)
+    rate = _fraction(money.fee_rate)
     pair_fees = dict.fromkeys(ids, 0)
     if money.fee_basis is FeeBasis.PAIR:
         # Each won pair's amount after payout, toward zero at the precision, then its fee
@@ -189,6 +190,12 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         lines=tuple(lines))
     check_settlement(settlement)
     return settlement
+
+
+@lru_cache(maxsize=64)
+def _fraction(rate: Decimal) -> Fraction:
+    """A fee rate as an exact fraction, made once per rate (rulesets share a few)."""
+    return Fraction(rate)
 
 
 def _fee_units(won_units: int, rate: Fraction) -> int:

@@ -15,8 +15,8 @@ import uuid
 from dataclasses import dataclass
 
 from app.json_codec import canonical_json
-from app.services.receipts import ReceiptCache
-from app.services.rounds import UnverifiedRound, round_content, vouch_for
+from app.services.receipts import ReceiptCache, receipt_problem
+from app.services.rounds import UnverifiedRound, round_content
 from app.services.signing import PublicKeys
 from app.services.uow import UnitOfWorkFactory
 
@@ -32,7 +32,8 @@ class StoredContent:
 def get_content(round_id: uuid.UUID, *, operator_id: str, uows: UnitOfWorkFactory,
                 keys: PublicKeys, checked: ReceiptCache) -> StoredContent | None:
     """Return the canonical text a stored round's content hash covers, once its evidence
-    holds as a read's does (``vouch_for``); None when the operator has no such round.
+    holds as a read's does: its receipt checked (once per process, ``checked``), its
+    content hashing to what the receipt signs; None when the operator has no such round.
 
     The text served is hashed again every time, so it is always the text the receipt
     signs; raises UnverifiedRound otherwise.
@@ -41,7 +42,12 @@ def get_content(round_id: uuid.UUID, *, operator_id: str, uows: UnitOfWorkFactor
         round_ = uow.rounds.get(round_id, operator_id)
         if round_ is None:
             return None
-        vouch_for(round_, keys, checked)
+        key = ReceiptCache.key(round_, "content")
+        if key not in checked:
+            problem = receipt_problem(keys, round_)
+            if problem is not None:
+                raise UnverifiedRound(round_.id, problem.what, problem.detail)
+            checked.add(key)
         text = canonical_json(round_content(round_, round_.players, round_.lines))
         signed = round_.content_hash
         if hashlib.sha256(text).hexdigest() != signed:

@@ -239,7 +239,8 @@ class KeyCache:
 
     A kept key is checked again on every request (secret, revocation as read, expiry by
     the database's clock then plus the time since), so a revoked key is refused within
-    ``ttl_s``. Only keys that exist are kept, at most ``MAX_KEYS``, the oldest going first.
+    ``ttl_s``. Only keys that exist are kept, at most ``MAX_KEYS``, the oldest going first;
+    each with the Caller it authenticates as, built once.
     """
 
     MAX_KEYS = 10_000
@@ -247,33 +248,68 @@ class KeyCache:
     def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self.clock = clock
-        self._kept: dict[str, tuple[float, KeyCheck]] = {}
+        self._kept: dict[str, tuple[float, KeyCheck, Caller | None]] = {}
         self._lock = threading.Lock()
 
     def read(self, uows: UnitOfWorkFactory, key_id: str) -> KeyCheck | None:
         """Return the key ``key_id`` as read at most ``ttl_s`` ago, or read it now."""
+        kept = self._kept_or_read(uows, key_id)
+        if kept is None:
+            return None
+        read_at, check, _ = kept
+        if read_at is None:
+            return check
+        return replace(check, now=check.now + timedelta(seconds=self.clock() - read_at))
+
+    def caller(self, uows: UnitOfWorkFactory, key_id: str, secret: str) -> Caller:
+        """Return who key ``key_id`` is when ``secret`` is its secret, as ``authenticate``
+        decides it on the key read at most ``ttl_s`` ago; raise InvalidToken."""
+        kept = self._kept_or_read(uows, key_id)
+        if kept is None:
+            raise InvalidToken("invalid", "the API key is not valid")
+        read_at, check, caller = kept
+        # Constant-time, so response timing does not reveal how much of a guess was right.
+        if not hmac.compare_digest(check.secret_hash, hash_secret(secret)):
+            raise InvalidToken("invalid", "the API key is not valid")
+        if caller is None:  # revoked or expired as read, or read just now: decide it now
+            return _caller_of(check)
+        if check.expires_at is not None and read_at is not None and check.expires_at <= (
+                check.now + timedelta(seconds=self.clock() - read_at)):
+            raise _expired(check.expires_at)
+        return caller
+
+    def _kept_or_read(self, uows: UnitOfWorkFactory, key_id: str
+                      ) -> tuple[float | None, KeyCheck, Caller | None] | None:
+        """Return (when it was read, or None for now; the key; its Caller when it is
+        neither revoked nor expiring), or None when there is no such key."""
         if self.ttl_s <= 0:
-            return uows.read_key(key_id)
+            found = uows.read_key(key_id)
+            return None if found is None else (None, found, None)
         now = self.clock()
         kept = self._kept.get(key_id)
         if kept is not None and now - kept[0] < self.ttl_s:
-            read_at, check = kept
-            return replace(check, now=check.now + timedelta(seconds=now - read_at))
+            return kept
         found = uows.read_key(key_id)
-        if found is not None:
-            with self._lock:
-                self._kept.pop(key_id, None)
-                self._kept[key_id] = (now, found)
-                while len(self._kept) > self.MAX_KEYS:
-                    del self._kept[next(iter(self._kept))]
-        return found
+        if found is None:
+            return None
+        # Built once for a key usable as read; its expiry is checked on every request.
+        caller = (_caller_of(found) if found.revoked_at is None and (
+            found.expires_at is None or found.expires_at > found.now) else None)
+        with self._lock:
+            self._kept.pop(key_id, None)
+            self._kept[key_id] = (now, found, caller)
+            while len(self._kept) > self.MAX_KEYS:
+                del self._kept[next(iter(self._kept))]
+        return now, found, caller
 
 
 def authenticate(uows: UnitOfWorkFactory, token: str, cache: KeyCache | None = None) -> Caller:
     """Return who ``token`` belongs to, read from the database now or, with ``cache``, at
     most its ``ttl_s`` ago; raise InvalidToken."""
     key_id, secret = parse_token(token)
-    found = uows.read_key(key_id) if cache is None else cache.read(uows, key_id)
+    if cache is not None:
+        return cache.caller(uows, key_id, secret)
+    found = uows.read_key(key_id)
     if found is None:
         raise InvalidToken("invalid", "the API key is not valid")
     # Constant-time, so response timing does not reveal how much of a guess was right.
@@ -287,9 +323,13 @@ def _caller_of(found: KeyCheck) -> Caller:
     if found.revoked_at is not None:
         raise InvalidToken("revoked", "the API key was revoked")
     if found.expires_at is not None and found.expires_at <= found.now:
-        raise InvalidToken("expired", f"the API key expired at {found.expires_at.isoformat()}")
+        raise _expired(found.expires_at)
     return Caller(found.id, found.operator_id, frozenset(Scope(s) for s in found.scopes),
                   found.rate_limits or {}, found.concurrency_limits or {})
+
+
+def _expired(expires_at: datetime) -> InvalidToken:
+    return InvalidToken("expired", f"the API key expired at {expires_at.isoformat()}")
 
 
 def _bare_id(given: str) -> str:

@@ -92,11 +92,12 @@ def utc_text(moment: datetime) -> str:
 
 class ReceiptCache:
     """The receipts a process has checked and found good, so a round read again is not
-    checked again: keyed by everything the check read, so a changed row is checked anew."""
+    checked again: keyed by everything the check read, so a changed row is checked anew.
+    Each key keeps a value the check found with it (what the reader may rely on then)."""
 
     def __init__(self, size: int = 65_536) -> None:
         self._size = size
-        self._good: OrderedDict[tuple[object, ...], None] = OrderedDict()
+        self._good: OrderedDict[tuple[object, ...], object] = OrderedDict()
         self._lock = Lock()
 
     @staticmethod
@@ -106,15 +107,22 @@ class ReceiptCache:
                 round_.receipt_signature, extra)
 
     def __contains__(self, key: tuple[object, ...]) -> bool:
-        with self._lock:
-            if key in self._good:
-                self._good.move_to_end(key)
-                return True
-            return False
+        return self.get(key) is not None
 
-    def add(self, key: tuple[object, ...]) -> None:
+    def get(self, key: tuple[object, ...]) -> object | None:
+        """Return the value kept with ``key`` when it was found good, else None."""
         with self._lock:
-            self._good[key] = None
+            found = self._good.get(key)
+            if found is not None:
+                self._good.move_to_end(key)
+            return found
+
+    def add(self, key: tuple[object, ...], value: object = True) -> None:
+        """Remember ``key`` as found good, with ``value`` (not None)."""
+        if value is None:
+            raise ValueError("a checked receipt keeps a value other than None")
+        with self._lock:
+            self._good[key] = value
             self._good.move_to_end(key)
             while len(self._good) > self._size:
                 self._good.popitem(last=False)

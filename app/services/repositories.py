@@ -167,6 +167,44 @@ class StoredColumns(RoundColumns, Protocol):
     def receipt_signature(self) -> str | None: ...
 
 
+class ShownColumns(Protocol):
+    """What a round's answer shows of its row besides its result (app.services.rounds:
+    answer_head, answer_tail): a stored round's columns, or a RoundRead."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def operator_id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def ruleset_name(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def chain_seq(self) -> int: ...
+
+    @property
+    def prev_hash(self) -> str | None: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def receipt_key_id(self) -> str | None: ...
+
+    @property
+    def receipt_signature(self) -> str | None: ...
+
+    @property
+    def reverses_round_id(self) -> uuid.UUID | None: ...
+
+
 class RoundWithRows(StoredColumns, Protocol):
     """A stored round with its seats and its ledger lines (rows with their columns as
     attributes, PLAYER_COLUMNS and LINE_COLUMNS and the copies of the round's)."""
@@ -176,6 +214,45 @@ class RoundWithRows(StoredColumns, Protocol):
 
     @property
     def lines(self) -> Sequence[Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRead:
+    """A round as a read serves it, in one statement: the columns its answer shows and its
+    receipt check reads, its result as the text stored, and the round that reverses it."""
+
+    id: uuid.UUID
+    operator_id: str
+    table_id: str
+    kind: str
+    ruleset_name: str
+    created_at: datetime
+    chain_seq: int
+    prev_hash: str | None
+    content_hash: str
+    receipt_key_id: str | None
+    receipt_signature: str | None
+    reverses_round_id: uuid.UUID | None
+    content_version: int
+    result: str
+    reversed_by: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRest:
+    """The rest of what a round's content hash covers, read when a read first checks it:
+    its request and ruleset as their stored JSON text (the ruleset None when it is not
+    kept), and its seats and lines as mappings of their columns (PLAYER_COLUMNS and
+    LINE_COLUMNS)."""
+
+    ruleset_hash: str
+    stake: Decimal
+    request: str
+    ruleset: str | None
+    idempotency_key: str | None
+    body_hash: str | None
+    players: Sequence[Mapping[str, Any]]
+    lines: Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +311,8 @@ class RoundSummary:
     # The stored ruleset's money precision; None if the ruleset was changed to lack it.
     precision: int | None
     players: tuple[PlayerSummary, ...]
+    # The round that reverses this one, if any.
+    reversed_by: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

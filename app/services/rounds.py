@@ -15,8 +15,8 @@ checkpoint that signs the hash signs the money rows too. The receipt is signed o
 the round is appended, and stored with it. Its ``created_at`` is the database's clock read
 under the chain's lock, so times never run backwards along a chain, and it is hashed as
 UTC ISO 8601 text, which reads back the same whatever time zone the session runs in.
-Settle, reverse and read share this module, longer than most: they share the content
-statement and the replay.
+Settle, reverse and replay share this module, longer than most: they share the content
+statement; a read of a stored round is app.services.round_reads.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from app.services.balance_breaks import refuse_breaks, stored_breaks, table_brea
 from app.services.cursors import Cursor, Page
 from app.services.ledger import REVERSAL_KIND, line_rows, player_rows, reversal_result
 from app.services.play import PlayedRound, parse_round, play
-from app.services.receipts import ReceiptCache, receipt_problem
+from app.services.receipts import receipt_problem
 from app.services.repositories import (
     LINE_COLUMNS,
     PLAYER_COLUMNS,
@@ -56,6 +56,7 @@ from app.services.repositories import (
     KeyUse,
     RoundColumns,
     RoundSummary,
+    ShownColumns,
     StoredColumns,
 )
 from app.services.round_json import round_body
@@ -489,67 +490,30 @@ def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None,
     ``reverses_round_id`` links a reversal to its round and ``reversed_by`` the other way;
     the second is found on read, as the original is never written again.
     """
-    return {
-        "round_id": str(round_.id), "kind": round_.kind,
-        "game": game_of_preset(round_.ruleset_name).value, "operator_id": round_.operator_id,
-        "created_at": utc_text(round_.created_at),
-        **(round_.result if result is None else result),
-        "chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
-                  "content_hash": round_.content_hash,
-                  "signature": round_.receipt_signature, "key_id": round_.receipt_key_id},
-        "reverses_round_id": None if round_.reverses_round_id is None
-        else str(round_.reverses_round_id),
-        "reversed_by": None if reversed_by is None else str(reversed_by),
-    }
+    return {**answer_head(round_), **(round_.result if result is None else result),
+            **answer_tail(round_, reversed_by)}
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRound:
-    """One round as read, and its strong entity tag."""
-
-    body: dict[str, Any]
-    etag: str
-
-
-def round_etag(content_hash_: str, reversed_by: uuid.UUID | None) -> str:
-    """Return a round's entity tag (unquoted): its content hash, and its reversal if any.
-
-    The round itself never changes; what a reader sees changes once, when it is reversed.
-    """
-    return content_hash_ if reversed_by is None else f"{content_hash_}.{reversed_by.hex}"
+def answer_head(round_: ShownColumns) -> dict[str, Any]:
+    """The keys a round's answer shows before its result's."""
+    return {"round_id": str(round_.id), "kind": round_.kind,
+            "game": game_of_preset(round_.ruleset_name).value,
+            "operator_id": round_.operator_id, "created_at": utc_text(round_.created_at)}
 
 
-def get_round(round_id: uuid.UUID, *, operator_id: str, uows: UnitOfWorkFactory,
-              keys: PublicKeys, checked: ReceiptCache) -> StoredRound | None:
-    """Return a stored round as the API shows it, once its evidence holds: its receipt is
-    the service's signature of its content hash, and its content (seats and lines with it)
-    hashes to that. ``checked`` remembers the rounds this process found good. Raises
-    UnverifiedRound otherwise."""
-    with uows() as uow:
-        round_ = uow.rounds.get(round_id, operator_id)
-        if round_ is None:
-            return None
-        vouch_for(round_, keys, checked)
-        reversed_by = uow.rounds.reversals_of(operator_id, [round_.id]).get(round_.id)
-        return StoredRound(round_json(round_, reversed_by=reversed_by),
-                           round_etag(round_.content_hash, reversed_by))
+def answer_tail(round_: ShownColumns, reversed_by: uuid.UUID | None) -> dict[str, Any]:
+    """The keys a round's answer shows after its result's: its receipt and its links."""
+    return {"chain": {"seq": round_.chain_seq, "prev_hash": round_.prev_hash,
+                      "content_hash": round_.content_hash,
+                      "signature": round_.receipt_signature, "key_id": round_.receipt_key_id},
+            "reverses_round_id": None if round_.reverses_round_id is None
+            else str(round_.reverses_round_id),
+            "reversed_by": None if reversed_by is None else str(reversed_by)}
 
 
-def vouch_for(round_: Any, keys: PublicKeys, checked: ReceiptCache) -> None:
-    """Check a stored round (with its seats and lines) the first time this process serves
-    it; raise UnverifiedRound when its receipt or its content hash fails."""
-    key = ReceiptCache.key(round_)
-    if key in checked:
-        return
-    problem = receipt_problem(keys, round_)
-    if problem is not None:
-        raise UnverifiedRound(round_.id, problem.what, problem.detail)
-    recomputed = content_hash(round_, round_.players, round_.lines)
-    if recomputed != round_.content_hash:
-        raise UnverifiedRound(round_.id, "content_hash", f"the round's content hashes to "
-                              f"{recomputed}, not to the {round_.content_hash} its receipt "
-                              "signs")
-    checked.add(key)
+# The keys answer_head and answer_tail write.
+ANSWER_KEYS = frozenset(("round_id", "kind", "game", "operator_id", "created_at", "chain",
+                         "reverses_round_id", "reversed_by"))
 
 
 ROUNDS_LIST = "rounds"
@@ -574,8 +538,7 @@ def list_rounds(*, operator_id: str, uows: UnitOfWorkFactory, table_id: str | No
             operator_id, table_id=table_id, player_id=player_id, created_from=created_from,
             created_to=created_to, preset=preset, kind=kind, limit=limit, after=after,
             presets=None if game is None else presets_of(Game(game)))
-        reversed_by = uow.rounds.reversals_of(operator_id, [r.id for r in page.items])
-        items = [_summary(r, reversed_by.get(r.id)) for r in page.items]
+        items = [_summary(r, r.reversed_by) for r in page.items]
     return {"items": items,
             "next_cursor": None if page.next_cursor is None
             else cursors.encode(ROUNDS_LIST, filters, page.next_cursor.position())}

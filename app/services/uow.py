@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -24,7 +25,9 @@ from app.services.repositories import (
     KeyRepository,
     LedgerRepository,
     MatchRepository,
+    RoundRead,
     RoundRepository,
+    RoundRest,
     SignOutRepository,
 )
 
@@ -108,6 +111,16 @@ class UnitOfWorkFactory(Protocol):
     def read_key(self, key_id: str) -> KeyCheck | None:
         """Read what authenticates API key ``key_id``, outside any unit of work (every
         request does it, so it is one read and nothing more), or None."""
+        ...
+
+    def read_round(self, operator_id: str, round_id: uuid.UUID) -> RoundRead | None:
+        """Read one round of ``operator_id`` as a read serves it, outside any unit of work
+        (one statement: a stored round never changes), or None."""
+        ...
+
+    def read_round_rest(self, operator_id: str, round_id: uuid.UUID) -> RoundRest | None:
+        """Read the rest of what round ``round_id``'s content hash covers, its seats and
+        lines with it, outside any unit of work (one message), or None."""
         ...
 
 

@@ -52,12 +52,13 @@ def _rows(connection: Any, sql: str, round_id: str) -> list[dict[str, Any]]:
 
 def _forge(engine: Engine, body: dict[str, Any], *, signer: Signer | None = None,
            signature: str = GARBAGE, move: int = 0, key: str | None = None,
-           body_hash: str | None = None) -> str:
+           body_hash: str | None = None, result_text: str | None = None) -> str:
     """Append, as the service's login, a copy of a stored round at its chain's head under a
     new id, with a content hash computed the service's way over what is appended. Its
     first player's seat and lines take ``move`` from its last's (balanced, so the function
     takes them). Signed by ``signer`` if given, else carrying ``signature`` under the
-    service's real key id. Returns the new round's id."""
+    service's real key id; its result stored as ``result_text`` if given (the same value).
+    Returns the new round's id."""
     round_id = str(uuid.uuid4())
     key = key or f"forged-{round_id}"
     with engine.begin() as connection:
@@ -103,7 +104,8 @@ def _forge(engine: Engine, body: dict[str, Any], *, signer: Signer | None = None
             row["content_hash"]))
     else:
         row["receipt_signature"] = signature
-    result = row.pop("result")
+    result = row.pop("result") if result_text is None else result_text
+    row.pop("result", None)
     with engine.begin() as connection:
         connection.execute(text("SELECT * FROM ledger_take(:lock, :operator, :table, :key)"),
                            {"lock": key, "operator": body["operator_id"],
@@ -221,3 +223,21 @@ def test_a_replay_does_not_serve_a_round_the_service_did_not_sign(auditor, engin
     retried = auditor.post("/v1/rounds", json=raw, headers={"Idempotency-Key": key})
     assert retried.status_code == 409, retried.get_json()
     assert retried.get_json()["type"] == "/problems/unverified-round"
+
+
+def test_a_result_changed_after_its_round_was_read_is_checked_again_and_not_served(
+        auditor, owner_engine):
+    """A read checks a round once per process, remembered under everything it serves: the
+    result's stored text counts, so a text changed behind the service's back after the
+    first read is checked again, and refused."""
+    from tests.e2e.test_audit_api import _as_attacker
+
+    body = _settle(auditor, _table(), EX_000)
+    assert auditor.get(f"/v1/rounds/{body['round_id']}").status_code == 200
+    amount = body["players"][0]["amount"]
+    _as_attacker(owner_engine, "UPDATE rounds SET result = replace(result, :was, :now) "
+                 "WHERE id = :id", was=f'"amount":"{amount}"', now='"amount":"1000000"',
+                 id=body["round_id"])
+    refused = auditor.get(f"/v1/rounds/{body['round_id']}")
+    assert refused.status_code == 409, refused.get_json()
+    assert refused.get_json()["errors"][0]["code"] == "content_hash"

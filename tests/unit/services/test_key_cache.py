@@ -75,3 +75,38 @@ def test_the_oldest_keys_go_first_past_the_bound(monkeypatch):
     assert keys.reads == 3
     cache.read(keys, "a")
     assert keys.reads == 4
+
+
+def _token_key(key_id: str, secret: str, **changes: object) -> KeyCheck:
+    from dataclasses import replace
+
+    from app.services.keys import hash_secret
+
+    return replace(_key(key_id), secret_hash=hash_secret(secret), **changes)
+
+
+def test_a_kept_key_is_decided_on_every_request_as_a_fresh_read_would_be():
+    import pytest
+
+    from app.services.keys import InvalidToken
+
+    secret = "s" * 43
+    expiring = _token_key("e", secret, expires_at=READ_AT + timedelta(seconds=3))
+    revoked = _token_key("r", secret, revoked_at=READ_AT)
+    keys, clock = Keys(e=expiring, r=revoked), Clock()
+    cache = KeyCache(5, clock)
+    assert cache.caller(keys, "e", secret).operator_id == "op"
+    with pytest.raises(InvalidToken) as wrong:
+        cache.caller(keys, "e", "t" * 43)
+    assert wrong.value.reason == "invalid"
+    clock.now += 2.9
+    assert cache.caller(keys, "e", secret).key_id == "e"
+    clock.now += 0.1  # the database's clock as read, moved on: the key has expired
+    with pytest.raises(InvalidToken) as expired:
+        cache.caller(keys, "e", secret)
+    assert expired.value.reason == "expired"
+    for _ in range(2):
+        with pytest.raises(InvalidToken) as refused:
+            cache.caller(keys, "r", secret)
+        assert refused.value.reason == "revoked"
+    assert keys.reads == 2

@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.api.schemas import RoundRequestSchema
-from app.services import rounds
+from app.services import round_reads, rounds
 from app.services.receipts import ReceiptCache
 from app.services.signing import Signer
 from app.services.uow import ConnectionLost, RetryableConflict
@@ -108,14 +108,14 @@ def test_a_reversal_mirrors_the_round_on_its_chain_once():
 def test_a_stored_round_reads_back_with_its_reversal():
     uows = FakeUnitOfWorks()
     original = _settle(uows, round_request(EX_000, "t1"), "k1").body
-    read = rounds.get_round(uuid.UUID(original["round_id"]), operator_id=OPERATOR, uows=uows,
+    read = round_reads.get_round(uuid.UUID(original["round_id"]), operator_id=OPERATOR, uows=uows,
                             keys=SIGNER.keys, checked=ReceiptCache())
     # A read is the stored round; the settle answer adds the breaks it found (none here).
     assert original.pop("balance_breaks") == []
     assert read is not None and read.body == original
     reversal = _reverse(uows, original["round_id"], "r1").body
-    read = rounds.get_round(uuid.UUID(original["round_id"]), operator_id=OPERATOR, uows=uows,
+    read = round_reads.get_round(uuid.UUID(original["round_id"]), operator_id=OPERATOR, uows=uows,
                             keys=SIGNER.keys, checked=ReceiptCache())
     assert read is not None and read.body["reversed_by"] == reversal["round_id"]
-    assert rounds.get_round(uuid.UUID(original["round_id"]), operator_id="another",
+    assert round_reads.get_round(uuid.UUID(original["round_id"]), operator_id="another",
                             uows=uows, keys=SIGNER.keys, checked=ReceiptCache()) is None
