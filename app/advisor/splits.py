@@ -178,21 +178,21 @@ def _undominated(st: np.ndarray, extra: np.ndarray) -> np.ndarray:
     ``st`` holds distinct triples in ascending (back, middle, front) order, so read
     backwards a split can only be dominated by one before it (an equal back needs an
     equal middle, then a higher front), and, dominance being transitive, by one already
-    kept. Each chunk is checked against the kept splits first, which drop most of it; the
-    few left are checked against each other, earlier ones only.
+    kept. Each chunk is checked against itself, earlier ones only; then every split still
+    waiting against the chunk's kept ones, which drops most of them at once.
     """
     s = np.concatenate([st[::-1, :2], extra[::-1]], axis=1)  # the back is never worse
     s = _ranks(s[:, (s != s[:1]).any(axis=0)])  # a column equal in every split decides nothing
-    kept = np.zeros((0, s.shape[1]), dtype=s.dtype)
     keep = np.zeros(len(s), dtype=bool)
+    waiting = np.arange(len(s))
     chunk = 256
-    for a in range(0, len(s), chunk):
-        part = s[a:a + chunk]
-        left = np.flatnonzero(~_covered(part, kept).any(axis=1))
-        rest = part[left]
-        new = left[~np.tril(_covered(rest, rest), k=-1).any(axis=1)]
-        keep[a + new] = True
-        kept = np.concatenate([kept, part[new]])
+    while len(waiting):
+        part, waiting = waiting[:chunk], waiting[chunk:]
+        rows = s[part]
+        new = ~np.tril(_covered(rows, rows), k=-1).any(axis=1)
+        keep[part[new]] = True
+        if len(waiting):
+            waiting = waiting[~_covered(s[waiting], rows[new]).any(axis=1)]
     return keep[::-1]
 
 
