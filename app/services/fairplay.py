@@ -293,12 +293,18 @@ def cases(figures: Sequence[PairFigures]) -> list[Case]:
     return out
 
 
+def evidence_rounds(f: PairFigures, top: int = EVIDENCE) -> list[Mapping[str, Any]]:
+    """The pair's hands where A's choice gave B the most beyond what it gave the others:
+    by ``d``, then ``t``. A hand where A played badly against everyone has a large ``t``
+    towards B too, but a ``d`` near zero; a hand A bent towards B has both."""
+    return sorted(f.rounds, key=lambda r: (-float(r["d"]), -r["t"], str(r["round_id"])))[:top]
+
+
 def evidence_hands(f: PairFigures, evidence: Mapping[Any, Mapping[str, Any]],
                    top: int = EVIDENCE) -> list[dict[str, Any]]:
-    """The pair's hands where A's choice gave B the most, with what A held and played."""
-    hands = sorted(f.rounds, key=lambda r: (-r["t"], str(r["round_id"])))[:top]
+    """The pair's evidence hands (``evidence_rounds``), with what A held and played."""
     out = []
-    for r in hands:
+    for r in evidence_rounds(f, top):
         ev = (evidence.get(r["round_id"]) or {}).get(f.player_a) or {}
         out.append({"round_id": str(r["round_id"]), "table_id": r["table_id"],
                     "played_at": r["played_at"], "t": r["t"], "d": round(float(r["d"]), 4),
@@ -386,7 +392,7 @@ def cases_report(reader: Reader, operator_id: str, start: datetime, end: datetim
     figures, truncated = _read(reader, operator_id, start, end, table_id)
     found = cases(figures)
     ids = {r["round_id"] for c in found if c.figures is not None
-           for r in sorted(c.figures.rounds, key=lambda r: -r["t"])[:EVIDENCE]}
+           for r in evidence_rounds(c.figures)}
     evidence = reader.evidence(operator_id, VERSION, ids)
     out = []
     for c in found:
