@@ -206,8 +206,10 @@ class _Ranked:
     table: str
 
 
-def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random) -> _Ranked:
-    """Rank the splits of ``hand`` by the model: the shortlist the deals then play."""
+def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
+            claim: SpecialName | None) -> _Ranked:
+    """Rank the splits of ``hand`` by the model: the shortlist the deals then play.
+    ``claim`` is ``special_claim(hand, rules)``, which the caller has found already."""
     low = rules.ace_low_straight
     banker = rules.topology is Topology.BANKER
     category = lookup(low).category
@@ -243,7 +245,7 @@ def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random) 
         candidates.append((a, fine_of[i]))
     if all(a != kb for a, _ in candidates):
         candidates.append((kb, float(points(kb_strengths, FINE)[0])))
-    return _Ranked(hand, candidates, kb, special_claim(hand, rules), table)
+    return _Ranked(hand, candidates, kb, claim, table)
 
 
 def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
@@ -258,12 +260,13 @@ def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
     """
     n = rules.max_players if players is None else players
     hand = tuple(sorted(cards, key=lambda c: c.order))
-    if special_claim(hand, rules) is not None or OVERRIDE_Z is not None:
+    claim = special_claim(hand, rules)
+    if claim is not None or OVERRIDE_Z is not None:
         advice = advise(hand, rules, n)
         claimed = advice.special.special if advice.claim and advice.special else None
         assert advice.best.arrangement is not None
         return advice.best.arrangement, claimed
-    ranked = _ranked(hand, rules, n, random.Random(seed_of(hand, rules, n)))
+    ranked = _ranked(hand, rules, n, random.Random(seed_of(hand, rules, n)), None)
     return ranked.candidates[0][0], None
 
 
@@ -274,7 +277,7 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     hand = tuple(sorted(cards, key=lambda c: c.order))
     seed = seed_of(hand, rules, n)
     rng = random.Random(seed)
-    ranked = _ranked(hand, rules, n, rng)
+    ranked = _ranked(hand, rules, n, rng, special_claim(hand, rules))
     candidates, kb, claim = ranked.candidates, ranked.keep_back, ranked.claim
 
     plays = [PlayerHand(ME, a, special="none") for a, _ in candidates]

@@ -120,3 +120,25 @@ def test_benjamini_hochberg_adjusts_as_its_definition_says() -> None:
 def test_the_binomial_tail_is_exact_on_small_cases() -> None:
     assert fairplay._binom_cdf(0, 3, 0.5) == pytest.approx(0.125)
     assert fairplay._binom_cdf(1, 3, 0.5) == pytest.approx(0.5)
+
+
+def test_the_evidence_is_the_hands_bent_towards_b_before_the_hands_bad_for_everyone() -> None:
+    rows = []
+    for k, (t, d) in enumerate([(6, 0.0), (2, 3.0), (5, 1.0), (2, 2.5), (6, -1.0), (1, 0.5)]):
+        rows.append({"round_id": uuid.UUID(int=k), "player_a": "A", "player_b": "B", "t": t,
+                     "d": d, "scoop": 0, "agreed": False, "moved": 0, "stake": 1,
+                     "seed": "s", "table_id": "t",
+                     "played_at": datetime(2026, 1, 1, tzinfo=UTC)})
+    (f,) = fairplay.pair_figures(rows)
+    assert [(r["t"], r["d"]) for r in fairplay.evidence_rounds(f, 4)] == [
+        (2, 3.0), (2, 2.5), (5, 1.0), (1, 0.5)]
+
+
+def test_the_benchmark_flags_a_window_from_all_of_as_rows_in_its_hands() -> None:
+    from bench import fairplay as bench
+
+    rng = random.Random(8)
+    rows = _rows("A", 0.9, 100, rng)
+    assert bench._dump_windows(rows, "A", "B", 100, 1e-4) == (1, 1)
+    assert bench._dump_windows(rows, "A", "C", 100, 1e-4) == (0, 1)
+    assert bench._dump_windows(rows, "A", "B", 50, 1e-4)[1] == 2
