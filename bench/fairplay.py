@@ -68,6 +68,7 @@ PLANTED = {"dump1": ("D1", "P1", DUMP1), "dump05": ("D05", "P05", DUMP05),
 CANDIDATES = 60  # undominated splits a planted player tries (evenly spaced), for speed
 WINDOWS = {"dump1": 100, "dump05": 400, "noscoop": 50}
 FULL = {"runs": 7, "hands": 5000, "players": 40}
+LEVELS = (1e-2, 1e-3, 1e-4)
 
 
 @lru_cache(maxsize=4096)
@@ -259,6 +260,10 @@ class Tally:
     sum_d: dict[str, float] = field(default_factory=lambda: {k: 0.0 for k in PLANTED})
     evidence: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in PLANTED})
     rates: list[float] = field(default_factory=list)
+    # Honest pairs tested with p at most each level: the test's tail, checked where counts
+    # are large (a valid test has about level × tested of them, or fewer).
+    below: dict[float, int] = field(default_factory=lambda: {x: 0 for x in LEVELS})
+    runs: int = 0
 
 
 def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally: Tally
@@ -277,8 +282,11 @@ def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally:
     honest = [f for f in figures if not ({f.player_a, f.player_b} & planted_names)]
     tested = [f for f in honest if f.hands >= fairplay.MIN_HANDS]
     cutoff = fairplay.FDR / max(1, len(tested))
+    tally.runs += 1
     tally.honest_pairs += len(honest)
     tally.tested += len(tested)
+    for level in LEVELS:
+        tally.below[level] += sum(1 for f in tested if f.p_value <= level)
     tally.honest_listed += sum(1 for c in found if c.kind == "dumping"
                                and not ({c.player_a, c.player_b or ""} & planted_names))
     tally.honest_no_scoop += sum(1 for c in found if c.kind == "no_scoop"
@@ -311,6 +319,36 @@ def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally:
           f"{tally.honest_listed} honest listed so far, scoop rate {rate:.3f}", flush=True)
 
 
+def report(tally: Tally, jobs: int, wall: float) -> None:
+    """Print the figures of the runs so far."""
+    print(f"honest ordered pairs: {tally.honest_pairs} sharing a hand (summed over runs), "
+          f"{tally.tested} tested (≥ {fairplay.MIN_HANDS} hands); a case list named "
+          f"{tally.honest_listed} of them (dumping; goal ≤ 1 in 10,000) and "
+          f"{tally.honest_no_scoop} honest pairs as never scooping")
+    print(f"scoop rate per pair-hand (either way): "
+          f"{sum(tally.rates) / max(1, len(tally.rates)):.3f}")
+    print("| planted | pair | shared hands | mean T | mean D | runs listing it | "
+          "windows flagged | top-5 evidence changed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (a, b, _) in sorted(PLANTED.items()):
+        n = tally.shared[name] or 1
+        fl, wn = tally.windows[name]
+        ch, ev = tally.evidence[name]
+        share = f"{fl}/{wn} = {fl / wn:.0%}" if wn else "0/0"
+        evidence = f"{ch}/{ev} = {ch / ev:.0%}" if ev else "n/a"
+        print(f"| {name} | {a}→{b} | {tally.shared[name]} | {tally.sum_t[name] / n:+.3f} | "
+              f"{tally.sum_d[name] / n:+.3f} | {tally.listed[name]}/{tally.runs} | "
+              f"{share} of {WINDOWS[name]} | {evidence} |")
+    per_hand = tally.analysis_cpu / max(1, tally.hands)
+    rate2 = 2 / per_hand if per_hand else 0.0
+    print(f"analysis: {tally.analysis_cpu:.1f} CPU s for {tally.hands} hands = "
+          f"{1000 * per_hand:.1f} CPU ms a hand, {rate2:.1f} hands a second on 2 cores "
+          f"(goal ≥ 200); whole run {wall:.0f} s wall on {jobs} processes")
+    tails = ", ".join(f"p ≤ {level:g}: {tally.below[level]} (expected "
+                      f"{level * tally.tested:.1f})" for level in LEVELS)
+    print(f"honest pairs tested by their p-value: {tails}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.fairplay")
     p.add_argument("--full", action="store_true",
@@ -331,30 +369,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.seed + args.runs - 1}, advisor {fairplay.VERSION}", flush=True)
     for k in range(args.runs):
         one_run(args.seed + k, args.hands, args.players, args.planted, args.jobs, tally)
-    wall = time.monotonic() - started
-    print(f"honest ordered pairs: {tally.honest_pairs} sharing a hand (summed over runs), "
-          f"{tally.tested} tested (≥ {fairplay.MIN_HANDS} hands); a case list named "
-          f"{tally.honest_listed} of them (dumping; goal ≤ 1 in 10,000) and "
-          f"{tally.honest_no_scoop} honest pairs as never scooping")
-    print(f"scoop rate per pair-hand (either way): "
-          f"{sum(tally.rates) / max(1, len(tally.rates)):.3f}")
-    print("| planted | pair | shared hands | mean T | mean D | runs listing it | "
-          "windows flagged | top-5 evidence changed |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, (a, b, _) in sorted(PLANTED.items()):
-        n = tally.shared[name] or 1
-        fl, wn = tally.windows[name]
-        ch, ev = tally.evidence[name]
-        share = f"{fl}/{wn} = {fl / wn:.0%}" if wn else "0/0"
-        evidence = f"{ch}/{ev} = {ch / ev:.0%}" if ev else "n/a"
-        print(f"| {name} | {a}→{b} | {tally.shared[name]} | {tally.sum_t[name] / n:+.3f} | "
-              f"{tally.sum_d[name] / n:+.3f} | {tally.listed[name]}/{args.runs} | "
-              f"{share} of {WINDOWS[name]} | {evidence} |")
-    per_hand = tally.analysis_cpu / max(1, tally.hands)
-    rate2 = 2 / per_hand if per_hand else 0.0
-    print(f"analysis: {tally.analysis_cpu:.1f} CPU s for {tally.hands} hands = "
-          f"{1000 * per_hand:.1f} CPU ms a hand, {rate2:.1f} hands a second on 2 cores "
-          f"(goal ≥ 200); whole run {wall:.0f} s wall on {args.jobs} processes")
+        if k < args.runs - 1:
+            report(tally, args.jobs, time.monotonic() - started)  # the runs so far
+    report(tally, args.jobs, time.monotonic() - started)
     return 0
 
 
