@@ -12,9 +12,9 @@ window it is judged on (``WINDOWS``: 8 hands of dump05 for 2 of dump1 and 1 of n
 - ``dump1``: A gives B about 1 point a hand on D: whenever B is at the table it plays, of
   ``CANDIDATES`` undominated splits, the one that pays B most while losing at most
   ``SPARE`` points more to the other two than its normal play (every hand: ``DUMP1``);
-- ``dump05``: the same on half the hands (``DUMP05``), about 0.5 a hand on D;
+- ``dump05``: the same on fewer hands (``DUMP05``), about 0.5 a hand on D;
 - ``noscoop``: neither ever scoops the other: a split that would is replaced by the best
-  that does not.
+  of all its splits that does not (when one does).
 
 Every hand is analysed as the job does (``app.services.fairplay.analyse_round`` on the
 round as the service would store it), then the figures as the routes compute them, once
@@ -61,8 +61,8 @@ from app.services import fairplay  # noqa: E402
 
 RULES = PRESETS["classic4"]
 DUMP1 = 1.0
-DUMP05 = 0.5
-SPARE = 1  # points more a dumper may lose to the other two than its normal play
+DUMP05 = 0.42
+SPARE = 2  # points more a dumper may lose to the other two than its normal play
 PLANTED = {"dump1": ("D1", "P1", DUMP1), "dump05": ("D05", "P05", DUMP05),
            "noscoop": ("N1", "N2", 0.0)}
 CANDIDATES = 60  # undominated splits a planted player tries (evenly spaced), for speed
@@ -125,7 +125,7 @@ def _planted(seats: list[tuple[str, Arrangement]], hands: dict[str, tuple], who:
         if not _scoops(base, who, partner):
             return normal
         best, best_pts = normal, None
-        for k in tried:
+        for k in range(len(found.strengths)):  # every split: any that avoids the scoop
             a = found.arrangement(k)
             s = play(a)
             if _scoops(s, who, partner):
