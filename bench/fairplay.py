@@ -2,6 +2,7 @@
 
     nice -n 5 .venv/bin/python -m bench.fairplay [--full] [--hands 5000] [--runs 1]
         [--players 40] [--planted 0.33] [--jobs 2] [--seed 17]
+        [--pairs dump05,dump1,noscoop] [--honest-tests N]
 
 Seeded. ``--players`` honest players (even-numbered play keep_back, odd-numbered the
 advisor with noise: its choice with probability 0.6, else one of its other refined
@@ -14,7 +15,8 @@ window it is judged on (``WINDOWS``: 8 hands of dump05 for 2 of dump1 and 1 of n
   ``SPARE`` points more to the other two than its normal play (every hand: ``DUMP1``);
 - ``dump05``: the same on fewer hands (``DUMP05``), about 0.5 a hand on D;
 - ``noscoop``: neither ever scoops the other: a split that would is replaced by the best
-  of all its splits that does not (when one does).
+  (its own points) of ``CANDIDATES`` valid splits, the strongest, that neither win nor lose
+  all three rows against the partner's, weakened ones included.
 
 Every hand is analysed as the job does (``app.services.fairplay.analyse_round`` on the
 round as the service would store it), then the figures as the routes compute them, once
@@ -27,6 +29,11 @@ its scoops against the period's rate); the honest ordered pairs tested (at least
 ``MIN_HANDS`` shared hands) and how many of them a case list named; the share of each
 case's top-5 evidence hands (``fairplay.evidence_rounds``) the planted policy changed; and
 the analysis speed, its CPU seconds a hand and hands a second on 2 cores.
+
+``--pairs`` seats only some planted pairs, and ``--honest-tests`` sets the number of
+honest pairs the windows' cutoff assumes (a run of one pair tests few honest pairs): e.g.
+``--pairs noscoop --planted 1 --hands 1200 --honest-tests 1500`` judges 24 windows of the
+no-scoop pair at the cutoff of a full-size run.
 
 ``--full`` is the issue's scale: 7 runs of 5,000 hands (35,000 hands, over 10,000 honest
 pair tests, 20 or more windows per planted pair); about an hour on 2 shared cores.
@@ -47,14 +54,17 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from app.advisor import tables  # noqa: E402
 from app.advisor.best import advise, warm_up  # noqa: E402
-from app.advisor.splits import splits  # noqa: E402
+from app.advisor.splits import _positions, row_strengths, splits  # noqa: E402
 from app.domain.arrange import keep_back  # noqa: E402
 from app.domain.cards import DECK  # noqa: E402
 from app.domain.games import rules_to_dict  # noqa: E402
-from app.domain.hands import Arrangement  # noqa: E402
+from app.domain.hands import Arrangement, arrangement, row_strength  # noqa: E402
 from app.domain.rulesets import PRESETS  # noqa: E402
 from app.domain.scoring import PlayerHand, score_round  # noqa: E402
 from app.services import fairplay  # noqa: E402
@@ -104,6 +114,30 @@ def _scoops(score: Any, a: str, b: str) -> bool:
     return any({p.first, p.second} == {a, b} and p.scoop is not None for p in score.pairs)
 
 
+def _unscooping(cards: tuple, theirs: Arrangement) -> list[Arrangement]:
+    """Up to ``CANDIDATES`` valid splits of ``cards`` that neither win nor lose all three
+    rows against ``theirs``, strongest first: what a pair that never scoops plays. Dominated
+    splits count (weakening one row is how a strong hand avoids the scoop)."""
+    low = RULES.ace_low_straight
+    index = tables.index_of(low)
+    mine = row_strengths(cards, low)
+    other = np.array([index[row_strength(row, low)] for row in theirs.rows])
+    valid = (mine[:, 0] <= mine[:, 1]) & (mine[:, 1] <= mine[:, 2])
+    wins = (mine > other).all(axis=1)
+    losses = (mine < other).all(axis=1)
+    at = np.flatnonzero(valid & ~wins & ~losses)
+    _, first = np.unique(mine[at], axis=0, return_index=True)
+    at = at[first]
+    at = at[np.argsort(-mine[at].sum(axis=1), kind="stable")][:CANDIDATES]
+    positions = _positions()
+    out = []
+    for k in at.tolist():
+        p = positions[k].tolist()
+        out.append(arrangement([cards[x] for x in p[10:]], [cards[x] for x in p[5:10]],
+                               [cards[x] for x in p[:5]]))
+    return out
+
+
 def _planted(seats: list[tuple[str, Arrangement]], hands: dict[str, tuple], who: str,
              partner: str, mode: str) -> Arrangement:
     """The planted player's arrangement, given everyone else's as they will play."""
@@ -125,8 +159,7 @@ def _planted(seats: list[tuple[str, Arrangement]], hands: dict[str, tuple], who:
         if not _scoops(base, who, partner):
             return normal
         best, best_pts = normal, None
-        for k in range(len(found.strengths)):  # every split: any that avoids the scoop
-            a = found.arrangement(k)
+        for a in _unscooping(cards, dict(seats)[partner]):
             s = play(a)
             if _scoops(s, who, partner):
                 continue
@@ -152,7 +185,7 @@ def simulate(args: tuple[int, int, int]) -> list[dict[str, Any]]:
     """Play and analyse hands ``start`` .. ``start + count`` of the seeded session."""
     seed, start, count = args
     out = []
-    kinds_planted = sorted(PLANTED)
+    kinds_planted = sorted(_PAIRS)
     weights = [WINDOWS[k] for k in kinds_planted]
     for h in range(start, start + count):
         rng = random.Random(f"{seed}-{h}")
@@ -205,11 +238,12 @@ def simulate(args: tuple[int, int, int]) -> list[dict[str, Any]]:
 
 _PLAYERS = 40
 _SHARE = 0.33
+_PAIRS: tuple[str, ...] = tuple(PLANTED)
 
 
-def _init(players: int, share: float) -> None:
-    global _PLAYERS, _SHARE
-    _PLAYERS, _SHARE = players, share
+def _init(players: int, share: float, pairs: tuple[str, ...] = tuple(PLANTED)) -> None:
+    global _PLAYERS, _SHARE, _PAIRS
+    _PLAYERS, _SHARE, _PAIRS = players, share, pairs
     warm_up()
 
 
@@ -266,12 +300,12 @@ class Tally:
     runs: int = 0
 
 
-def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally: Tally
-            ) -> None:
+def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally: Tally,
+            pairs: tuple[str, ...] = tuple(PLANTED), honest_tests: int | None = None) -> None:
     chunk = 25
     work = [(seed, s, min(chunk, hands - s)) for s in range(0, hands, chunk)]
     rows: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(players, share)) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(players, share, pairs)) as pool:
         for part in pool.map(simulate, work):
             rows += part
     tally.hands += hands
@@ -281,7 +315,7 @@ def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally:
     planted_names = {x for a, b, _ in PLANTED.values() for x in (a, b)}
     honest = [f for f in figures if not ({f.player_a, f.player_b} & planted_names)]
     tested = [f for f in honest if f.hands >= fairplay.MIN_HANDS]
-    cutoff = fairplay.FDR / max(1, len(tested))
+    cutoff = fairplay.FDR / max(1, honest_tests or len(tested))
     tally.runs += 1
     tally.honest_pairs += len(honest)
     tally.tested += len(tested)
@@ -359,7 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--planted", type=float, default=0.33, help="share of hands with a pair")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--seed", type=int, default=17)
+    p.add_argument("--pairs", default=",".join(sorted(PLANTED)),
+                   help="the planted pairs seated (all three unless told)")
+    p.add_argument("--honest-tests", type=int, default=None,
+                   help="honest pairs the windows' cutoff assumes (default: the run's own)")
     args = p.parse_args(argv)
+    pairs = tuple(args.pairs.split(","))
     if args.full:
         args.runs, args.hands, args.players = FULL["runs"], FULL["hands"], FULL["players"]
     started = time.monotonic()
@@ -368,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
           f"players + 3 planted pairs in {args.planted:.0%} of the hands, seeds {args.seed}.."
           f"{args.seed + args.runs - 1}, advisor {fairplay.VERSION}", flush=True)
     for k in range(args.runs):
-        one_run(args.seed + k, args.hands, args.players, args.planted, args.jobs, tally)
+        one_run(args.seed + k, args.hands, args.players, args.planted, args.jobs, tally, pairs,
+                args.honest_tests)
         if k < args.runs - 1:
             report(tally, args.jobs, time.monotonic() - started)  # the runs so far
     report(tally, args.jobs, time.monotonic() - started)
