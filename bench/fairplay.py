@@ -2,7 +2,7 @@
 
     nice -n 5 .venv/bin/python -m bench.fairplay [--full] [--hands 5000] [--runs 1]
         [--players 40] [--planted 0.33] [--jobs 2] [--seed 17]
-        [--pairs dump05,dump1,noscoop] [--honest-tests N]
+        [--pairs dump05,dump1,noscoop] [--honest-tests N] [--save DIR]
 
 Seeded. ``--players`` honest players (even-numbered play keep_back, odd-numbered the
 advisor with noise: its choice with probability 0.6, else one of its other refined
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import random
 import sys
 import time
@@ -301,13 +302,17 @@ class Tally:
 
 
 def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally: Tally,
-            pairs: tuple[str, ...] = tuple(PLANTED), honest_tests: int | None = None) -> None:
+            pairs: tuple[str, ...] = tuple(PLANTED), honest_tests: int | None = None,
+            save: str | None = None) -> None:
     chunk = 25
     work = [(seed, s, min(chunk, hands - s)) for s in range(0, hands, chunk)]
     rows: list[dict[str, Any]] = []
     with ProcessPoolExecutor(jobs, initializer=_init, initargs=(players, share, pairs)) as pool:
         for part in pool.map(simulate, work):
             rows += part
+    if save:
+        with open(os.path.join(save, f"fairplay-{seed}.pickle"), "wb") as out:
+            pickle.dump(rows, out)
     tally.hands += hands
     tally.analysis_cpu += sum(r["analysis_s"] for r in rows)
     figures = fairplay.pair_figures(rows)
@@ -397,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the planted pairs seated (all three unless told)")
     p.add_argument("--honest-tests", type=int, default=None,
                    help="honest pairs the windows' cutoff assumes (default: the run's own)")
+    p.add_argument("--save", default=None, help="a folder for each run's rows (pickle)")
     args = p.parse_args(argv)
     pairs = tuple(args.pairs.split(","))
     if args.full:
@@ -408,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.seed + args.runs - 1}, advisor {fairplay.VERSION}", flush=True)
     for k in range(args.runs):
         one_run(args.seed + k, args.hands, args.players, args.planted, args.jobs, tally, pairs,
-                args.honest_tests)
+                args.honest_tests, args.save)
         if k < args.runs - 1:
             report(tally, args.jobs, time.monotonic() - started)  # the runs so far
     report(tally, args.jobs, time.monotonic() - started)
