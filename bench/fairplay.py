@@ -248,11 +248,13 @@ def _init(players: int, share: float, pairs: tuple[str, ...] = tuple(PLANTED)) -
     warm_up()
 
 
-def _dump_windows(rows: list[dict[str, Any]], a: str, b: str, size: int, cutoff: float
-                  ) -> tuple[int, int]:
+def _dump_windows(rows: list[dict[str, Any]], a: str, b: str, size: int, cutoff: float,
+                  evidence: list[int] | None = None) -> tuple[int, int]:
     """Disjoint windows of ``size`` hands A and B shared: (flagged, windows). Each window's
     figures are computed from every row of A in its hands (the test compares A's t
-    towards B with A's t towards the other opponents of the same hands)."""
+    towards B with A's t towards the other opponents of the same hands). ``evidence``,
+    when given, adds each window's top-5 evidence hands the planted policy changed, and
+    their count."""
     rounds = sorted({r["round_id"] for r in rows if r["player_a"] == a and r["player_b"] == b})
     mine = [r for r in rows if r["player_a"] == a]
     flagged = windows = 0
@@ -262,6 +264,10 @@ def _dump_windows(rows: list[dict[str, Any]], a: str, b: str, size: int, cutoff:
         f = next(f for f in figs if (f.player_a, f.player_b) == (a, b))
         windows += 1
         flagged += f.p_value <= cutoff and f.mean_d > 0
+        if evidence is not None:
+            top = fairplay.evidence_rounds(f)
+            evidence[0] += sum(1 for r in top if r["changed"])
+            evidence[1] += len(top)
     return flagged, windows
 
 
@@ -294,6 +300,8 @@ class Tally:
     sum_t: dict[str, float] = field(default_factory=lambda: {k: 0.0 for k in PLANTED})
     sum_d: dict[str, float] = field(default_factory=lambda: {k: 0.0 for k in PLANTED})
     evidence: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in PLANTED})
+    window_evidence: dict[str, list[int]] = field(
+        default_factory=lambda: {k: [0, 0] for k in PLANTED})
     rates: list[float] = field(default_factory=list)
     # Honest pairs tested with p at most each level: the test's tail, checked where counts
     # are large (a valid test has about level × tested of them, or fewer).
@@ -345,7 +353,8 @@ def one_run(seed: int, hands: int, players: int, share: float, jobs: int, tally:
             listed = any(c.kind == "no_scoop" and {c.player_a, c.player_b} == {a, b}
                          for c in found)
         else:
-            fl, wn = _dump_windows(rows, a, b, WINDOWS[name], cutoff)
+            fl, wn = _dump_windows(rows, a, b, WINDOWS[name], cutoff,
+                                   tally.window_evidence[name])
             listed = any(c.kind == "dumping" and (c.player_a, c.player_b) == (a, b)
                          for c in found)
             top = fairplay.evidence_rounds(f)
@@ -367,17 +376,19 @@ def report(tally: Tally, jobs: int, wall: float) -> None:
     print(f"scoop rate per pair-hand (either way): "
           f"{sum(tally.rates) / max(1, len(tally.rates)):.3f}")
     print("| planted | pair | shared hands | mean T | mean D | runs listing it | "
-          "windows flagged | top-5 evidence changed |")
-    print("|---|---|---|---|---|---|---|---|")
+          "windows flagged | top-5 evidence changed: run's case | in each window |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, (a, b, _) in sorted(PLANTED.items()):
         n = tally.shared[name] or 1
         fl, wn = tally.windows[name]
         ch, ev = tally.evidence[name]
         share = f"{fl}/{wn} = {fl / wn:.0%}" if wn else "0/0"
         evidence = f"{ch}/{ev} = {ch / ev:.0%}" if ev else "n/a"
+        wch, wev = tally.window_evidence[name]
+        windowed = f"{wch}/{wev} = {wch / wev:.0%}" if wev else "n/a"
         print(f"| {name} | {a}→{b} | {tally.shared[name]} | {tally.sum_t[name] / n:+.3f} | "
               f"{tally.sum_d[name] / n:+.3f} | {tally.listed[name]}/{tally.runs} | "
-              f"{share} of {WINDOWS[name]} | {evidence} |")
+              f"{share} of {WINDOWS[name]} | {evidence} | {windowed} |")
     per_hand = tally.analysis_cpu / max(1, tally.hands)
     rate2 = 2 / per_hand if per_hand else 0.0
     print(f"analysis: {tally.analysis_cpu:.1f} CPU s for {tally.hands} hands = "
