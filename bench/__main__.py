@@ -1,10 +1,10 @@
 """``python -m bench``: run the benchmarks one after another and print their figures.
 
 Without options it runs the in-process ones (seconds each; the advisor's at a small
-size, ``python -m bench.advisor --deals 2000`` for the full size). ``--service`` adds the ones
-that start the service on a scratch database (wrk load, soak, ledger at 100,000 rounds;
-about ten minutes); ``--full`` runs those at full size (ledger at 1,000,000 rounds,
-a 10-minute soak; well over half an hour).
+size, ``python -m bench.advisor --deals 2000`` for the full size; fair play on 300 hands).
+``--service`` adds the ones that start the service on a scratch database (wrk load, soak,
+ledger at 100,000 rounds; about ten minutes); ``--full`` runs those at full size (ledger at
+1,000,000 rounds, a 10-minute soak, fair play at the issue's scale; well over an hour).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ DOMAIN = [
     ["bench.specials"],
     ["bench.scoring"],
     ["bench.advisor", "--hands", "100", "--deals", "25"],
+    ["bench.fairplay", "--hands", "300"],
 ]
 SERVICE = [
     ["bench.load", "--duration", "15"],
@@ -29,6 +30,7 @@ FULL = [
     ["bench.load", "--duration", "30"],
     ["bench.soak", "--minutes", "10", "--rate", "30"],
     ["bench.ledger", "--rounds", "1000000", "--tables", "2000"],
+    ["bench.fairplay", "--full"],
 ]
 
 

@@ -32,9 +32,9 @@ from app.domain.rulesets import DRAGONS, Ruleset, Topology, ruleset_hash
 from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName, find_specials
 
-COARSE = 64
+COARSE = 256
 FINE = 4096
-FINE_SPLITS = 24
+FINE_SPLITS = 16
 SHORTLIST = 3
 DEALS = 12
 POOL = 96
@@ -195,14 +195,22 @@ def _without_held(pool: np.ndarray, hand: Sequence[Card], rules: Ruleset,
     return drawn
 
 
-def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
-           deals: int = DEALS) -> Advice:
-    """Return the best arrangement of 13 checked cards at a table of ``players``."""
-    n = rules.max_players if players is None else players
-    hand = tuple(sorted(cards, key=lambda c: c.order))
+@dataclass(frozen=True)
+class _Ranked:
+    """What the model decides before any deal: the shortlist, keep_back's, the claim."""
+
+    hand: tuple[Card, ...]
+    candidates: list[tuple[Arrangement, float]]  # the best SHORTLIST (+ keep_back), best first
+    keep_back: Arrangement
+    claim: SpecialName | None
+    table: str
+
+
+def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
+            claim: SpecialName | None) -> _Ranked:
+    """Rank the splits of ``hand`` by the model: the shortlist the deals then play.
+    ``claim`` is ``special_claim(hand, rules)``, which the caller has found already."""
     low = rules.ace_low_straight
-    seed = seed_of(hand, rules, n)
-    rng = random.Random(seed)
     banker = rules.topology is Topology.BANKER
     category = lookup(low).category
 
@@ -229,7 +237,6 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     kb = keep_back(hand, low, decks=rules.decks)
     index = tables.index_of(low)
     kb_strengths = np.array([[index[row_strength(row, low)] for row in kb.rows]])
-    kb_model = float(points(kb_strengths, FINE)[0])
     candidates: list[tuple[Arrangement, float]] = []
     for i in order[:SHORTLIST].tolist():
         a = found.arrangement(i)
@@ -237,8 +244,41 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
             a = kb  # the same strengths: keep keep_back's own cards (suits only differ)
         candidates.append((a, fine_of[i]))
     if all(a != kb for a, _ in candidates):
-        candidates.append((kb, kb_model))
+        candidates.append((kb, float(points(kb_strengths, FINE)[0])))
+    return _Ranked(hand, candidates, kb, claim, table)
+
+
+def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
+           ) -> tuple[Arrangement, SpecialName | None]:
+    """What ``advise`` plays, without the deals it reports points from when it need not.
+
+    Returns the best arrangement and the special hand to claim (None: play the rows). The
+    deals decide nothing unless the cards hold a special claim (``Advice.claim`` weighs
+    the claim's mean over them) or ``OVERRIDE_Z`` lets them reorder the shortlist, so only
+    then is the whole ``advise`` run: the choice is always ``advise``'s own. For the
+    fair-play job, which prices every seat of a round.
+    """
+    n = rules.max_players if players is None else players
+    hand = tuple(sorted(cards, key=lambda c: c.order))
     claim = special_claim(hand, rules)
+    if claim is not None or OVERRIDE_Z is not None:
+        advice = advise(hand, rules, n)
+        claimed = advice.special.special if advice.claim and advice.special else None
+        assert advice.best.arrangement is not None
+        return advice.best.arrangement, claimed
+    ranked = _ranked(hand, rules, n, random.Random(seed_of(hand, rules, n)), None)
+    return ranked.candidates[0][0], None
+
+
+def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
+           deals: int = DEALS) -> Advice:
+    """Return the best arrangement of 13 checked cards at a table of ``players``."""
+    n = rules.max_players if players is None else players
+    hand = tuple(sorted(cards, key=lambda c: c.order))
+    seed = seed_of(hand, rules, n)
+    rng = random.Random(seed)
+    ranked = _ranked(hand, rules, n, rng, special_claim(hand, rules))
+    candidates, kb, claim = ranked.candidates, ranked.keep_back, ranked.claim
 
     plays = [PlayerHand(ME, a, special="none") for a, _ in candidates]
     if claim is not None:
@@ -252,10 +292,10 @@ def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,
     claimed = scores.pop() if claim is not None else []
 
     choices = [Choice(a, None, m, tuple(s)) for (a, m), s in zip(candidates, scores, strict=True)]
-    ranked = _rank(choices)
-    best = ranked[0]
+    ranked_choices = _rank(choices)
+    best = ranked_choices[0]
     kb_choice = next(c for c in choices if c.arrangement == kb)
     diff = [x - y for x, y in zip(best.points, kb_choice.points, strict=True)]
     special = None if claim is None else Choice(None, claim, None, tuple(claimed))
-    return Advice(best, tuple(ranked[1:]), kb_choice, special, n, deals, seed, table,
-                  sum(diff) / deals, _stderr(diff))
+    return Advice(best, tuple(ranked_choices[1:]), kb_choice, special, n, deals, seed,
+                  ranked.table, sum(diff) / deals, _stderr(diff))

@@ -24,15 +24,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.advisor.best import advise
+from app.advisor.best import choose, seed_of
 from app.domain.cards import parse_cards
 from app.domain.hands import ROWS, Row, arrangement
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PlayerHand, RoundScore, score_round
 
 # What a stored figure was computed with: bump it whenever app/advisor answers differently
-# (tests/unit/test_advisor_pinned.py fails then), so old figures stay as they were.
-VERSION = "advisor-2026.12-cr1"
+# (tests/unit/test_advisor_pinned.py fails then, and tests/data/advisor_versions.json must
+# name the new answers' digest under the new version), so old figures stay as they were.
+# cr1: card removal. cr2: every split ranked on 256 opponent hands (was 64), the best 16
+# (was 24) on 4,096.
+VERSION = "advisor-2026.12-cr2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +118,13 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
         if mine is None or n < 2:
             continue
         cards = [c for row in table[i].arrangement.rows for c in row]  # type: ignore[union-attr]
-        advice = advise(cards, rules, n)
-        claims = advice.claim
-        if claims and advice.special is not None and advice.special.special is not None:
-            chosen = PlayerHand(mine.player_id, table[i].arrangement,
-                                special=advice.special.special.value, row_bet=mine.row_bet,
-                                banker=mine.banker)
+        best, claimed = choose(cards, rules, n)
+        claims = claimed is not None
+        if claimed is not None:
+            chosen = PlayerHand(mine.player_id, table[i].arrangement, special=claimed.value,
+                                row_bet=mine.row_bet, banker=mine.banker)
         else:
-            chosen = PlayerHand(mine.player_id, advice.best.arrangement, special="none",
+            chosen = PlayerHand(mine.player_id, best, special="none",
                                 row_bet=mine.row_bet, banker=mine.banker)
         played_special = player.get("special")
         agreed = (claims and played_special == chosen.special) or (
@@ -130,6 +132,7 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
             and chosen.arrangement == table[i].arrangement)
         advised = score_round([*table[:i], chosen, *table[i + 1:]], rules)
         a = mine.player_id
+        seed = seed_of(cards, rules, n)
         ts: dict[int, int] = {}
         for j, other in enumerate(players):
             if j == i:
@@ -141,7 +144,7 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
             d = t - sum(rest) / len(rest) if rest else 0.0
             b = players[j]["player_id"]
             out.append(PairSignal(a, b, i, j, t, d, _scoop(actual, a, b), agreed,
-                                  _pair_points(actual, a, b), advice.seed))
+                                  _pair_points(actual, a, b), seed))
         evidence[a] = Evidence(
             tuple(str(c) for c in cards), player.get("submitted"), played_special,
             None if chosen.arrangement is None or claims else chosen.arrangement.as_text(),

@@ -20,81 +20,108 @@ from app.domain.rulesets import Aggregation, EffectKind, Over, Ruleset, ScoopReq
 
 
 def _grid(table: tuple[tuple[int, ...], ...]) -> np.ndarray:
-    return np.array(table, dtype=np.float64)  # (3 rows, 10 categories)
+    return np.array(table, dtype=np.float32)  # (3 rows, 10 categories)
+
+
+def _i8(mask: np.ndarray) -> np.ndarray:
+    return mask.view(np.int8)  # a bool array as 0/1 bytes, no copy
+
+
+def _add(total: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    return part if total is None else total + part
 
 
 def pair_points(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
-                banker_side: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                banker_side: bool, joint: bool = True
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return per split: mean pair points, scoop chance, and mean points when scooping.
 
     ``mine`` is (c, 3) and ``pool`` (n, 3) strength indices (front, middle, back);
     ``banker_side`` true when the opponent is the banker and takes the ties the rule
-    gives it.
+    gives it. The third value stacks, per split, E[points · 1{scoop}] and E[base ·
+    1{scoop}] for the player's scoops, then the opponent's chance and the same two for
+    its scoops (home runs use them); all zeros unless ``joint``.
+
+    The (c, n) arrays are float32 and the row results kept as two boolean masks (won,
+    lost): the model ranks splits, and its means over a few thousand hands need no more.
     """
-    # One (c, n) array of results per row: numpy is far slower over a (c, n, 3) array,
-    # whose last axis is too short for its inner loops.
-    res = []
+    # One (c, n) array per row: numpy is far slower over a (c, n, 3) array, whose last axis
+    # is too short for its inner loops.
+    won, lost = [], []
     for k in range(3):
         a, b = mine[:, k, None], pool[None, :, k]
-        rk = (a > b).astype(np.int8) - (a < b).astype(np.int8)
-        if r.tie_rule is TieRule.BANKER_WINS and banker_side:
-            rk[rk == 0] = -1
-        res.append(rk)
-    wins = res[0].astype(np.int16) + res[1] + res[2]
+        w = a > b
+        lost.append(~w if r.tie_rule is TieRule.BANKER_WINS and banker_side else a < b)
+        won.append(w)
+    wins = _i8(won[0]) + _i8(won[1]) + _i8(won[2]) - _i8(lost[0]) - _i8(lost[1]) - _i8(lost[2])
     if r.scoop_requires is ScoopRequires.ALL_WINS:
         scoop_me = wins == 3
         scoop_them = wins == -3
     else:
-        has_win = (res[0] == 1) | (res[1] == 1) | (res[2] == 1)
-        has_loss = (res[0] == -1) | (res[1] == -1) | (res[2] == -1)
+        has_win = won[0] | won[1] | won[2]
+        has_loss = lost[0] | lost[1] | lost[2]
         scoop_me = has_win & ~has_loss
         scoop_them = has_loss & ~has_win
     scooped = scoop_me | scoop_them
-    sign = scoop_me.astype(np.float64) - scoop_them
     my_cat = category[mine]  # (c, 3)
     their_cat = category[pool]  # (n, 3)
     if r.aggregation is Aggregation.SUM:
-        base = wins.astype(np.float64) * r.row_base
+        base = wins.astype(np.float32) * np.float32(r.row_base)
     elif r.aggregation is Aggregation.NET_DU:
-        base = np.where(scooped, sign * r.scoop_points, r.row_base * np.sign(wins))
+        sign = _i8(scoop_me) - _i8(scoop_them)
+        base = np.where(scooped, sign.astype(np.float32) * np.float32(r.scoop_points),
+                        np.float32(r.row_base) * np.sign(wins).astype(np.float32))
     else:
-        base = np.zeros(wins.shape)
+        base = np.zeros(wins.shape, dtype=np.float32)
     if r.row_bet is not None and r.aggregation is not Aggregation.SCOOP_ONLY:
         row = ("front", "middle", "back").index(r.row_bet.default_row.value)
-        base = base + res[row] * r.row_bet.same_row
-    for effect in (r.scoop,):
-        if effect.kind is EffectKind.MULTIPLY and effect.over is Over.BASE:
-            base = np.where(scooped, base * effect.amount, base)
+        result = _i8(won[row]) - _i8(lost[row])
+        base = base + result.astype(np.float32) * np.float32(r.row_bet.same_row)
+    if r.scoop.kind is EffectKind.MULTIPLY and r.scoop.over is Over.BASE:
+        base = np.where(scooped, base * np.float32(r.scoop.amount), base)
     total = base
     if r.aggregation is not Aggregation.SCOOP_ONLY:
         bonus = _grid(r.lookup.row_bonus)
-        won = np.zeros(wins.shape)
+        extra: np.ndarray | None = None
         for k in range(3):
-            won += np.where(res[k] == 1, bonus[k][my_cat[:, k]][:, None], 0.0)
-            won -= np.where(res[k] == -1, bonus[k][their_cat[:, k]][None, :], 0.0)
-        total = total + won
+            mine_k = bonus[k][my_cat[:, k]]
+            theirs_k = bonus[k][their_cat[:, k]]
+            if mine_k.any():
+                extra = _add(extra, won[k] * mine_k[:, None])
+            if theirs_k.any():
+                extra = _add(extra, -(lost[k] * theirs_k[None, :]))
+        if extra is not None:
+            total = total + extra
     if r.scoop.kind is EffectKind.MULTIPLY and r.scoop.over is Over.ALL:
-        total = np.where(scooped, total * r.scoop.amount, total)
-    if r.scoop.kind is EffectKind.ADD:
-        total = total + sign * r.scoop.amount
+        total = np.where(scooped, total * np.float32(r.scoop.amount), total)
+    if r.scoop.kind is EffectKind.ADD and r.scoop.amount:
+        sign = _i8(scoop_me) - _i8(scoop_them)
+        total = total + sign.astype(np.float32) * np.float32(r.scoop.amount)
     if r.lookup.any_winner:
         w = _grid(r.lookup.winner)
         mine_w = sum(w[k][my_cat[:, k]] for k in range(3))[:, None]
         theirs_w = sum(w[k][their_cat[:, k]] for k in range(3))[None, :]
-        total = total + np.where(total > 0, mine_w, 0.0) - np.where(total < 0, theirs_w, 0.0)
-    if r.lookup.any_holding:
+        total = total + (total > 0) * mine_w - (total < 0) * theirs_w
+    mean = total.mean(axis=1, dtype=np.float64)
+    if r.lookup.any_holding:  # paid whatever the result: no (c, n) array needed
         h = _grid(r.lookup.holding)
-        total = (total + sum(h[k][my_cat[:, k]] for k in range(3))[:, None]
-                 - sum(h[k][their_cat[:, k]] for k in range(3))[None, :])
+        mean = (mean + sum(h[k][my_cat[:, k]] for k in range(3)).astype(np.float64)
+                - float(sum(h[k][their_cat[:, k]] for k in range(3)).mean(dtype=np.float64)))
     p = scoop_me.mean(axis=1)
-    when = np.where(scoop_me, total, 0.0).mean(axis=1)  # E[points · 1{scoop}]
-    base_when = np.where(scoop_me, base, 0.0).mean(axis=1)
-    # The same when the opponent scoops (negative points): a home run against the player.
     p_them = scoop_them.mean(axis=1)
-    when_them = np.where(scoop_them, total, 0.0).mean(axis=1)
-    base_when_them = np.where(scoop_them, base, 0.0).mean(axis=1)
-    return total.mean(axis=1), p, np.stack([when, base_when, p_them, when_them,
-                                            base_when_them])
+    if not joint:
+        zero = np.zeros(len(mine))
+        return mean, p, np.stack([zero, zero, p_them, zero, zero])
+    if r.lookup.any_holding:
+        hold = (sum(h[k][my_cat[:, k]] for k in range(3))[:, None]
+                - sum(h[k][their_cat[:, k]] for k in range(3))[None, :])
+        total = total + hold
+    # E[points · 1{scoop}] and E[base · 1{scoop}], the player's scoops then the opponent's.
+    when = (total * scoop_me).mean(axis=1, dtype=np.float64)
+    base_when = (base * scoop_me).mean(axis=1, dtype=np.float64)
+    when_them = (total * scoop_them).mean(axis=1, dtype=np.float64)
+    base_when_them = (base * scoop_them).mean(axis=1, dtype=np.float64)
+    return mean, p, np.stack([when, base_when, p_them, when_them, base_when_them])
 
 
 def scoop_rate(pool: np.ndarray, category: np.ndarray, r: Ruleset) -> float:
@@ -102,7 +129,8 @@ def scoop_rate(pool: np.ndarray, category: np.ndarray, r: Ruleset) -> float:
     half = len(pool) // 2
     if half == 0:
         return 0.0
-    _, p, _ = pair_points(pool[:min(half, 128)], pool[half:half + 128], category, r, False)
+    _, p, _ = pair_points(pool[:min(half, 128)], pool[half:half + 128], category, r, False,
+                          joint=False)
     return float(p.mean())
 
 
@@ -113,13 +141,14 @@ def expected(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rulese
     ``between`` is the chance one opponent scoops another (``scoop_rate``): an opponent
     that scoops the player makes a home run when it scoops the others too.
     """
+    hr = r.home_run
+    joint = not banker and opponents >= 2 and hr.kind is not EffectKind.NONE
     mean, p, (when, base_when, p_them, when_them, base_when_them) = pair_points(
-        mine, pool, category, r, banker)
+        mine, pool, category, r, banker, joint)
     if banker:
         return mean  # only the pair with the banker is scored
     ev = opponents * mean
-    hr = r.home_run
-    if opponents >= 2 and hr.kind is not EffectKind.NONE:
+    if joint:
         rest = p ** (opponents - 1)  # the other opponents scooped too
         theirs = between ** (opponents - 1)  # an opponent that scooped the player, the rest
         if hr.kind is EffectKind.ADD:

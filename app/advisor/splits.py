@@ -58,6 +58,7 @@ def _subsets() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def warm_subsets() -> None:
     """Build the split positions and their row subsets now (see app.advisor.best.warm_up)."""
     _subsets()
+    _id_columns()
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,19 @@ class Splits:
                            [c[k] for k in p[:5]])
 
 
-def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
-    """Return the (72072, 3) front, middle, back strength indices of every split."""
-    fives, threes, ids = _subsets()
+@cache
+def _id_columns() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_subsets``' per-split (back, middle, front) subset ids as three contiguous index
+    arrays: numpy gathers with them without converting 72,072 int16 ids each time."""
+    ids = _subsets()[2]
+    back, middle, front = (np.ascontiguousarray(ids[:, k], dtype=np.intp) for k in range(3))
+    return back, middle, front
+
+
+def _row_columns(cards: tuple[Card, ...], ace_low: AceLow
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every split's front, middle and back strength index, as three (72072,) arrays."""
+    fives, threes, _ = _subsets()
     lk = lookup(ace_low)
     rank = np.array([int(c.rank) for c in cards], dtype=np.int64)
     suit = np.array([_SUIT_CODE[c.suit] for c in cards], dtype=np.int8)
@@ -119,10 +130,13 @@ def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
     if one_suit.any():
         five[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
     three = _find(enc[threes].sum(axis=1), lk.three_codes, lk.three_index)
-    out = np.empty((len(ids), 3), dtype=np.int32)
-    out[:, 2] = five[ids[:, 0]]
-    out[:, 1] = five[ids[:, 1]]
-    out[:, 0] = three[ids[:, 2]]
+    back, middle, front = _id_columns()
+    return three[front], five[middle], five[back]
+
+
+def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
+    """Return the (72072, 3) front, middle, back strength indices of every split."""
+    out: np.ndarray = np.stack(_row_columns(cards, ace_low), axis=1).astype(np.int32)
     return out
 
 
@@ -138,14 +152,24 @@ def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
     strengths are filtered; the positions of the few splits kept are gathered at the end.
     """
     ace_low = r.ace_low_straight
-    st = row_strengths(cards, ace_low)
-    at = np.flatnonzero((st[:, 0] <= st[:, 1]) & (st[:, 1] <= st[:, 2]))
-    st = st[at]
+    front, middle, back = _row_columns(cards, ace_low)
+    at = np.flatnonzero((front <= middle) & (middle <= back))
     # One integer per triple (strength indices are below 2**14), ascending as
-    # (back, middle, front) is: np.unique sorts by it and gives each triple's first split.
-    key = (st[:, 2].astype(np.int64) << 28) | (st[:, 1].astype(np.int64) << 14) | st[:, 0]
-    _, first = np.unique(key, return_index=True)
-    st, at = st[first], at[first]
+    # (back, middle, front) is, then the split's number below it (72,072 < 2**17): one
+    # sort orders the triples and puts each one's first split first.
+    key = ((back[at].astype(np.int64) << 28) | (middle[at].astype(np.int64) << 14)
+           | front[at]) << 17 | at
+    key.sort()
+    triple = key >> 17
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = triple[1:] != triple[:-1]
+    key = key[first]
+    at = key & ((1 << 17) - 1)
+    triple = key >> 17
+    st = np.empty((len(at), 3), dtype=np.int32)
+    st[:, 0] = triple & ((1 << 14) - 1)
+    st[:, 1] = (triple >> 14) & ((1 << 14) - 1)
+    st[:, 2] = triple >> 28
     if r.front_order is FrontOrder.STRICT:
         keep = _strictly_below(st[:, 0], st[:, 1], ace_low)
         st, at = st[keep], at[keep]
@@ -178,21 +202,21 @@ def _undominated(st: np.ndarray, extra: np.ndarray) -> np.ndarray:
     ``st`` holds distinct triples in ascending (back, middle, front) order, so read
     backwards a split can only be dominated by one before it (an equal back needs an
     equal middle, then a higher front), and, dominance being transitive, by one already
-    kept. Each chunk is checked against the kept splits first, which drop most of it; the
-    few left are checked against each other, earlier ones only.
+    kept. Each chunk is checked against itself, earlier ones only; then every split still
+    waiting against the chunk's kept ones, which drops most of them at once.
     """
     s = np.concatenate([st[::-1, :2], extra[::-1]], axis=1)  # the back is never worse
     s = _ranks(s[:, (s != s[:1]).any(axis=0)])  # a column equal in every split decides nothing
-    kept = np.zeros((0, s.shape[1]), dtype=s.dtype)
     keep = np.zeros(len(s), dtype=bool)
+    waiting = np.arange(len(s))
     chunk = 256
-    for a in range(0, len(s), chunk):
-        part = s[a:a + chunk]
-        left = np.flatnonzero(~_covered(part, kept).any(axis=1))
-        rest = part[left]
-        new = left[~np.tril(_covered(rest, rest), k=-1).any(axis=1)]
-        keep[a + new] = True
-        kept = np.concatenate([kept, part[new]])
+    while len(waiting):
+        part, waiting = waiting[:chunk], waiting[chunk:]
+        rows = s[part]
+        new = ~np.tril(_covered(rows, rows), k=-1).any(axis=1)
+        keep[part[new]] = True
+        if len(waiting):
+            waiting = waiting[~_covered(s[waiting], rows[new]).any(axis=1)]
     return keep[::-1]
 
 

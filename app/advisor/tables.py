@@ -133,15 +133,16 @@ def hand_counts(decks: int, ace_low: AceLow) -> np.ndarray | None:
 
 @cache
 def hand_count_columns(decks: int, ace_low: AceLow) -> np.ndarray | None:
-    """``hand_counts`` one-hot: column 13·c + r is 1 when the hand holds c cards of rank r."""
+    """``hand_counts`` by rank: row r holds every table hand's count of rank r, (13, hands).
+
+    ``removal_weights`` reads one row per rank the player holds: a gather from a table of
+    ``4 × decks + 1`` logarithms. No matrix product, so no BLAS call (BLAS threads spin
+    and count as the process's CPU time).
+    """
     counts = hand_counts(decks, ace_low)
     if counts is None:
         return None
-    d = 4 * decks
-    out = np.zeros((len(counts), 13 * (d + 1)), dtype=np.float64)
-    rows = np.arange(len(counts))
-    for r in range(13):
-        out[rows, 13 * counts[:, r].astype(np.int64) + r] = 1.0
+    out: np.ndarray = np.ascontiguousarray(counts.T.astype(np.intp))
     return out
 
 
@@ -154,14 +155,16 @@ def removal_weights(columns: np.ndarray, held: np.ndarray, decks: int) -> np.nda
     player holds ``m_r`` of rank r, so each hand's weight is ∏ C(D − m_r, c_r) / C(D, c_r):
     zero for a hand that needs a card the player holds (three aces in the player's hand
     leave no pair of aces to an opponent). Suits are not weighed. ``columns`` is
-    ``hand_count_columns``: the product is one matrix-vector product of logarithms.
+    ``hand_count_columns``; a rank the player does not hold weighs 1 whatever the count.
     """
     d = 4 * decks
-    logs = np.empty(13 * (d + 1))
-    for c in range(d + 1):
-        for r in range(13):
-            left = d - int(held[r])
-            ratio = math.comb(left, c) / math.comb(d, c) if c <= left else 0.0
-            logs[13 * c + r] = math.log(ratio) if ratio > 0 else -1e4
-    w: np.ndarray = np.exp(columns @ logs)
+    logw = np.zeros(columns.shape[1])
+    for r in range(13):
+        left = d - int(held[r])
+        if left == d:
+            continue
+        logs = np.array([math.log(math.comb(left, c) / math.comb(d, c)) if c <= left
+                         else -1e4 for c in range(d + 1)])
+        logw += logs[columns[r]]
+    w: np.ndarray = np.exp(logw)
     return w

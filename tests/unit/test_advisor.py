@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from app.advisor import tables
-from app.advisor.best import advise, deal_opponents, pack_without
+from app.advisor.best import advise, choose, deal_opponents, pack_without
 from app.advisor.splits import _positions, lookup, row_strengths, splits
 from app.domain.arrange import keep_back
-from app.domain.cards import DECK
+from app.domain.cards import DECK, parse_cards
 from app.domain.hands import AceLow, evaluate_hand, row_strength
 from app.domain.rulesets import PRESETS
 from app.domain.scoring import PlayerHand, score_round
@@ -118,3 +118,25 @@ def test_keep_back_is_among_the_candidates_and_never_beats_the_answer() -> None:
     assert advice.keep_back.arrangement == keep_back(cards)
     assert advice.best.mean >= advice.keep_back.mean
     assert advice.gain == pytest.approx(advice.best.mean - advice.keep_back.mean)
+
+
+# (preset, players, cards): random hands, a smaller table, and two hands holding a special
+# hand (six pairs; three straights in swap3), where advise weighs the claim on its deals.
+CHOICES = [
+    *[(name, None, " ".join(str(c) for c in _hand(300 + k, PRESETS[name].decks)))
+      for k, name in enumerate(["classic4", "taiwan4", "swap3", "du4", "banker", "monster4"])],
+    ("dagiang4", 3, " ".join(str(c) for c in _hand(41))),
+    ("classic4", None, "As Ah Kd Kc Qs Qh Jd Jc 9s 9h 7d 7c 2s"),
+    ("swap3", None, "2h 5h 9h Jh Kh 3s 6s 8s Ts Qs 4d 7d 9d"),
+]
+
+
+@pytest.mark.parametrize(("name", "players", "cards"), CHOICES,
+                         ids=[f"{n}-{p}-{c[:8]}" for n, p, c in CHOICES])
+def test_choose_plays_what_advise_answers(name: str, players: int | None, cards: str) -> None:
+    rules = PRESETS[name]
+    hand = parse_cards(cards.split())
+    advice = advise(hand, rules, players)
+    arrangement, claim = choose(hand, rules, players)
+    assert arrangement == advice.best.arrangement
+    assert claim == (advice.special.special if advice.claim and advice.special else None)

@@ -8,10 +8,15 @@ keep_back's, the special claim's, the seed and the table. Regenerate it only whe
 advisor computes changes on purpose, and say so in the commit:
 
     .venv/bin/python -m tests.unit.test_advisor_pinned
+
+New answers need a new ``app.advisor.fairplay.VERSION``, the name every stored fair-play
+figure carries: ``tests/data/advisor_versions.json`` maps each version to the digest of its
+pinned answers (the command prints it), so answers cannot change under an old name.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
@@ -21,10 +26,12 @@ from typing import Any
 import pytest
 
 from app.advisor.best import Advice, Choice, advise
+from app.advisor.fairplay import VERSION
 from app.domain.cards import DECK, parse_cards
 from app.domain.rulesets import PRESETS, Ruleset, resolve_ruleset
 
 PINNED = Path(__file__).parent.parent / "data" / "advisor_pinned.json"
+VERSIONS = PINNED.with_name("advisor_versions.json")
 ORDER = ["bonus3", "dagiang4", "du4", "banker", "classic4", "taiwan4", "swap3", "monster4"]
 SPECIAL_HANDS = [
     ("classic4", "As Ah Kd Kc Qs Qh Jd Jc 9s 9h 7d 7c 2s"),  # six pairs
@@ -97,12 +104,24 @@ def test_the_advisor_answers_as_pinned(k: int) -> None:
     assert got == pinned["answer"]
 
 
+def digest() -> str:
+    return hashlib.sha256(PINNED.read_bytes()).hexdigest()[:16]
+
+
+def test_the_pinned_answers_are_those_of_this_advisor_version() -> None:
+    versions: dict[str, str] = json.loads(VERSIONS.read_text())
+    assert versions.get(VERSION) == digest(), (
+        "the pinned answers changed: name them under a new app.advisor.fairplay.VERSION")
+    assert len(set(versions.values())) == len(versions)  # one version, one set of answers
+
+
 def main() -> None:
     out = [{"ruleset": spec, "players": players, "cards": cards,
             "answer": answer(spec, players, cards)} for spec, players, cards in cases()]
     lines = ",\n".join(json.dumps(hand, ensure_ascii=False) for hand in out)
     PINNED.write_text(f"[\n{lines}\n]\n")
-    print(f"{PINNED}: {len(out)} hands")
+    print(f"{PINNED}: {len(out)} hands, digest {digest()} (advisor_versions.json: the new "
+          f"VERSION's; {VERSION} is the current)")
 
 
 if __name__ == "__main__":

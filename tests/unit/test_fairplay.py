@@ -120,3 +120,32 @@ def test_benjamini_hochberg_adjusts_as_its_definition_says() -> None:
 def test_the_binomial_tail_is_exact_on_small_cases() -> None:
     assert fairplay._binom_cdf(0, 3, 0.5) == pytest.approx(0.125)
     assert fairplay._binom_cdf(1, 3, 0.5) == pytest.approx(0.5)
+
+
+def test_the_evidence_is_the_gifts_to_b_alone_then_the_hands_bent_towards_b() -> None:
+    # (t towards B, C, D) per hand: a mistake costing everyone, gifts to B alone, a hand
+    # bent towards B that also cost C, and a hand that gave B nothing.
+    hands = [(6, 5, 6), (2, 0, -1), (3, 0, 0), (4, 2, 0), (0, 0, 0), (5, 3, 3)]
+    rows = []
+    for k, ts in enumerate(hands):
+        for j, b in enumerate("BCD"):
+            rest = [t for i, t in enumerate(ts) if i != j]
+            rows.append({"round_id": uuid.UUID(int=k), "player_a": "A", "player_b": b,
+                         "t": ts[j], "d": ts[j] - sum(rest) / 2, "scoop": 0, "agreed": False,
+                         "moved": 0, "stake": 1, "seed": "s", "table_id": "t",
+                         "played_at": datetime(2026, 1, 1, tzinfo=UTC)})
+    f = next(f for f in fairplay.pair_figures(rows) if f.player_b == "B")
+    assert f.others_max[uuid.UUID(int=3)] == 2
+    order = [r["round_id"].int for r in fairplay.evidence_rounds(f, 5)]
+    # Gifts to B alone by t (3, then 2); then by d: 4 − 1 = 3, 5 − 3 = 2, 6 − 5.5 = 0.5.
+    assert order == [2, 1, 3, 5, 0]
+
+
+def test_the_benchmark_flags_a_window_from_all_of_as_rows_in_its_hands() -> None:
+    from bench import fairplay as bench
+
+    rng = random.Random(8)
+    rows = _rows("A", 0.9, 100, rng)
+    assert bench._dump_windows(rows, "A", "B", 100, 1e-4) == (1, 1)
+    assert bench._dump_windows(rows, "A", "C", 100, 1e-4) == (0, 1)
+    assert bench._dump_windows(rows, "A", "B", 50, 1e-4)[1] == 2
