@@ -138,6 +138,10 @@ CONSTRAINTS = frozenset(
 # The unique constraint that stops a second round with one Idempotency-Key, whatever the
 # locks did (app.db.appends).
 KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
+# ledger_append's refusal of a round not at its chain's head: on Citus, the second of two
+# first rounds of a table (no chain row yet to lock) entering by two nodes
+# (app/db/sql/ledger_take.sql). Running again reads the head the first one left.
+CHAIN_CONSTRAINT = "ledger_append_chained"
 # SQLSTATEs after which running the whole transaction again can succeed.
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
@@ -147,16 +151,18 @@ def retryable(error: DBAPIError) -> Exception | None:
     again after ``error``, or None when running again would not help.
 
     A connection the pool invalidated is ConnectionLost. A serialization failure, a
-    deadlock, or a second round refused by the Idempotency-Key's unique constraint (the
+    deadlock, a second round refused by the Idempotency-Key's unique constraint (the
     key's lock and its read leave no way to it; should one be found, running again finds
-    the first round and replays it) is RetryableConflict.
+    the first round and replays it), or a round refused as not at its chain's head
+    (running again reads the head anew) is RetryableConflict.
     """
     said = str(error.orig)
     if error.connection_invalidated:
         return ConnectionLost(said)
     if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
         return RetryableConflict(said)
-    if isinstance(error, IntegrityError) and constraint_of(error) == KEY_CONSTRAINT:
+    if isinstance(error, IntegrityError) and constraint_of(error) in (KEY_CONSTRAINT,
+                                                                      CHAIN_CONSTRAINT):
         return RetryableConflict(said)
     return None
 
