@@ -52,6 +52,7 @@ from app.db.roles import drop_login, ensure_login
 from app.db.schema import upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services.keys import create_key
+from tests.citus_cluster import create_database, drop_database
 
 REPO = Path(__file__).resolve().parents[1]
 CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -94,21 +95,21 @@ def database_server() -> str:
 
 @pytest.fixture(scope="session")
 def make_database(database_server: str) -> Iterator[MakeDatabase]:
-    """Return a function that creates an empty database and gives its SQLAlchemy URL."""
+    """Return a function that creates an empty database and gives its SQLAlchemy URL
+    (tests/citus_cluster.py: on a Citus coordinator, on every node)."""
     created: list[str] = []
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
     def create() -> str:
         name = f"thirteen_test_{worker}_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(database_server, autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
+        # On a Citus coordinator: on every node, with the nodes registered in it.
+        create_database(database_server, name)
         created.append(name)
         return _with_database(database_server, name)
 
     yield create
-    with psycopg.connect(database_server, autocommit=True) as connection:
-        for name in created:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    for name in created:
+        drop_database(database_server, name)
 
 
 def migrate(url: str) -> None:
