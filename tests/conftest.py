@@ -52,7 +52,7 @@ from app.db.roles import drop_login, ensure_login
 from app.db.schema import upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services.keys import create_key
-from tests.citus_cluster import create_database, drop_database
+from bench.cluster import create_database, drop_database
 
 REPO = Path(__file__).resolve().parents[1]
 CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -96,7 +96,7 @@ def database_server() -> str:
 @pytest.fixture(scope="session")
 def make_database(database_server: str) -> Iterator[MakeDatabase]:
     """Return a function that creates an empty database and gives its SQLAlchemy URL
-    (tests/citus_cluster.py: on a Citus coordinator, on every node)."""
+    (bench/cluster.py: on a Citus coordinator, on every node)."""
     created: list[str] = []
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 

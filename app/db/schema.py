@@ -44,7 +44,11 @@ class SchemaError(RuntimeError):
 
 class CitusWorker(SchemaError):
     """Asked to migrate a Citus worker's database: migrations run on the coordinator,
-    which sends them on to every worker."""
+    which sends them on to every worker (migrations/env.py refuses, changing nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__("this database is a Citus worker's: migrate the coordinator, "
+                         "which sends each change on to every worker")
 
 
 def project_root() -> Path:
@@ -158,15 +162,10 @@ class SchemaGate:
 def upgrade(url: str, revision: str = "head") -> None:
     """Migrate the database at ``url`` to ``revision`` (env.py takes the migration lock).
 
-    Raises CitusWorker, changing nothing, on a Citus worker's database."""
+    Raises CitusWorker, changing nothing, on a Citus worker's database (env.py)."""
     engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as connection:
-            if is_worker(connection):
-                raise CitusWorker(
-                    "this database is a Citus worker's: migrate the coordinator, which "
-                    "sends each change on to every worker")
-            connection.rollback()
             _run(connection, "upgrade", revision)
     finally:
         engine.dispose()

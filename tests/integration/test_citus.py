@@ -26,7 +26,7 @@ from app.db.reconcile_queries import (
     scope_filter,
 )
 from app.db.schema import upgrade
-from tests.citus_cluster import create_database, drop_database, nodes, on_node, remaining
+from bench.cluster import create_database, drop_database, nodes, on_node, remaining
 from tests.worked_examples import EX_000, round_request
 
 
@@ -219,7 +219,7 @@ def test_on_citus_a_ledger_distributed_before_the_lean_rounds_upgrades_and_is_di
 
 def test_on_citus_a_test_database_is_dropped_from_every_node(
         database_server: str, owner_engine: Engine) -> None:
-    """tests/citus_cluster.py: a database in use on a worker (a login there, the nodes'
+    """bench/cluster.py: a database in use on a worker (a login there, the nodes'
     own connections to it) is still dropped from every node."""
     if not _is_citus(owner_engine):
         pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")

@@ -2,7 +2,7 @@
 
 Runs when ``TEST_DATABASE_URL`` names a Citus coordinator with workers (as
 docs/operations/scaling.md sets one up); skipped on one server. The session's database
-is on every node (tests/citus_cluster.py); an app pointed at a worker reaches it at the
+is on every node (bench/cluster.py); an app pointed at a worker reaches it at the
 worker's address in the coordinator's node list, as the runtime login.
 """
 
@@ -21,7 +21,7 @@ from flask import Flask
 from sqlalchemy import make_url
 
 from app.db.schema import CitusWorker, migrate_unless_worker, upgrade
-from tests.citus_cluster import nodes
+from bench.cluster import nodes
 from tests.worked_examples import EX_000, round_request
 
 # Wide bounds: settles wait for one chain in turn, and a loaded machine should slow the

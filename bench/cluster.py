@@ -1,11 +1,12 @@
-"""Test databases on a Citus cluster: made and registered on every node, dropped from each.
+"""Scratch databases on a Citus cluster: made and registered on every node, dropped from each.
 
-When ``TEST_DATABASE_URL`` names a Citus coordinator, its maintenance database holds the
+The benchmarks and the test suite make a database of their own on the server they are
+given. When that server is a Citus coordinator, its maintenance database holds the
 cluster's node list (``citus_add_node`` there). That list is a database's own, so a new
 database gets the extension on every node and the coordinator's host and the workers
 registered in it, as docs/operations/scaling.md tells an operator to do. A drop is sent
-to the coordinator (Citus passes it on) and then to each worker, where a failed
-propagated drop is only a warning: a database left there would stay for good.
+to the coordinator (Citus passes it on) and then to each worker, so that none is left
+behind on a node. On a plain PostgreSQL these only create and drop the database.
 """
 
 from __future__ import annotations
