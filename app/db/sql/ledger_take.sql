@@ -31,7 +31,8 @@
 -- key's earlier use. The head is read by a static statement planned once per connection,
 -- by the chains key (enable_seqscan off), and every static statement's plan is kept for the
 -- connection (plan_cache_mode force_generic_plan: planned for each call's values, the
--- balances' read cost more than reading them); the key's use is planned on each call
+-- balances' read cost more than reading them; on Citus, which cannot distribute that
+-- read planned for any values, each is planned for its call); the key's use is planned on each call
 -- (EXECUTE), as a generic plan made on an empty `rounds` chose another index
 -- (tests/e2e/test_plans.py).
 --
@@ -73,6 +74,10 @@ BEGIN
         SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
             WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id;
     ELSE
+        -- Citus distributes the balances' read below only when it is planned for this
+        -- call's values ("could not create distributed plan" for any values): on Citus
+        -- every statement here is planned for its call, as the function's SET restores.
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
         -- Where the chain's shard lives, whichever node this runs on; the statements
         -- after it see every append committed before the lock was granted.
         SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
