@@ -3,7 +3,9 @@
 Every database fixture is lazy, so a run that selects only unit tests starts no server.
 Where the test database lives, first match wins:
 
-1. ``TEST_DATABASE_URL``: that server (the role needs CREATEDB);
+1. ``TEST_DATABASE_URL``: that server (the role needs CREATEDB); a Citus coordinator's
+   maintenance database makes each database on every node (bench/cluster.py), and
+   ``TEST_ENTRY_NODE=host:port`` points the service's apps at one of its workers;
 2. ``CI=true``: the machine's PostgreSQL at ``postgresql://postgres@127.0.0.1:5432/``;
 3. otherwise an embedded PostgreSQL (pgserver) in ``TEST_PGSERVER_DATA_DIR``, default
    ``var/test-pgdata``, kept between runs so only the first run pays for ``initdb``.
@@ -191,13 +193,26 @@ def citus(database_url: str) -> bool:
     return on_citus(database_url)
 
 
+def entry_url(runtime_url: str) -> str:
+    """Return ``runtime_url`` on the node named by ``TEST_ENTRY_NODE`` (``host:port``, a
+    worker of the Citus cluster ``TEST_DATABASE_URL`` names), where the service's apps
+    then enter; unset, as it is."""
+    node = os.environ.get("TEST_ENTRY_NODE", "").strip()
+    if not node:
+        return runtime_url
+    host, _, port = node.rpartition(":")
+    return make_url(runtime_url).set(host=host, port=int(port)).render_as_string(
+        hide_password=False)
+
+
 @pytest.fixture(scope="session")
 def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Settings:
     """Return default settings aimed at the session database, ignoring the caller's env.
 
-    The service connects as the runtime login and migrates as the owner.
+    The service connects as the runtime login (on ``TEST_ENTRY_NODE`` when set) and
+    migrates as the owner.
     """
-    return Settings.from_env({"DATABASE_URL": runtime_url,
+    return Settings.from_env({"DATABASE_URL": entry_url(runtime_url),
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
                               "AUDIT_SIGNING_KEY_CREATE": "true",
