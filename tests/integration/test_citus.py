@@ -141,7 +141,8 @@ def test_on_citus_a_settle_commits_in_one_phase_on_its_operators_node(
         assert connection.execute(prepared).scalar_one() <= before
 
 
-def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engine) -> None:
+def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engine,
+                                                             database_url: str) -> None:
     if not _is_citus(owner_engine):
         pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
     with owner_engine.connect() as connection:
@@ -152,7 +153,10 @@ def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engi
         target = connection.execute(text(
             "SELECT node_port FROM citus_get_active_worker_nodes() WHERE node_port <> :p "
             "LIMIT 1"), {"p": port}).scalar_one()
-    with owner_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+    # Without the service's statement timeout: a move of every colocated shard takes
+    # longer than a request may on a loaded machine.
+    mover = create_engine(database_url, poolclass=NullPool)
+    with mover.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text(
             "SELECT citus_move_shard_placement(:s, '127.0.0.1', :f, '127.0.0.1', :t, "
             "shard_transfer_mode => 'block_writes')"), {"s": shard, "f": port, "t": target})
@@ -164,6 +168,7 @@ def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engi
         answers = connection.execute(text(
             "SELECT nodeport, result FROM run_command_on_placements('rounds', :check) "
             "WHERE shardid = :s"), {"check": check.replace(name, "%1$s"), "s": shard}).all()
+    mover.dispose()
     assert answers == [(target, "truefalsetrue2")]
 
 
