@@ -9,10 +9,11 @@ node of the operator's shard, where every settle at that table waits for it whic
 node it entered by; a row lock is a read to Citus, so the runtime role still reads that
 shard in the transaction. The chain's first round finds no row to lock: two first rounds
 racing through two nodes leave one refused as not at the head, which the service runs
-again (app/db/driver.py). On one server the take keeps the advisory lock: it costs a
-little less (4.03 M server instructions a settle against 4.04 M with the row lock,
+again (app/db/driver.py). On one server the take keeps the advisory lock: it costs what
+the row lock costs (3.61-3.63 M server instructions a settle against 3.60-3.61 M,
 docs/operations/scaling.md), writes no WAL record and needs no retry at a table's first
-round. The rule is app/db/sql/ledger_take.sql; ``migrations/sql/0034/`` is its frozen
+round. On Citus the take's statements are planned for each call: Citus cannot distribute
+0033's balances read planned for any values. The rule is app/db/sql/ledger_take.sql; ``migrations/sql/0034/`` is its frozen
 copy with the other files, unchanged.
 
 Revision ID: 0034_chain_row_lock

@@ -13,9 +13,10 @@
 --   after the chain's lock, replays the first.)
 -- * Two appends at one chain at once: the second waits for the first (bounded by
 --   lock_timeout), so a chain grows one round at a time.
---   - On one server, by the chain's advisory lock of the transaction: no row is written
---     or locked, and it costs a little less than the row lock (4.03 M server
---     instructions a settle against 4.04 M, docs/operations/scaling.md).
+--   - On one server, by the chain's advisory lock of the transaction: it costs what the
+--     row lock costs (3.61-3.63 M server instructions a settle against 3.60-3.61 M,
+--     docs/operations/scaling.md), writes no WAL record and needs no retry at a table's
+--     first round.
 --   - On Citus, by a row lock on the chain's row in `chains` (FOR NO KEY UPDATE), which
 --     Citus routes to the node of the operator's shard: it holds whichever node the
 --     settle entered by, where an advisory lock would hold on that node only. To Citus a
