@@ -114,12 +114,14 @@ def constraint_of(error: DBAPIError) -> str | None:
     Citus reports a refusal on a shard without the constraint's name, which only its
     message's first line gives, with the shard's id appended (``pk_rounds_102008``):
     that line holds no value, and a name is taken from it only if it is one of the
-    schema's constraints.
+    schema's constraints. A worker that wrote its own shard (the service entering by it)
+    names the shard's constraint, which is read the same way.
     """
     diag = getattr(error.orig, "diag", None)
     name = getattr(diag, "constraint_name", None)
     if isinstance(name, str):
-        return name
+        shard = _SHARD_SUFFIX.fullmatch(name)
+        return shard["name"] if shard is not None and shard["name"] in CONSTRAINTS else name
     primary = getattr(diag, "message_primary", None)
     found = _SHARD_CONSTRAINT.search(primary) if isinstance(primary, str) else None
     if found is not None and found["name"] in CONSTRAINTS:
@@ -129,6 +131,7 @@ def constraint_of(error: DBAPIError) -> str | None:
 
 # A constraint of a shard, as a Citus worker names it in a refusal's message.
 _SHARD_CONSTRAINT = re.compile(r'constraint "(?P<name>[a-z0-9_]+)_[0-9]+"')
+_SHARD_SUFFIX = re.compile(r"(?P<name>[a-z0-9_]+)_[0-9]+")
 CONSTRAINTS = frozenset(
     [str(c.name) for table in Base.metadata.tables.values() for c in table.constraints]
     + [str(i.name) for table in Base.metadata.tables.values() for i in table.indexes
