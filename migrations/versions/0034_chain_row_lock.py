@@ -13,8 +13,8 @@ again (app/db/driver.py). On one server the take keeps the advisory lock: it cos
 the row lock costs (3.61-3.63 M server instructions a settle against 3.60-3.61 M,
 docs/operations/scaling.md), writes no WAL record and needs no retry at a table's first
 round. On Citus the take's statements are planned for each call: Citus cannot distribute
-0033's balances read planned for any values. The rule is app/db/sql/ledger_take.sql; ``migrations/sql/0034/`` is its frozen
-copy with the other files, unchanged.
+0033's balances read planned for any values. The rule is app/db/sql/ledger_take.sql;
+``migrations/sql/0034/`` is its frozen copy with the other files, unchanged.
 
 Revision ID: 0034_chain_row_lock
 Revises: 0033_balances_in_take
