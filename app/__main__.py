@@ -1,7 +1,8 @@
 """``python -m app``: make sure the database is there and migrated, then serve with gunicorn.
 
 With DATABASE_URL set this process migrates as MIGRATIONS_DATABASE_URL (the owner; else
-DATABASE_URL), checks that DATABASE_URL's role is not the owner or a superuser (exit 2
+DATABASE_URL; never a Citus worker's database, which the coordinator's migrations reach),
+checks that DATABASE_URL's role is not the owner or a superuser (exit 2
 otherwise, unless ALLOW_OWNER_RUNTIME=true), then becomes gunicorn (exec). Without it, it
 starts the embedded PostgreSQL, migrates it as its superuser, makes the runtime login, runs
 gunicorn as a child pointed at that login, passes signals on, and stops PostgreSQL once
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from app.db.engine import database_urls
     from app.db.roles import REFUSED_EXIT, RuntimeRoleError
-    from app.db.schema import DATABASE_UNAVAILABLE, upgrade
+    from app.db.schema import DATABASE_UNAVAILABLE, migrate_unless_worker
 
     command = gunicorn_command(extra)
     from app.services.signing import SigningKeyError, load_keyring
@@ -85,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if not urls.embedded:
-            _migrate(urls.migrations, upgrade)
+            # A Citus worker's database is left to the coordinator's migrations.
+            _migrate(urls.migrations, migrate_unless_worker)
         _check_role(urls.runtime, settings)
         _tell_about_keys(urls.runtime, settings.default_operator)
     except RuntimeRoleError as refused:
@@ -108,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  settings.pgserver_data_dir)
 
 
-def _migrate(url: str, upgrade: Callable[[str], None]) -> None:
+def _migrate(url: str, upgrade: Callable[[str], object]) -> None:
     # A right the owner lacks is a refusal that names the right, not a traceback.
     from sqlalchemy.exc import DBAPIError
 

@@ -519,6 +519,9 @@ def fairplay_run(from_: str, to: str, operator_id: str | None, jobs: int | None,
 
 # --- citus -----------------------------------------------------------------------------
 
+# `citus distribute` run by a login without a privilege it needs.
+CITUS_REFUSED_EXIT = 2
+
 citus = AppGroup("citus", help="Scale out on a Citus database (as the schema's owner).")
 
 
@@ -530,7 +533,8 @@ def citus_distribute() -> None:
 
     Run once on the coordinator after the migrations, as the schema's owner
     (MIGRATIONS_DATABASE_URL, else DATABASE_URL); running it again changes nothing.
-    Prints each table's place. Exits 1 on a database without Citus or without workers.
+    Prints each table's place. Exits 1 on a database without Citus or without workers,
+    2 when the login lacks a privilege it needs (the message names it; nothing changed).
     """
     settings = current_app.config["SETTINGS"]
     engine = make_engine(settings, database_urls(settings).migrations)
@@ -538,9 +542,13 @@ def citus_distribute() -> None:
         with engine.begin() as connection:
             placed = citus_layout.distribute(
                 connection, say=click.echo, lock_timeout_ms=settings.db_lock_timeout_ms,
-                statement_timeout_ms=settings.db_statement_timeout_ms)
+                statement_timeout_ms=settings.db_statement_timeout_ms,
+                runtime_role=settings.db_runtime_role)
     except citus_layout.NotCitus as error:
         raise click.ClickException(str(error)) from None
+    except citus_layout.Refused as error:
+        click.echo(f"Error: {error}", err=True)
+        raise SystemExit(CITUS_REFUSED_EXIT) from None
     finally:
         engine.dispose()
     click.echo(f"Citus {placed.citus_version}, {placed.workers} workers:")

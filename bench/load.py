@@ -185,13 +185,14 @@ def scratch_database(server: str) -> Iterator[str]:
     from app.config import Settings
     from app.db.citus import distribute
     from app.db.schema import upgrade
+    from bench.cluster import create_database, drop_database
 
     name = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        try:
-            connection.execute(f'CREATE DATABASE "{name}"')
-        except psycopg.Error as error:
-            raise BenchError(f"cannot create database {name} on the server: {error}") from None
+    try:
+        # On a Citus coordinator: on every node, with the nodes registered in it.
+        create_database(server, name)
+    except psycopg.Error as error:
+        raise BenchError(f"cannot create database {name} on the server: {error}") from None
     try:
         url = make_url(normalize_database_url(server)).set(database=name)
         rendered = url.render_as_string(hide_password=False)
@@ -213,8 +214,8 @@ def scratch_database(server: str) -> Iterator[str]:
             database=name).render_as_string(hide_password=False))
         with suppress(psycopg.Error), psycopg.connect(bench_db, autocommit=True) as connection:
             connection.execute(f"DROP ROLE IF EXISTS {RUNTIME_LOGIN}")
+        drop_database(server, name)
         with psycopg.connect(server, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             connection.execute(f"DROP ROLE IF EXISTS {RUNTIME_LOGIN}")
 
 

@@ -7,6 +7,8 @@ Where the database is, first match wins:
 4. the service's own rule: MIGRATIONS_DATABASE_URL (the owner), else DATABASE_URL, else the
    embedded PostgreSQL in PGSERVER_DATA_DIR.
 
+A Citus worker's database is refused (app.db.schema.CitusWorker): migrate the coordinator.
+
 Revisions that grant to the runtime role read its name from ``config.attributes
 ["runtime_role"]``: DB_RUNTIME_ROLE, default thirteen_runtime, unless code set it.
 """
@@ -20,9 +22,10 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from app.config import Settings, normalize_database_url, runtime_role_from_env
+from app.db.citus import is_worker
 from app.db.engine import migrations_url
 from app.db.models import Base
-from app.db.schema import MIGRATION_LOCK
+from app.db.schema import MIGRATION_LOCK, CitusWorker
 
 config = context.config
 target_metadata = Base.metadata
@@ -44,6 +47,10 @@ def _url() -> str:
 
 
 def _migrate(connection: Connection) -> None:
+    # A Citus worker's schema is the coordinator's to change: its migrations reach it.
+    if is_worker(connection):
+        raise CitusWorker()
+    connection.rollback()
     # Session-level lock, committed at once so Alembic starts from a clean transaction
     # state: replicas or workers migrating at the same moment take turns.
     connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})

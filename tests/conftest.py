@@ -3,7 +3,9 @@
 Every database fixture is lazy, so a run that selects only unit tests starts no server.
 Where the test database lives, first match wins:
 
-1. ``TEST_DATABASE_URL``: that server (the role needs CREATEDB);
+1. ``TEST_DATABASE_URL``: that server (the role needs CREATEDB); a Citus coordinator's
+   maintenance database makes each database on every node (bench/cluster.py), and
+   ``TEST_ENTRY_NODE=host:port`` points the service's apps at one of its workers;
 2. ``CI=true``: the machine's PostgreSQL at ``postgresql://postgres@127.0.0.1:5432/``;
 3. otherwise an embedded PostgreSQL (pgserver) in ``TEST_PGSERVER_DATA_DIR``, default
    ``var/test-pgdata``, kept between runs so only the first run pays for ``initdb``.
@@ -52,6 +54,7 @@ from app.db.roles import drop_login, ensure_login
 from app.db.schema import upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory
 from app.services.keys import create_key
+from bench.cluster import create_database, drop_database
 
 REPO = Path(__file__).resolve().parents[1]
 CI_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -94,21 +97,21 @@ def database_server() -> str:
 
 @pytest.fixture(scope="session")
 def make_database(database_server: str) -> Iterator[MakeDatabase]:
-    """Return a function that creates an empty database and gives its SQLAlchemy URL."""
+    """Return a function that creates an empty database and gives its SQLAlchemy URL
+    (bench/cluster.py: on a Citus coordinator, on every node)."""
     created: list[str] = []
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
     def create() -> str:
         name = f"thirteen_test_{worker}_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(database_server, autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
+        # On a Citus coordinator: on every node, with the nodes registered in it.
+        create_database(database_server, name)
         created.append(name)
         return _with_database(database_server, name)
 
     yield create
-    with psycopg.connect(database_server, autocommit=True) as connection:
-        for name in created:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    for name in created:
+        drop_database(database_server, name)
 
 
 def migrate(url: str) -> None:
@@ -190,13 +193,26 @@ def citus(database_url: str) -> bool:
     return on_citus(database_url)
 
 
+def entry_url(runtime_url: str) -> str:
+    """Return ``runtime_url`` on the node named by ``TEST_ENTRY_NODE`` (``host:port``, a
+    worker of the Citus cluster ``TEST_DATABASE_URL`` names), where the service's apps
+    then enter; unset, as it is."""
+    node = os.environ.get("TEST_ENTRY_NODE", "").strip()
+    if not node:
+        return runtime_url
+    host, _, port = node.rpartition(":")
+    return make_url(runtime_url).set(host=host, port=int(port)).render_as_string(
+        hide_password=False)
+
+
 @pytest.fixture(scope="session")
 def settings(database_url: str, runtime_url: str, signing_key_file: Path) -> Settings:
     """Return default settings aimed at the session database, ignoring the caller's env.
 
-    The service connects as the runtime login and migrates as the owner.
+    The service connects as the runtime login (on ``TEST_ENTRY_NODE`` when set) and
+    migrates as the owner.
     """
-    return Settings.from_env({"DATABASE_URL": runtime_url,
+    return Settings.from_env({"DATABASE_URL": entry_url(runtime_url),
                               "MIGRATIONS_DATABASE_URL": database_url,
                               "AUDIT_SIGNING_KEY_FILE": str(signing_key_file),
                               "AUDIT_SIGNING_KEY_CREATE": "true",

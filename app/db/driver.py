@@ -115,12 +115,14 @@ def constraint_of(error: DBAPIError) -> str | None:
     Citus reports a refusal on a shard without the constraint's name, which only its
     message's first line gives, with the shard's id appended (``pk_rounds_102008``):
     that line holds no value, and a name is taken from it only if it is one of the
-    schema's constraints.
+    schema's constraints. A worker that wrote its own shard (the service entering by it)
+    names the shard's constraint, which is read the same way.
     """
     diag = getattr(error.orig, "diag", None)
     name = getattr(diag, "constraint_name", None)
     if isinstance(name, str):
-        return name
+        shard = _SHARD_SUFFIX.fullmatch(name)
+        return shard["name"] if shard is not None and shard["name"] in CONSTRAINTS else name
     primary = getattr(diag, "message_primary", None)
     found = _SHARD_CONSTRAINT.search(primary) if isinstance(primary, str) else None
     if found is not None and found["name"] in CONSTRAINTS:
@@ -130,6 +132,7 @@ def constraint_of(error: DBAPIError) -> str | None:
 
 # A constraint of a shard, as a Citus worker names it in a refusal's message.
 _SHARD_CONSTRAINT = re.compile(r'constraint "(?P<name>[a-z0-9_]+)_[0-9]+"')
+_SHARD_SUFFIX = re.compile(r"(?P<name>[a-z0-9_]+)_[0-9]+")
 CONSTRAINTS = frozenset(
     [str(c.name) for table in Base.metadata.tables.values() for c in table.constraints]
     + [str(i.name) for table in Base.metadata.tables.values() for i in table.indexes
@@ -139,6 +142,10 @@ CONSTRAINTS = frozenset(
 # The unique constraint that stops a second round with one Idempotency-Key, whatever the
 # locks did (app.db.appends).
 KEY_CONSTRAINT = "uq_rounds_operator_id_idempotency_key"
+# ledger_append's refusal of a round not at its chain's head: on Citus, the second of two
+# first rounds of a table (no chain row yet to lock) entering by two nodes
+# (app/db/sql/ledger_take.sql). Running again reads the head the first one left.
+CHAIN_CONSTRAINT = "ledger_append_chained"
 # SQLSTATEs after which running the whole transaction again can succeed.
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
@@ -148,16 +155,18 @@ def retryable(error: DBAPIError) -> Exception | None:
     again after ``error``, or None when running again would not help.
 
     A connection the pool invalidated is ConnectionLost. A serialization failure, a
-    deadlock, or a second round refused by the Idempotency-Key's unique constraint (the
+    deadlock, a second round refused by the Idempotency-Key's unique constraint (the
     key's lock and its read leave no way to it; should one be found, running again finds
-    the first round and replays it) is RetryableConflict.
+    the first round and replays it), or a round refused as not at its chain's head
+    (running again reads the head anew) is RetryableConflict.
     """
     said = str(error.orig)
     if error.connection_invalidated:
         return ConnectionLost(said)
     if getattr(error.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
         return RetryableConflict(said)
-    if isinstance(error, IntegrityError) and constraint_of(error) == KEY_CONSTRAINT:
+    if isinstance(error, IntegrityError) and constraint_of(error) in (KEY_CONSTRAINT,
+                                                                      CHAIN_CONSTRAINT):
         return RetryableConflict(said)
     return None
 

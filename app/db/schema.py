@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,10 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
+
+from app.db.citus import is_worker
+
+log = logging.getLogger(__name__)
 
 # What a database that is down, restarting or out of connections raises: the caller answers
 # 503 and tries again later, never 500.
@@ -35,6 +40,15 @@ MIGRATION_LOCK = 0x7468_6972_7465_656E  # "thirteen"
 
 class SchemaError(RuntimeError):
     """The database schema is not the one this code expects."""
+
+
+class CitusWorker(SchemaError):
+    """Asked to migrate a Citus worker's database: migrations run on the coordinator,
+    which sends them on to every worker (migrations/env.py refuses, changing nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__("this database is a Citus worker's: migrate the coordinator, "
+                         "which sends each change on to every worker")
 
 
 def project_root() -> Path:
@@ -84,8 +98,16 @@ def check_schema(engine: Engine) -> None:
     heads = head_revisions()
     with engine.connect() as connection:
         current = current_revisions(connection)
+        worker = current != heads and is_worker(connection)
     if current == heads:
         return
+    if worker:
+        raise SchemaError(
+            f"this Citus worker reads the schema at {sorted(current) or 'no revision'}, not "
+            f"head {sorted(heads)}: migrate the coordinator (alembic upgrade head there), "
+            "then run `flask --app app citus distribute` on it, which makes the revision "
+            "readable on every worker"
+        )
     script = ScriptDirectory.from_config(alembic_config())
     known = {rev.revision for rev in script.walk_revisions()}
     if current - known:
@@ -130,7 +152,7 @@ class SchemaGate:
             if self._passed:
                 return
             if self._migrate_url is not None:
-                upgrade(self._migrate_url)
+                migrate_unless_worker(self._migrate_url)
             check_schema(self._engine)
             if self._also is not None:
                 self._also(self._engine)
@@ -138,13 +160,27 @@ class SchemaGate:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` to ``revision`` (env.py takes the migration lock)."""
+    """Migrate the database at ``url`` to ``revision`` (env.py takes the migration lock).
+
+    Raises CitusWorker, changing nothing, on a Citus worker's database (env.py)."""
     engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as connection:
             _run(connection, "upgrade", revision)
     finally:
         engine.dispose()
+
+
+def migrate_unless_worker(url: str) -> bool:
+    """Migrate the database at ``url`` to head, unless it is a Citus worker's (then log
+    it and leave the schema to the coordinator's migrations); return whether it migrated."""
+    try:
+        upgrade(url)
+    except CitusWorker:
+        log.info("not migrating a Citus worker's database: the coordinator's migrations "
+                 "reach it")
+        return False
+    return True
 
 
 def downgrade(url: str, revision: str) -> None:

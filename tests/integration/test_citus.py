@@ -8,11 +8,12 @@ set-up exactly as the command does it; these tests check what it left.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import psycopg
 import pytest
 from flask import Flask
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.pool import NullPool
 
 from app.config import Settings
@@ -25,6 +26,7 @@ from app.db.reconcile_queries import (
     scope_filter,
 )
 from app.db.schema import upgrade
+from bench.cluster import create_database, drop_database, nodes, on_node, remaining
 from tests.worked_examples import EX_000, round_request
 
 
@@ -139,7 +141,8 @@ def test_on_citus_a_settle_commits_in_one_phase_on_its_operators_node(
         assert connection.execute(prepared).scalar_one() <= before
 
 
-def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engine) -> None:
+def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engine,
+                                                             database_url: str) -> None:
     if not _is_citus(owner_engine):
         pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
     with owner_engine.connect() as connection:
@@ -150,7 +153,10 @@ def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engi
         target = connection.execute(text(
             "SELECT node_port FROM citus_get_active_worker_nodes() WHERE node_port <> :p "
             "LIMIT 1"), {"p": port}).scalar_one()
-    with owner_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+    # Without the service's statement timeout: a move of every colocated shard takes
+    # longer than a request may on a loaded machine.
+    mover = create_engine(database_url, poolclass=NullPool)
+    with mover.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text(
             "SELECT citus_move_shard_placement(:s, '127.0.0.1', :f, '127.0.0.1', :t, "
             "shard_transfer_mode => 'block_writes')"), {"s": shard, "f": port, "t": target})
@@ -162,6 +168,7 @@ def test_on_citus_a_moved_shard_keeps_its_grants_and_triggers(owner_engine: Engi
         answers = connection.execute(text(
             "SELECT nodeport, result FROM run_command_on_placements('rounds', :check) "
             "WHERE shardid = :s"), {"check": check.replace(name, "%1$s"), "s": shard}).all()
+    mover.dispose()
     assert answers == [(target, "truefalsetrue2")]
 
 
@@ -175,10 +182,12 @@ def test_on_citus_a_ledger_distributed_before_the_lean_rounds_upgrades_and_is_di
     url = make_database()
     upgrade(url, "0026_append_rows_by_values")
     engine = create_engine(url, poolclass=NullPool)
-    before = [t for t in DISTRIBUTED if t != "round_rulesets"]
-    with engine.begin() as connection:  # as the command did at 0026
+    # The tables there were at 0026, placed as the command did then.
+    before = [t for t in DISTRIBUTED
+              if t not in ("round_rulesets", "fairplay_rounds", "fairplay_pairs")]
+    with engine.begin() as connection:
         connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
-        for table in REFERENCE:
+        for table in ("api_keys", "api_key_revocations"):
             connection.execute(text("SELECT create_reference_table(:t)"), {"t": table})
         for table in before:
             connection.execute(text(
@@ -197,7 +206,9 @@ def test_on_citus_a_ledger_distributed_before_the_lean_rounds_upgrades_and_is_di
                    lock_timeout_ms=defaults.db_lock_timeout_ms,
                    statement_timeout_ms=defaults.db_statement_timeout_ms)
     with engine.connect() as connection:
-        assert layout(connection).tables["round_rulesets"] == "distributed by operator_id"
+        assert layout(connection).tables == {
+            **{t: "distributed by operator_id" for t in DISTRIBUTED},
+            **{t: "reference" for t in REFERENCE}}
         assert connection.execute(text(
             "SELECT count(*), count(DISTINCT operator_id) FROM round_rulesets")).one() == (6, 6)
         kinds = connection.execute(text(
@@ -208,4 +219,88 @@ def test_on_citus_a_ledger_distributed_before_the_lean_rounds_upgrades_and_is_di
         assert connection.execute(text(
             "SELECT result FROM rounds WHERE operator_id = 'op-1'")).scalar_one() == (
             '{"points": [1]}')
+    engine.dispose()
+
+
+def test_on_citus_a_test_database_is_dropped_from_every_node(
+        database_server: str, owner_engine: Engine) -> None:
+    """bench/cluster.py: a database in use on a worker (a login there, the nodes'
+    own connections to it) is still dropped from every node."""
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    name = f"thirteen_test_drop_{uuid.uuid4().hex[:12]}"
+    create_database(database_server, name)
+    coordinator, workers = nodes(database_server)
+    assert coordinator is not None
+    with psycopg.connect(on_node(database_server, coordinator, name),
+                         autocommit=True) as connection:
+        connection.execute("CREATE TABLE t (k int PRIMARY KEY)")
+        connection.execute("SELECT create_distributed_table('t', 'k')")
+        connection.execute("INSERT INTO t SELECT generate_series(1, 10)")
+    held = psycopg.connect(on_node(database_server, workers[0], name), autocommit=True)
+    try:
+        held.execute("SELECT count(*) FROM t")
+        drop_database(database_server, name)
+    finally:
+        held.close()
+    assert remaining(database_server, name) == {worker: [] for worker in workers}
+    with psycopg.connect(database_server, autocommit=True) as connection:
+        assert connection.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                  (name,)).fetchone() is None
+
+
+@pytest.fixture()
+def plain_login(owner_engine: Engine, database_url: str) -> Iterator[str]:
+    """A login with no right beyond connecting: neither CREATEROLE nor a table of its own;
+    yields its URL of the session's database."""
+    name = f"thirteen_test_plain_{uuid.uuid4().hex[:10]}"
+    with owner_engine.begin() as connection:
+        connection.execute(text(f'CREATE ROLE "{name}" LOGIN'))
+    try:
+        yield make_url(database_url).set(username=name).render_as_string(hide_password=False)
+    finally:
+        with owner_engine.begin() as connection:
+            connection.execute(text(f'DROP ROLE "{name}"'))
+
+
+def _writer_settings(owner_engine: Engine) -> list[str]:
+    with owner_engine.connect() as connection:
+        return sorted(connection.execute(text(
+            "SELECT unnest(setconfig) FROM pg_db_role_setting JOIN pg_roles r "
+            "ON setrole = r.oid WHERE rolname = 'thirteen_runtime_writer' "
+            "AND setdatabase = 0")).scalars())
+
+
+def test_on_citus_distribute_by_a_login_that_may_not_change_roles_exits_2_naming_it(
+        make_app: Callable[..., Flask], owner_engine: Engine, plain_login: str) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    before = _writer_settings(owner_engine)
+    # Another lock timeout than the writer role has: the role must change.
+    app = make_app(migrations_database_url=plain_login, db_lock_timeout_ms=1999)
+    result = app.test_cli_runner().invoke(args=["citus", "distribute"])
+    assert result.exit_code == 2, result.output
+    assert "needs CREATEROLE" in result.output
+    assert "ALTER ROLE thirteen_runtime_writer SET lock_timeout = '1999ms'" in result.output
+    assert "Traceback" not in result.output
+    assert _writer_settings(owner_engine) == before
+
+
+def test_on_citus_distribute_by_a_login_that_owns_no_table_exits_2_naming_the_owner(
+        make_app: Callable[..., Flask], make_database: Callable[[], str],
+        owner_engine: Engine, plain_login: str) -> None:
+    if not _is_citus(owner_engine):
+        pytest.skip("needs a Citus coordinator as TEST_DATABASE_URL")
+    url = make_database()
+    upgrade(url)  # migrated, not distributed
+    login = make_url(plain_login).username
+    app = make_app(migrations_database_url=make_url(url).set(
+        username=login).render_as_string(hide_password=False))
+    result = app.test_cli_runner().invoke(args=["citus", "distribute"])
+    assert result.exit_code == 2, result.output
+    assert f"{login} does not own alembic_version (owned by postgres), " in result.output
+    assert "rounds (owned by postgres)" in result.output
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.connect() as connection:
+        assert set(layout(connection).tables.values()) == {"local"}
     engine.dispose()

@@ -96,14 +96,18 @@ def test_a_round_is_reversed_at_most_once(owner_sessions, count_rows):
 
 
 def test_the_chain_head_is_the_last_round_of_operator_and_table(owner_sessions):
+    # Each take in a transaction of its own: on Citus it holds the chain's row, which the
+    # owner's own write of the head (rounds.add) would then wait for on another connection.
     table, key = fresh_id("chain"), fresh_id("key")
     with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and (start.seq, start.prev_hash) == (1, None)
+    with UnitOfWork(owner_sessions) as uow:
         first = uow.rounds.add(make_round(table))
     with UnitOfWork(owner_sessions) as uow:
         start = uow.appends.start("default", table, key)
         assert start is not None and (start.seq, start.prev_hash) == (2, first.content_hash)
+    with UnitOfWork(owner_sessions) as uow:
         uow.rounds.add(make_round(table, chain_seq=2, prev_hash=first.content_hash))
     with UnitOfWork(owner_sessions) as uow:
         assert uow.appends.start("default", table, key).seq == 3
@@ -112,6 +116,8 @@ def test_the_chain_head_is_the_last_round_of_operator_and_table(owner_sessions):
 
 def test_the_chain_lock_holds_a_second_writer_until_the_first_commits(owner_sessions):
     table = fresh_id("lock")
+    with UnitOfWork(owner_sessions) as uow:  # on Citus the lock is the chain's row
+        uow.rounds.add(make_round(table))
     order: list[str] = []
     first_has_lock = threading.Event()
 

@@ -31,6 +31,20 @@ def test_a_shards_constraint_is_named_as_the_tables(name: str):
     assert constraint_of(error) == name
 
 
+@pytest.mark.parametrize("name", ["pk_rounds", "uq_rounds_operator_id_idempotency_key"])
+def test_a_shards_constraint_named_by_the_worker_that_wrote_it_is_the_tables(name: str):
+    # The service entering by the worker that holds the shard: Citus writes it in process
+    # and the refusal names the shard's constraint itself.
+    error = _refusal(f"{name}_102033",
+                     f'duplicate key value violates unique constraint "{name}_102033"')
+    assert constraint_of(error) == name
+
+
+def test_a_name_that_only_looks_like_a_shards_is_taken_as_given():
+    error = _refusal("not_ours_102033", "")
+    assert constraint_of(error) == "not_ours_102033"
+
+
 @pytest.mark.parametrize("primary", [
     'duplicate key value violates unique constraint "not_ours_102008"',
     'duplicate key value violates unique constraint "pk_rounds"',  # no shard id, no name

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from app.db.driver import KEY_CONSTRAINT, refusal, retryable
+from app.db.driver import CHAIN_CONSTRAINT, KEY_CONSTRAINT, refusal, retryable
 from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict, run_with_retry
 
 
@@ -89,6 +89,13 @@ def test_serialization_failures_and_deadlocks_are_conflicts(sqlstate):
 
 def test_a_second_round_under_one_key_is_a_conflict():
     error = _error("23505", IntegrityError, KEY_CONSTRAINT)
+    assert isinstance(retryable(error), RetryableConflict)
+    assert isinstance(refusal(error), RetryableConflict)
+
+
+def test_a_round_refused_as_not_at_its_chains_head_is_a_conflict():
+    # On Citus, the second of two first rounds of a table entering by two nodes.
+    error = _error("23514", IntegrityError, CHAIN_CONSTRAINT)
     assert isinstance(retryable(error), RetryableConflict)
     assert isinstance(refusal(error), RetryableConflict)
 

@@ -8,19 +8,32 @@
 -- What it refuses, and why:
 -- * A second request holding the same Idempotency-Key: the key's advisory lock is tried
 --   without waiting, and `taken` comes back false, so the service answers 409 at once
---   rather than settling twice.
--- * Two appends at one chain at once: the chain's advisory lock of the transaction is
---   waited for (bounded by lock_timeout), so a chain grows one round at a time and no
---   row is written to take it (on Citus a row written by the writer would hide the
---   shard from the runtime role for the rest of the transaction).
+--   rather than settling twice. (On Citus the lock is the entry node's: two requests
+--   with one key through two nodes both go on, and the second, reading the key's use
+--   after the chain's lock, replays the first.)
+-- * Two appends at one chain at once: the second waits for the first (bounded by
+--   lock_timeout), so a chain grows one round at a time.
+--   - On one server, by the chain's advisory lock of the transaction: it costs what the
+--     row lock costs (3.61-3.63 M server instructions a settle against 3.60-3.61 M,
+--     docs/operations/scaling.md), writes no WAL record and needs no retry at a table's
+--     first round.
+--   - On Citus, by a row lock on the chain's row in `chains` (FOR NO KEY UPDATE), which
+--     Citus routes to the node of the operator's shard: it holds whichever node the
+--     settle entered by, where an advisory lock would hold on that node only. To Citus a
+--     row lock is a read, so the runtime role may still read that shard in the
+--     transaction (a row the writer role wrote would hide it: migration 0025). A chain's
+--     first round has no row to lock: of two first rounds racing, ledger_append refuses
+--     the second as not at the head, and the service runs it again (app/db/driver.py).
 --
--- What it returns is read after both locks, in statements of their own, so their
--- snapshots see every round committed before: the head (seq, head_hash), the clock read
+-- What it returns is read after both locks, in statements of their own (the row lock's
+-- statement returns the row as the lock's last holder left it), so their snapshots see
+-- every round committed before: the head (seq, head_hash), the clock read
 -- under the lock (the round's created_at: times only go forward along a chain), and the
 -- key's earlier use. The head is read by a static statement planned once per connection,
 -- by the chains key (enable_seqscan off), and every static statement's plan is kept for the
 -- connection (plan_cache_mode force_generic_plan: planned for each call's values, the
--- balances' read cost more than reading them); the key's use is planned on each call
+-- balances' read cost more than reading them; on Citus, which cannot distribute that
+-- read planned for any values, each is planned for its call); the key's use is planned on each call
 -- (EXECUTE), as a generic plan made on an empty `rounds` chose another index
 -- (tests/e2e/test_plans.py).
 --
@@ -54,12 +67,24 @@ BEGIN
         RETURN;
     END IF;
     -- Waits for an append in progress at this chain (bounded by lock_timeout).
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended(p_operator_id || chr(31) || 'chain' || chr(31) || p_table_id, 0));
-    -- Statements of their own: their snapshots see every append committed before the
-    -- lock was granted.
-    SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
-        WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id;
+    IF current_setting('citus.version', true) IS NULL THEN
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended(p_operator_id || chr(31) || 'chain' || chr(31) || p_table_id, 0));
+        -- Statements of their own: their snapshots see every append committed before the
+        -- lock was granted.
+        SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
+            WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id;
+    ELSE
+        -- Citus distributes the balances' read below only when it is planned for this
+        -- call's values ("could not create distributed plan" for any values): on Citus
+        -- every statement here is planned for its call, as the function's SET restores.
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+        -- Where the chain's shard lives, whichever node this runs on; the statements
+        -- after it see every append committed before the lock was granted.
+        SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
+            WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id
+            FOR NO KEY UPDATE;
+    END IF;
     seq := coalesce(seq, 0);
     -- Under the lock: later than the time of every round at this chain.
     locked_at := clock_timestamp();
