@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.fairness [--settles 150] [--connections 32] [--classes advisor,audit]
 
 The service as shipped (gunicorn.conf.py, its default limits) on a scratch database (as
-bench.load makes one). Operator A settles one round after another, alone, and then while
-operator B's key floods one route class with wrk on ``--connections`` connections:
+bench.load makes one). Operator A settles one round after another (at most 50 a second),
+alone, and then while operator B's key floods one route class with wrk on
+``--connections`` connections:
 ``advisor`` (``POST /v1/hands/arrange`` with ``mode: best``), ``audit`` (``GET
 /v1/audit/verify`` over a year), ``dry`` (``POST /v1/rounds/score``), ``read``
 (``GET /v1/rounds``), ``settle`` (B's own settles). For each, A's settle p50/p99 and the
@@ -84,13 +85,22 @@ def floods(bodies: list[dict[str, Any]]) -> dict[str, tuple[str, str, list[str]]
     }
 
 
+# The measured operator settles at most this many rounds a second, half its default settle
+# limit (100/s): alone, on an idle machine, one settle after another went past the limit.
+PACE = 50
+
+
 def settle_times(port: int, key: str, bodies: list[dict[str, Any]]) -> list[float]:
-    """Settle each body in turn on one kept-alive connection; return the latencies (ms)."""
+    """Settle each body in turn on one kept-alive connection, at most PACE a second;
+    return the latencies (ms)."""
     times = []
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    next_start = time.perf_counter()
     for body in bodies:
         raw = json.dumps({**body, "table_id": f"fair-{uuid.uuid4().hex[:8]}"})
+        time.sleep(max(0.0, next_start - time.perf_counter()))
         started = time.perf_counter()
+        next_start = started + 1 / PACE
         connection.request("POST", "/v1/rounds", body=raw, headers={
             "Authorization": f"Bearer {key}", "Content-Type": "application/json",
             "Idempotency-Key": uuid.uuid4().hex})
