@@ -159,7 +159,7 @@ POOLERS = ("none", "transaction")
 # Per key and route class (app.api.limits.ROUTE_CLASSES); ``public`` counts by address.
 DEFAULT_RATES: dict[str, str] = {"settle": "100/second", "dry": "50/second", "advisor": "4/second",
                  "read": "100/second", "audit": "30/minute", "public": "50/second"}
-DEFAULT_CONCURRENCY: dict[str, int] = {"settle": 16, "dry": 8, "advisor": 2, "read": 8, "audit": 1,
+DEFAULT_CONCURRENCY: dict[str, int] = {"settle": 4, "dry": 4, "advisor": 2, "read": 4, "audit": 1,
                        "public": 16}
 
 
