@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.driver import read_outside_transaction
 from app.db.models import ApiKey, ApiKeyRevocation, ConsoleSignOut
-from app.services.repositories import KeyCheck, NewApiKey, StoredKey
+from app.services.key_repositories import KeyCheck, NewApiKey, StoredKey
 
 # Every authenticated request reads its key, so this read is sent on psycopg directly
 # (app.db.driver): one round trip, without SQLAlchemy's statement layer.

@@ -25,7 +25,8 @@ from app.db.ledger import LedgerRepository
 from app.db.matches import MatchRepository
 from app.db.repositories import RoundRepository
 from app.db.round_reads import read_round, read_round_rest
-from app.services.repositories import KeyCheck, RoundRead, RoundRest
+from app.services.key_repositories import KeyCheck
+from app.services.repositories import RoundRead, RoundRest
 from app.services.uow import IsolationLevel
 
 

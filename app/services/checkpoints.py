@@ -40,12 +40,13 @@ from typing import Any, cast
 import orjson
 
 from app.json_codec import canonical_json
-from app.services import audit, cursors
-from app.services.audit import ChainEnd, evidence_rows, money_row_changes, rows_match
+from app.services import cursors
+from app.services.audit import ChainEnd
 from app.services.cursors import InvalidCursor
 from app.services.receipts import receipt_problem
 from app.services.repositories import ChainHead, CheckpointColumns, StrayLines, StraySeats
 from app.services.rounds import content_hash, utc_text
+from app.services.row_checks import LINES, PLAYERS, evidence_rows, money_row_changes, rows_match
 from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
 
@@ -67,9 +68,9 @@ BROKEN_LINK = "broken_link"
 CONTENT_HASH = "content_hash"
 # A seat or a line that is not what its round answered with: changed (before and after),
 # missing, added, or naming another round.
-LINES_CHANGED = audit.LINES
-PLAYERS_CHANGED = audit.PLAYERS
-_TABLE_OF = {audit.PLAYERS: "round_players", audit.LINES: "ledger_lines"}
+LINES_CHANGED = LINES
+PLAYERS_CHANGED = PLAYERS
+_TABLE_OF = {PLAYERS: "round_players", LINES: "ledger_lines"}
 CREATED_AT = "created_at"
 # Ledger lines, or seats, of the operator that name a round that is not stored (there).
 STRAY_LINES = "stray_lines"

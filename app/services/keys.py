@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from app.services.repositories import KeyCheck, NewApiKey, StoredKey
+from app.services.key_repositories import KeyCheck, NewApiKey, StoredKey
 from app.services.uow import UnitOfWorkFactory
 from app.text import IDENTIFIER_RULE, is_identifier, text_fault
 

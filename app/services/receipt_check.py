@@ -18,7 +18,7 @@ signed, and its result, seats and lines are the answer's. Each check is one line
   (``result``);
 - ``players`` and ``lines``: the content's seat and line rows are the answer's players and
   lines, money compared as numbers (``players_changed``, ``lines_changed``; the verifies'
-  comparison, app.services.audit.money_row_changes).
+  comparison, app.services.row_checks.money_row_changes).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from app.json_codec import canonical_json
-from app.services import audit
+from app.services import audit, row_checks
 from app.services.receipts import RECEIPT_MISSING, receipt_problem, utc_text
 from app.services.repositories import LINE_COLUMNS, PLAYER_COLUMNS
 from app.services.signing import PublicKeys
@@ -41,8 +41,8 @@ OK = "ok"
 CONTENT_HASH = "content_hash"
 ROUND_CHANGED = "round_changed"
 RESULT = audit.RESULT
-PLAYERS_CHANGED = audit.PLAYERS
-LINES_CHANGED = audit.LINES
+PLAYERS_CHANGED = row_checks.PLAYERS
+LINES_CHANGED = row_checks.LINES
 
 _PLAYER_MONEY = ("balance_before", "amount", "fee", "balance_after")
 _LINE_MONEY = ("amount", "balance_before", "balance_after")
@@ -219,10 +219,10 @@ def _same_rows(answer: Mapping[str, Any], content: Mapping[str, Any]) -> list[Ch
         except (KeyError, TypeError, InvalidOperation) as error:
             return [Check(name, finding, f"the content's {name} rows are unreadable "
                           f"({error!r}); a round of content version 1 has none")]
-    changes = audit.money_row_changes(place, answer, rows["players"], rows["lines"])
+    changes = row_checks.money_row_changes(place, answer, rows["players"], rows["lines"])
     checks = []
-    for name, finding, fields in (("players", PLAYERS_CHANGED, audit.PLAYER_FIELDS),
-                                  ("lines", LINES_CHANGED, audit.LINE_FIELDS)):
+    for name, finding, fields in (("players", PLAYERS_CHANGED, row_checks.PLAYER_FIELDS),
+                                  ("lines", LINES_CHANGED, row_checks.LINE_FIELDS)):
         details = [detail for what, detail in changes if what == finding]
         checks.append(Check(name, finding, "; ".join(details)) if details else Check(
             name, None, f"the answer's {len(rows[name])} {name} are the content's rows "

@@ -18,17 +18,15 @@ from datetime import datetime
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeVar
 
+from app.services.key_repositories import KeyCheck, KeyRepository, SignOutRepository
 from app.services.repositories import (
     AppendRepository,
     CheckpointRepository,
-    KeyCheck,
-    KeyRepository,
     LedgerRepository,
     MatchRepository,
     RoundRead,
     RoundRepository,
     RoundRest,
-    SignOutRepository,
 )
 
 log = logging.getLogger(__name__)

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
-from app.services.audit import evidence_rows, money_row_changes, rows_match
 from app.services.repositories import (
     EVIDENCE_LINE_PLACE,
     EVIDENCE_SEAT_PLACE,
     LINE_COLUMNS,
     PLAYER_COLUMNS,
 )
+from app.services.row_checks import evidence_rows, money_row_changes, rows_match
 
 ROUND = SimpleNamespace(id=uuid.uuid4(), operator_id="op", table_id="t-1", chain_seq=7,
                         created_at=datetime(2026, 12, 4, 12, 0, tzinfo=UTC))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from app.services.key_repositories import KeyCheck
 from app.services.keys import KeyCache
-from app.services.repositories import KeyCheck
 
 READ_AT = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
