@@ -178,10 +178,10 @@ LIMIT :limit
 # the answer shows, so neither a Decimal nor its text is made again for each value; their
 # ids, likewise, as their text.
 _EVIDENCE_ROUNDS = """
-SELECT id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
-    request::text AS request, result, idempotency_key, body_hash, created_at, content_hash,
-    prev_hash, chain_seq, reverses_round_id, content_version, receipt_key_id,
-    receipt_signature
+SELECT id::text AS id, operator_id, table_id, kind, ruleset_name, NULL AS ruleset,
+    ruleset_hash, stake, request::text AS request, result, idempotency_key, body_hash,
+    created_at, content_hash, prev_hash, chain_seq, reverses_round_id::text AS
+    reverses_round_id, content_version, receipt_key_id, receipt_signature
 FROM rounds
 WHERE operator_id = %(operator)s AND table_id = %(table)s
     AND chain_seq > %(after)s AND chain_seq <= %(through)s
@@ -200,7 +200,7 @@ WHERE operator_id = %(operator)s AND table_id = %(table)s
 _EVIDENCE_LINES = f"""
 SELECT {", ".join(LINE_COLUMNS)}, {", ".join(EVIDENCE_LINE_PLACE)}
 FROM ledger_lines
-WHERE operator_id = %(operator)s AND round_id = ANY(%(rounds)s)
+WHERE operator_id = %(operator)s AND round_id = ANY(%(rounds)s::uuid[])
 """
 _RULESETS = """
 SELECT ruleset_hash, ruleset::text FROM round_rulesets

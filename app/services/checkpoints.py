@@ -34,7 +34,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, cast
 
 import orjson
@@ -45,7 +44,7 @@ from app.services.audit import ChainEnd
 from app.services.cursors import InvalidCursor
 from app.services.receipts import receipt_problem
 from app.services.repositories import ChainHead, CheckpointColumns, StrayLines, StraySeats
-from app.services.rounds import content_hash, utc_text
+from app.services.rounds import RoundTexts, content_hash, utc_text
 from app.services.row_checks import LINES, PLAYERS, evidence_rows, money_row_changes, rows_match
 from app.services.signing import PublicKeys, Signer, receipt_statement, verify_note
 from app.services.uow import UnitOfWork, UnitOfWorkFactory
@@ -468,11 +467,10 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
                                        min(BATCH, budget - checked))
         if not batch.rounds:
             break
-        for stored in batch.rounds:
+        for round_ in batch.rounds:
             checked += 1
-            round_ = _evidence(stored, rulesets(uow, operator_id, stored.ruleset_hash))
             players, entries = batch.seats.get(round_.chain_seq, []), batch.lines.get(
-                str(round_.id), [])
+                round_.id, [])
             seq = round_.chain_seq
             if seq != prev_seq + 1:
                 found.append(Finding(SEQ_GAP, table_id, seq, f"seq {seq} follows seq "
@@ -481,7 +479,8 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
                 found.append(Finding(BROKEN_LINK, table_id, seq, f"prev_hash {round_.prev_hash}"
                                      f" is not the hash {prev_hash} of seq {prev_seq}"))
             # The stored texts as they are: a result not stored as it was hashed fails here.
-            recomputed = content_hash(round_, players, entries)
+            recomputed = content_hash(round_, players, entries, _texts(
+                round_, rulesets(uow, operator_id, round_.ruleset_hash)))
             if recomputed != round_.content_hash:
                 found.append(Finding(CONTENT_HASH, table_id, seq, f"content hashes to "
                                      f"{recomputed}, stored {round_.content_hash}"))
@@ -490,7 +489,7 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
                 found.append(Finding(problem.what, table_id, seq, problem.detail))
             # Whatever the hash says: a round appended with rows that are not its answer's
             # hashes them as well as honest ones.
-            answer = _answer(stored.result)
+            answer = _answer(round_.result)
             if not rows_match(round_, answer, players, entries):
                 found.extend(Finding(what, table_id, seq, f"{_TABLE_OF[what]}: {detail}")
                              for what, detail in money_row_changes(
@@ -510,42 +509,12 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
     return True, checked, prev_seq
 
 
-@dataclass(frozen=True, slots=True)
-class _Evidence:
-    """A stored round as its content hash covers it, with its request, result and ruleset
-    as canonical JSON text (``orjson.Fragment``): the result the text stored, the request
-    and ruleset their stored JSON written again the one canonical way."""
-
-    id: uuid.UUID
-    operator_id: str
-    table_id: str
-    kind: str
-    ruleset_name: str
-    ruleset_hash: str
-    stake: Decimal
-    request: Any
-    result: Any
-    ruleset: Any
-    idempotency_key: str | None
-    body_hash: str | None
-    created_at: datetime
-    content_hash: str
-    prev_hash: str | None
-    chain_seq: int
-    reverses_round_id: uuid.UUID | None
-    content_version: int
-    receipt_key_id: str | None
-    receipt_signature: str | None
-
-
-def _evidence(stored: Any, ruleset: orjson.Fragment | None) -> _Evidence:
-    return _Evidence(
-        stored.id, stored.operator_id, stored.table_id, stored.kind, stored.ruleset_name,
-        stored.ruleset_hash, stored.stake, orjson.Fragment(canonical_json(_loads(stored.request))),
-        orjson.Fragment(stored.result), ruleset, stored.idempotency_key, stored.body_hash,
-        stored.created_at, stored.content_hash, stored.prev_hash, stored.chain_seq,
-        stored.reverses_round_id, stored.content_version, stored.receipt_key_id,
-        stored.receipt_signature)
+def _texts(stored: Any, ruleset: orjson.Fragment | None) -> RoundTexts:
+    """A stored round's request, result and ruleset as its content hash covers them, as
+    canonical JSON text (``orjson.Fragment``): the result the text stored, the request and
+    the ruleset their stored JSON written again the one canonical way."""
+    return RoundTexts(orjson.Fragment(canonical_json(_loads(stored.request))),
+                      orjson.Fragment(stored.result), ruleset)
 
 
 def _loads(text_: str) -> Any:

@@ -46,7 +46,8 @@ EVIDENCE_LINE_PLACE = ("operator_id", "table_id", "created_at", "round_id")
 class ChainBatch:
     """Rounds of one chain in order, as a verify walks them: each round's columns with its
     request and result as the text stored (``request`` the JSONB's text, ``result`` the
-    canonical text answered), and the stored seats by ``chain_seq`` and lines by round id.
+    canonical text answered), its ids as text and its ``ruleset`` None (read once per hash:
+    ``rulesets``), and the stored seats by ``chain_seq`` and lines by round id.
     A round's row has its columns as attributes; a seat's or a line's is a plain tuple,
     PLAYER_COLUMNS or LINE_COLUMNS then EVIDENCE_SEAT_PLACE or EVIDENCE_LINE_PLACE, its
     ids and money the database's text of each value."""

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from operator import attrgetter, itemgetter
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import orjson
 
@@ -128,6 +128,15 @@ class Settled:
     replayed: bool
 
 
+class RoundTexts(NamedTuple):
+    """The canonical text of a round's request and result, and of its ruleset (None: the
+    round's own ``ruleset``), for ``content_hash``."""
+
+    request: orjson.Fragment
+    result: orjson.Fragment
+    ruleset: orjson.Fragment | None = None
+
+
 def sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
@@ -175,12 +184,12 @@ class NewRound:
     receipt_signature: str = field(init=False)
     # The canonical text of the two large columns, written once: the content hash covers
     # it and the append sends it, as it is, inside the row's JSON.
-    _texts: tuple[orjson.Fragment, orjson.Fragment] = field(init=False, repr=False,
+    _texts: RoundTexts = field(init=False, repr=False,
                                                             compare=False)
 
     def __post_init__(self, signer: Signer) -> None:
-        texts = (orjson.Fragment(canonical_json(self.request)),
-                 orjson.Fragment(canonical_json(self.result)))
+        texts = RoundTexts(orjson.Fragment(canonical_json(self.request)),
+                           orjson.Fragment(canonical_json(self.result)))
         object.__setattr__(self, "_texts", texts)
         hashed = content_hash(self, self.players, self.lines, texts)
         object.__setattr__(self, "content_hash", hashed)
@@ -192,7 +201,7 @@ class NewRound:
         """The round's columns as the append writes them (txid is the database's), the
         request and the result as their canonical text."""
         row = {name: getattr(self, name) for name in ROUND_COLUMNS}
-        row["request"], row["result"] = self._texts
+        row["request"], row["result"] = self._texts.request, self._texts.result
         return row
 
 
@@ -246,16 +255,19 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 
 
 def content_hash(round_: RoundColumns, players: Iterable[Row] = (), lines: Iterable[Row] = (),
-                 texts: tuple[orjson.Fragment, orjson.Fragment] | None = None) -> str:
+                 texts: RoundTexts | None = None) -> str:
     """Return the sha256 of a round's canonical content (its seats and lines count from
     content version 2 on).
 
-    ``texts``, when given, is the canonical text of the round's request and result, which
-    the content's text then holds as it is: the same bytes as writing those values again.
+    ``texts``, when given, is the canonical text of the round's request and result (and
+    ruleset), which the content's text then holds as it is: the same bytes as writing
+    those values again.
     """
     content = round_content(round_, players, lines)
     if texts is not None:
-        content["request"], content["result"] = texts
+        content["request"], content["result"] = texts.request, texts.result
+        if texts.ruleset is not None:
+            content["ruleset"] = texts.ruleset
     return sha256(content)
 
 
