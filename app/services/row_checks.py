@@ -12,6 +12,7 @@ from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any
 
 from app.services.repositories import (
@@ -47,14 +48,8 @@ def rows_match(round_: Any, result: Mapping[str, Any], players: Sequence[tuple[A
     summing to zero. False says only that ``money_row_changes`` may have something to name
     (a value equal but written otherwise, 1.50 for 1.5, is compared there as a number)."""
     try:
-        seats = {p["seat"]: (p["seat"], p["player_id"], p["balance_before"], p["points"],
-                             p["amount"], p["fee"], p["balance_after"], p["foul"],
-                             p["special"])
-                 for p in result["players"]}
-        entries = {line["line_no"]: (line["line_no"], line["account"], line["kind"],
-                                     line["amount"], line["balance_before"],
-                                     line["balance_after"])
-                   for line in result["lines"]}
+        seats = {values[0]: values for values in map(_SEAT_GET, result["players"])}
+        entries = {values[0]: values for values in map(_LINE_GET, result["lines"])}
     except (KeyError, TypeError):
         return False
     if len(players) != len(seats) or len(lines) != len(entries):
@@ -85,6 +80,9 @@ def evidence_rows(players: Sequence[tuple[Any, ...]], lines: Sequence[tuple[Any,
     return [_SeatRow._make(p) for p in players], [_LineRow._make(line) for line in lines]
 
 
+# A result's seat and line as a verify reads their rows: the columns in order, in one call.
+_SEAT_GET = itemgetter(*PLAYER_COLUMNS)
+_LINE_GET = itemgetter(*LINE_COLUMNS)
 _SEAT_VALUES = len(PLAYER_COLUMNS)
 _LINE_VALUES = len(LINE_COLUMNS)
 _LINE_AMOUNT = LINE_COLUMNS.index("amount")
