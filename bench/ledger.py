@@ -42,6 +42,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -77,6 +78,7 @@ from app.services.reconcile import reconcile
 from app.services.round_json import round_body
 from app.services.rounds import canonical_json, stored_input
 from app.services.signing import PublicKeys, PublishedKey, Signer, receipt_statement
+from bench.load import backend_cpu
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 # What app.db.reconcile_connections sets for a report, so its parts time alike here.
@@ -655,22 +657,60 @@ def _checkpoint_and_verify(sessions: Any, url: str, jobs: int) -> None:
           f"{checkpoint['tree_size']:,} chains ({load_average()})", flush=True)
 
     def uows_here() -> SqlUnitOfWorkFactory:
-        return SqlUnitOfWorkFactory(make_sessionmaker(create_engine(url, poolclass=NullPool)))
+        # One connection a process for all its pages, as the CLI's pooled engine keeps it.
+        return SqlUnitOfWorkFactory(make_sessionmaker(create_engine(
+            url, pool_size=1, max_overflow=0)))
 
     started_cpu = _children_cpu()
+    backends = BackendCpu(make_url(url).database)
     t = time.perf_counter()
     rounds, findings, pages = 0, 0, 0
-    for page in checkpoints.verify_anchored_in_processes(
-            uows_here, KEYS, OPERATOR, checkpoint=checkpoint, jobs=jobs,
-            limit=checkpoints.MAX_LIMIT):
-        rounds, findings, pages = rounds + page.rounds, findings + len(page.findings), pages + 1
+    with backends:
+        for page in checkpoints.verify_anchored_in_processes(
+                uows_here, KEYS, OPERATOR, checkpoint=checkpoint, jobs=jobs,
+                limit=checkpoints.MAX_LIMIT):
+            rounds, findings = rounds + page.rounds, findings + len(page.findings)
+            pages += 1
     seconds = time.perf_counter() - t
     cpu = _children_cpu() - started_cpu
+    server = ("" if backends.seconds is None else
+              f", {backends.seconds / max(rounds, 1) * 1e6:,.0f} us of PostgreSQL's")
     print(f"verify against that checkpoint in {jobs} process(es) (every chain walked to its "
           f"head; every content hash, receipt, seat and line checked): {seconds:.1f} s, "
           f"{rounds:,} rounds in {pages} pages ({rounds / seconds:,.0f} rounds/s; "
-          f"{cpu / max(rounds, 1) * 1e6:,.0f} us of the verify processes' CPU a round), "
-          f"{findings} findings ({load_average()})", flush=True)
+          f"{cpu / max(rounds, 1) * 1e6:,.0f} us of the verify processes' CPU a round"
+          f"{server}), {findings} findings ({load_average()})", flush=True)
+
+
+class BackendCpu:
+    """The CPU seconds of the PostgreSQL backends serving ``database`` on this machine
+    while the block runs (their process titles name it; None without /proc): each
+    backend's last reading, taken every 0.2 s, so one that exits loses at most that."""
+
+    def __init__(self, database: str | None) -> None:
+        self.database = database
+        self.seconds: float | None = None
+        self._seen: dict[int, float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> BackendCpu:
+        self._before = dict(backend_cpu(self.database) or {})
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        if Path("/proc/self/stat").is_file():
+            self.seconds = sum(seconds - self._before.get(pid, 0.0)
+                               for pid, seconds in self._seen.items())
+
+    def _sample(self) -> None:
+        while True:
+            self._seen.update(backend_cpu(self.database) or {})
+            if self._done.wait(0.2):
+                return
 
 
 def _children_cpu() -> float:

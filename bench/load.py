@@ -408,18 +408,25 @@ def database_cpu_s(database: str | None) -> float | None:
     A backend that exits meanwhile takes its seconds with it; a gunicorn's pool keeps its
     connections for the whole run.
     """
+    backends = backend_cpu(database)
+    return None if backends is None else sum(backends.values())
+
+
+def backend_cpu(database: str | None) -> dict[int, float] | None:
+    """Return the CPU seconds so far of each PostgreSQL backend connected to ``database``
+    on this machine, by process id, or None without /proc."""
     if database is None or not Path("/proc/self/cmdline").is_file():
         return None
     _, cpu = processes()
-    total = 0.0
+    found = {}
     for pid, seconds in cpu.items():
         try:
             title = (Path("/proc") / str(pid) / "cmdline").read_bytes()
         except OSError:
             continue
         if title.startswith(b"postgres: ") and f" {database} ".encode() in title:
-            total += seconds
-    return total
+            found[pid] = seconds
+    return found
 
 
 def free_port() -> int:
