@@ -154,18 +154,24 @@ LIMIT :limit
 
 
 # Seats whose round is not stored where they say: nothing else stops one being added (the
-# seats have no foreign key, migration 0027), and a seat shows on the player's lists. Read
-# in the seats' primary key order, each probing the rounds' (operator, table, chain_seq).
+# seats have no foreign key, migration 0027), and a seat shows on the player's lists. The
+# strays are found apart from the LIMIT (a MATERIALIZED query): planned under it, the
+# planner expects strays soon and probes the rounds' index once a seat, in seats' order,
+# 39 s for 4,000,000 seats where one hash anti join of both tables takes 3.5 s.
 _STRAY_SEATS = text("""
-SELECT p.operator_id, p.table_id, p.chain_seq, p.round_id, count(*) AS seats
-FROM round_players p
-WHERE (CAST(:operator AS text) IS NULL OR p.operator_id = :operator)
-    AND (CAST(:table AS text) IS NULL OR p.table_id = :table)
-    AND NOT EXISTS (SELECT FROM rounds r
-                    WHERE r.operator_id = p.operator_id AND r.table_id = p.table_id
-                        AND r.chain_seq = p.chain_seq AND r.id = p.round_id)
-GROUP BY p.operator_id, p.table_id, p.chain_seq, p.round_id
-ORDER BY p.operator_id, p.table_id, p.chain_seq, p.round_id
+WITH strays AS MATERIALIZED (
+    SELECT p.operator_id, p.table_id, p.chain_seq, p.round_id
+    FROM round_players p
+    WHERE (CAST(:operator AS text) IS NULL OR p.operator_id = :operator)
+        AND (CAST(:table AS text) IS NULL OR p.table_id = :table)
+        AND NOT EXISTS (SELECT FROM rounds r
+                        WHERE r.operator_id = p.operator_id AND r.table_id = p.table_id
+                            AND r.chain_seq = p.chain_seq AND r.id = p.round_id)
+)
+SELECT operator_id, table_id, chain_seq, round_id, count(*) AS seats
+FROM strays
+GROUP BY operator_id, table_id, chain_seq, round_id
+ORDER BY operator_id, table_id, chain_seq, round_id
 LIMIT :limit
 """)
 
