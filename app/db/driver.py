@@ -1,29 +1,172 @@
 """Statements sent on psycopg directly, on a connection SQLAlchemy's pool lent.
 
-Two paths of every settle skip SQLAlchemy's statement layer for its CPU: the API key's
-read (app.db.keys), which every authenticated request makes, and the append
-(app.db.appends). Everything else stays on SQLAlchemy. A statement here is one simple
-query with its values bound by psycopg (``ClientCursor``, quoted by libpq), so it may hold
-several statements and is one round trip. Errors are raised as SQLAlchemy's, with the
-pooled connection invalidated when the server went away, exactly as a statement run
-through SQLAlchemy would, so retries and 503 answers work the same.
+Three paths skip SQLAlchemy's statement layer for their CPU: the API key's read
+(app.db.keys), which every authenticated request makes, a round's read
+(app.db.round_reads) and the append path of settles (app.db.appends). Everything else
+stays on SQLAlchemy.
+
+``exchange`` sends statements in libpq's pipeline mode: each statement is parsed and bound
+by the server (the extended protocol, its values sent apart from its text, never quoted
+into it), and all of them and their one Sync leave in one message, so they are one round
+trip however many there are; nothing is prepared for the session, so the path works
+behind a pooler in transaction mode. ``send`` and ``send_sets`` send one simple query with
+its values quoted by psycopg (``ClientCursor``), which may hold several statements.
+Errors are raised as SQLAlchemy's, with the pooled connection invalidated when the server
+went away, exactly as a statement run through SQLAlchemy would, so retries and 503
+answers work the same.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg.adapt import Transformer
 from psycopg.pq import ExecStatus, TransactionStatus
-from sqlalchemy import Connection
+from psycopg.pq.abc import PGconn, PGresult
+from psycopg.waiting import Ready, Wait
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.engine import TRANSACTION_SETUP
 from app.db.models import Base
 from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict
+
+# A statement of ``exchange`` and its values, each as text in UTF-8 (the engine's client
+# encoding, app.db.engine) or None for NULL; or None for no values.
+Command = tuple[bytes, Sequence[bytes | None] | None]
+
+_FATAL = ExecStatus.FATAL_ERROR
+_SYNC = ExecStatus.PIPELINE_SYNC
+_WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
+
+
+def exchange(driver: psycopg.Connection[Any], commands: Sequence[Command]) -> list[PGresult]:
+    """Send ``commands`` in one message and return each one's result, in order.
+
+    The first that fails raises its error (psycopg's) once every result is in: the server
+    skipped the statements after it, and the transaction, if one is open, is aborted.
+    """
+    pgconn = driver.pgconn
+    with driver.lock:
+        pgconn.enter_pipeline_mode()
+        try:
+            for sql, params in commands:
+                pgconn.send_query_params(sql, params)
+            pgconn.pipeline_sync()
+            results: list[PGresult] = driver.wait(_answered(pgconn))
+        finally:
+            _leave_pipeline(driver)
+    for result in results:
+        if result.status == _FATAL:
+            raise psycopg.errors.error_from_result(result, encoding=driver.info.encoding)
+    return results
+
+
+def _answered(pgconn: PGconn) -> Any:
+    """Send what libpq still holds of the message, then read the statements' results
+    up to the Sync's (as psycopg's own generators do, for one message of several)."""
+    while pgconn.flush():
+        # The socket took part of it: wait until it takes more, reading meanwhile what
+        # the server sends, lest both wait on each other.
+        while not (ready := (yield _WAIT_RW)):
+            continue
+        if ready & _READY_R:
+            pgconn.consume_input()
+    results: list[PGresult] = []
+    while True:
+        while pgconn.is_busy():
+            while not (yield _WAIT_R):
+                continue
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            continue  # the end of one statement's results
+        if result.status == _SYNC:
+            return results
+        results.append(result)
+
+
+def _leave_pipeline(driver: psycopg.Connection[Any]) -> None:
+    """Leave pipeline mode; a connection that cannot (its answer not read to the end: the
+    wait was interrupted, or the server went away) is closed, and the pool discards it."""
+    try:
+        driver.pgconn.exit_pipeline_mode()
+    except psycopg.Error:
+        driver.close()
+
+
+def text_value(value: Any) -> bytes | None:
+    """Return a value of ``exchange``: its text in UTF-8 (a str, an int, a UUID), or None."""
+    if value is None:
+        return None
+    data = (value if value.__class__ is str else str(value)).encode()
+    if b"\x00" in data:
+        # libpq ends a text value at its first NUL, which PostgreSQL's text cannot hold.
+        raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+    return data
+
+
+class Link:
+    """What the append path sends on: the psycopg connection of a pooled connection, the
+    statements that open a transaction on it, and how its errors are raised."""
+
+    __slots__ = ("begin", "driver", "engine", "info", "invalidate")
+
+    def __init__(self, driver: psycopg.Connection[Any], engine: Engine,
+                 invalidate: Callable[[BaseException], None], begin: Sequence[Command],
+                 info: dict[str, Any]) -> None:
+        self.driver = driver
+        self.engine = engine
+        self.invalidate = invalidate
+        self.begin = begin
+        self.info = info  # the pooled connection's own (its ``info``)
+
+    def send(self, commands: Sequence[Command], statement: str) -> list[PGresult]:
+        """``exchange`` on this link, after its BEGIN when no transaction is open; return
+        the results of ``commands``. psycopg's errors are raised as SQLAlchemy's
+        (``statement`` names the call in them)."""
+        driver = self.driver
+        try:
+            if driver.pgconn.transaction_status == TransactionStatus.IDLE:
+                return exchange(driver, [*self.begin, *commands])[len(self.begin):]
+            return exchange(driver, commands)
+        except psycopg.Error as error:
+            raise sqlalchemy_error(error, statement, self.engine,
+                                   driver, self.invalidate) from error
+
+    def first_row(self, result: PGresult) -> tuple[Any, ...] | None:
+        """Return ``result``'s first row as psycopg reads it on this connection, or None."""
+        if result.ntuples == 0:
+            return None
+        # One reader a connection, which keeps the loaders of the types it has read.
+        loader = self.info.get(_LOADER)
+        if loader is None or loader.connection is not self.driver:
+            loader = self.info[_LOADER] = Transformer(self.driver)
+        loader.set_pgresult(result)
+        row: tuple[Any, ...] = loader.load_row(0, tuple)
+        return row
+
+
+_LOADER = "thirteen_row_loader"
+
+
+def begin_commands(isolation_level: str, setup: str) -> tuple[Command, ...]:
+    """The statements that open a transaction at ``isolation_level`` with the engine's
+    per-transaction ``setup`` (``TRANSACTION_SETUP``: statements joined by "; ")."""
+    found = _BEGINS.get((isolation_level, setup))
+    if found is None:
+        statements = [f"BEGIN ISOLATION LEVEL {isolation_level}",
+                      *filter(None, setup.split("; "))]
+        found = _BEGINS[isolation_level, setup] = tuple(
+            (statement.encode(), None) for statement in statements)
+    return found
+
+
+_BEGINS: dict[tuple[str, str], tuple[Command, ...]] = {}
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:
@@ -96,16 +239,27 @@ def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[Non
     try:
         yield
     except psycopg.Error as error:
-        dialect = connection.dialect
-        gone = dialect.is_disconnect(error,  # type: ignore[arg-type]  # psycopg's own Error
-                                     connection.connection.dbapi_connection, None)
-        if gone:
-            # As SQLAlchemy does for its own statements: this connection is discarded, and
-            # so are the pool's others, which the server most likely dropped with it.
-            connection.invalidate(error)
-            connection.engine.dispose(close=False)
-        raise DBAPIError.instance(statement, None, error, psycopg.Error,
-                                  connection_invalidated=gone, dialect=dialect) from error
+        raise sqlalchemy_error(error, statement, connection.engine,
+                               connection.connection.dbapi_connection,
+                               connection.invalidate) from error
+
+
+def sqlalchemy_error(error: psycopg.Error, statement: str, engine: Engine,
+                     dbapi_connection: Any,
+                     invalidate: Callable[[BaseException], None]) -> DBAPIError:
+    """Return psycopg's ``error`` as SQLAlchemy's; when the server went away, first
+    ``invalidate`` the pooled connection and renew the pool."""
+    dialect = engine.dialect
+    gone = dialect.is_disconnect(error, dbapi_connection, None)  # type: ignore[arg-type]
+    if gone:
+        # As SQLAlchemy does for its own statements: this connection is discarded, and
+        # so are the pool's others, which the server most likely dropped with it.
+        invalidate(error)
+        engine.dispose(close=False)
+    wrapped = DBAPIError.instance(statement, None, error, psycopg.Error,
+                                  connection_invalidated=gone, dialect=dialect)
+    assert isinstance(wrapped, DBAPIError)  # psycopg's errors are DBAPI errors
+    return wrapped
 
 
 def constraint_of(error: DBAPIError) -> str | None:

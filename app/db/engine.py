@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.config import ConfigError, Settings, normalize_database_url
-from app.db.deadline import bound_checkouts
+from app.db.deadline import CheckedIn, CheckedOut, bound_checkouts
 
 if TYPE_CHECKING:
     from app.db.unit_of_work import SqlUnitOfWorkFactory
@@ -194,9 +194,8 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
     )
     if setup:
         run_setup_in_each_transaction(engine)
-    # First, so the idle ping on checkout is bounded too.
-    bound_checkouts(engine, settings.db_deadline_s)
-    ping_when_idle(engine)
+    # The idle ping is called by the deadline's listeners, so that it is bounded too.
+    bound_checkouts(engine, settings.db_deadline_s, *ping_when_idle(engine))
     return engine
 
 
@@ -222,14 +221,17 @@ def transaction_setup(values: dict[str, int]) -> str:
 def run_setup_in_each_transaction(engine: Engine) -> None:
     """Run the engine's ``TRANSACTION_SETUP`` as each transaction begins.
 
-    Not on a connection in autocommit: there no transaction begins with SQLAlchemy's, and
-    whoever sends BEGIN sends the setup with it.
+    Not on a connection in autocommit, nor on one whose transaction is open already (the
+    append path's, app.db.appends, which a session may join): whoever sends BEGIN sends
+    the setup with it.
     """
 
     @event.listens_for(engine, "begin")
     def _began(connection: Any) -> None:
         options = connection.get_execution_options()
-        if options.get("isolation_level") != "AUTOCOMMIT":
+        if (options.get("isolation_level") != "AUTOCOMMIT"
+                and connection.connection.driver_connection.pgconn.transaction_status
+                == TransactionStatus.IDLE):
             connection.exec_driver_sql(options[TRANSACTION_SETUP])
 
 
@@ -237,8 +239,11 @@ def run_setup_in_each_transaction(engine: Engine) -> None:
 IDLE_PING_AFTER_S = 1.0
 
 
-def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
-    """Ping a pooled connection before use only if it sat idle for ``idle_s`` or more.
+def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S,
+                   ) -> tuple[CheckedOut, CheckedIn]:
+    """Return what pings a pooled connection before use only if it sat idle for
+    ``idle_s`` or more, on checkout, and what notes the time it came back, on checkin
+    (``bound_checkouts`` calls them).
 
     A connection the server dropped (restart, failover, idle timeout) is then replaced,
     not handed out, after any quiet spell. Under load connections are reused within
@@ -249,15 +254,12 @@ def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
     Retry-After.
     """
 
-    @event.listens_for(engine, "checkin")
-    def _checked_in(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
-        record.info["idle_since"] = time.monotonic()
+    def checked_in(record: ConnectionPoolEntry, now: float) -> None:
+        record.info["idle_since"] = now
 
-    @event.listens_for(engine, "checkout")
-    def _checked_out(dbapi_connection: Any, record: ConnectionPoolEntry,
-                     proxy: PoolProxiedConnection) -> None:
+    def checked_out(dbapi_connection: Any, record: ConnectionPoolEntry, now: float) -> None:
         since = record.info.get("idle_since")
-        if since is None or time.monotonic() - since < idle_s:
+        if since is None or now - since < idle_s:
             return
         try:
             engine.dialect.do_ping(dbapi_connection)
@@ -265,6 +267,8 @@ def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
             # The pool replaces this connection (and those checked in before it) and
             # checks out again.
             raise InvalidatePoolError(f"pooled connection failed its ping: {error}") from error
+
+    return checked_out, checked_in
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -1,11 +1,13 @@
 """A settle's round trips, and the connection it leaves behind (app.db.appends).
 
 A settle is three messages to PostgreSQL: the API key's read, in autocommit, then
-``BEGIN; TAKE`` and ``APPEND; COMMIT`` (calls of ``ledger_take`` and ``ledger_append``).
-The append path puts the session's connection in autocommit to send its own BEGIN; the
-pool must get the connection back as it gave it, whatever the answer. The key's earlier
-use is read in the call that takes the key, so a round committed with that key in between
-is found by the key's unique constraint, and the request replays it.
+``BEGIN; TAKE`` and ``APPEND; COMMIT`` (calls of ``ledger_take`` and ``ledger_append``),
+each one pipelined message of extended-protocol statements whose values the server binds.
+The append path checks a connection out of the pool for itself and opens its transaction
+with its own BEGIN; the pool must get the connection back as it gave it, whatever the
+answer. The key's earlier use is read in the call that takes the key, so a round
+committed with that key in between is found by the key's unique constraint, and the
+request replays it.
 """
 
 from __future__ import annotations
@@ -82,6 +84,29 @@ def sent_queries(lines: list[str]) -> list[str]:
     return [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Query")]
 
 
+def sent_statements(lines: list[str]) -> list[list[str]]:
+    """The statements of each round trip, in order: a simple query's text, or the text of
+    each statement parsed by the extended protocol (a Parse message)."""
+    trips: list[list[str]] = []
+    statements: list[str] = []
+    for direction, kind, text_ in messages(lines):
+        if (direction, kind) == ("F", "Query"):
+            statements.append(text_)
+        elif (direction, kind) == ("F", "Parse"):
+            parsed = re.fullmatch(r'"[^"]*" "(?P<sql>.*)" \d+( \d+)*', text_, re.S)
+            assert parsed is not None, text_
+            statements.append(parsed["sql"])
+        elif (direction, kind) == ("B", "ReadyForQuery"):
+            trips.append(statements)
+            statements = []
+    return trips
+
+
+def bound_values(lines: list[str]) -> list[str]:
+    """The text of each Bind message (the values a statement was given)."""
+    return [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Bind")]
+
+
 def _key() -> dict[str, str]:
     return {"Idempotency-Key": uuid.uuid4().hex}
 
@@ -100,17 +125,20 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
         answer = api.post("/v1/rounds", json=round_request(EX_000, table), headers=_key())
     assert answer.status_code == 201, answer.get_json()
     assert round_trips(lines) == 3, "\n".join(lines)
-    key_check, first, second = sent_queries(lines)
-    assert key_check.startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
-    assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
+    key_check, first, second = sent_statements(lines)
+    assert key_check[0].startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
     # Two calls of the schema's functions, each one statement (migration 0014); the order
     # of the take's own statements is tests/e2e/test_append_functions.py's. The take is
     # given the players too, and reads their ledger balances (their breaks) under the
     # chain's lock (migration 0033).
-    assert re.fullmatch(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*, '
-                        r"'\{A,B,C\}'\)\"", first), first
-    assert first.count(";") == 1, first
-    assert re.fullmatch(r'"SELECT ledger_append\(.*\); COMMIT"', second, re.S), second
+    assert first == ["BEGIN ISOLATION LEVEL READ COMMITTED",
+                     "SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, "
+                     "$5::text[])"], first
+    assert second == ["SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, "
+                      "$5::text)", "COMMIT"], second
+    # The values travel apart from the statements: the take's players as an array.
+    take = next(b for b in bound_values(lines) if """'{"A","B","C"}'""" in b)
+    assert table in take
 
 
 def test_a_replay_is_answered_inside_the_transaction_that_took_the_key(app, api):
@@ -196,7 +224,8 @@ def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch,
 
 def test_a_unit_of_work_that_read_first_runs_the_append_in_its_own_transaction(sessions):
     """When SQLAlchemy began the transaction, psycopg's BEGIN stands and nothing is sent
-    twice: the append's statements run inside that transaction."""
+    twice: the append's statements run inside that transaction, on the session's
+    connection."""
     key = uuid.uuid4().hex
     with UnitOfWork(sessions) as uow:
         before = uow.session.connection().exec_driver_sql(
@@ -213,7 +242,8 @@ def test_a_unit_of_work_that_read_first_runs_the_append_in_its_own_transaction(s
 @pytest.mark.parametrize("first", ["try_lock_key", "committed_use"])
 def test_an_append_path_transaction_is_one_transaction(sessions, first):
     """The append path's first message opens the transaction: what follows, through
-    SQLAlchemy or psycopg, is in it, and the key's lock lasts until it ends."""
+    SQLAlchemy (a session opened then, on the append path's connection) or psycopg, is in
+    it, and the key's lock lasts until it ends."""
     key = uuid.uuid4().hex
     with UnitOfWork(sessions) as uow:
         if first == "try_lock_key":
@@ -231,8 +261,9 @@ def test_an_append_path_transaction_is_one_transaction(sessions, first):
 
 
 def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
-    """The append path's values are quoted by psycopg into the query text: a key and a
-    reason full of quotes, backslashes, percent signs and braces are stored as sent."""
+    """The append path's values are bound by the server, apart from the statements' text:
+    a key and a reason full of quotes, backslashes, percent signs and braces are stored as
+    sent."""
     key = "k'\\\";--%s%(x)s{0}$$ \\x00"
     body = round_request(EX_000, f"msg-{uuid.uuid4().hex[:10]}")
     first = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key})
@@ -294,9 +325,9 @@ def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(a
 
 def test_an_error_after_the_take_rolls_back_and_frees_the_key_and_the_chain(sessions,
                                                                            engine):
-    """The unit of work ends the append path's own transaction on any exception, through
-    the driver's rollback() that SQLAlchemy calls in autocommit too: locks are gone and the
-    pooled connection is idle and out of autocommit again."""
+    """The unit of work ends the append path's own transaction on any exception (the
+    pool's reset as the connection comes back): locks are gone and the pooled connection
+    is idle and out of autocommit."""
     operator, table, key = "op-msg", f"msg-{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
     with pytest.raises(LookupError), UnitOfWork(sessions) as uow:
         assert uow.appends.start(operator, table, key) is not None
