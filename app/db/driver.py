@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg import abc
 from psycopg.adapt import Transformer
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
@@ -142,31 +143,80 @@ class Link:
         """Return ``result``'s first row as psycopg reads it on this connection, or None."""
         if result.ntuples == 0:
             return None
-        # One reader a connection, which keeps the loaders of the types it has read.
-        loader = self.info.get(_LOADER)
-        if loader is None or loader.connection is not self.driver:
-            loader = self.info[_LOADER] = Transformer(self.driver)
+        loader = _loader(self.info, self.driver)
         loader.set_pgresult(result)
         row: tuple[Any, ...] = loader.load_row(0, tuple)
         return row
 
 
+def _loader(info: dict[str, Any], driver: psycopg.Connection[Any]) -> abc.Transformer:
+    """The reader of rows of a pooled connection (``info``, its own), which keeps the
+    loaders of the types it has read: one a connection, used while it is checked out."""
+    loader: abc.Transformer | None = info.get(_LOADER)
+    if loader is None or loader.connection is not driver:
+        loader = info[_LOADER] = Transformer(driver)
+    return loader
+
+
 _LOADER = "thirteen_row_loader"
 
 
-def begin_commands(isolation_level: str, setup: str) -> tuple[Command, ...]:
-    """The statements that open a transaction at ``isolation_level`` with the engine's
-    per-transaction ``setup`` (``TRANSACTION_SETUP``: statements joined by "; ")."""
+def give_back(fairy: Any, driver: psycopg.Connection[Any]) -> None:
+    """Check a connection the driver path took from the pool back in: when no transaction
+    is open on it, without the pool's reset (a ROLLBACK that would find nothing to do),
+    as SQLAlchemy's own Connection does after its commit. (A connection that broke or was
+    invalidated is in no transaction state: the pool discards it.)"""
+    if driver.pgconn.transaction_status == TransactionStatus.IDLE:
+        fairy._close_special(transaction_reset=True)
+    else:
+        fairy.close()  # the pool's reset rolls back what was left open
+
+
+def read_rows(engine: Engine, commands: Sequence[Command],
+              statement: str) -> list[list[tuple[Any, ...]]]:
+    """Send reads in one message (``exchange``) on a connection of ``engine``'s pool,
+    outside any transaction; return the rows of each. Behind a pooler they run in a
+    transaction of their own in the same message, so the per-transaction setup (the
+    timeouts, ``TRANSACTION_SETUP``) bounds them too. Errors are raised as SQLAlchemy's
+    (``statement`` names the read in them)."""
+    setup = engine.get_execution_options().get(TRANSACTION_SETUP)
+    begin = begin_commands(None, setup) if setup else ()
+    fairy = engine.raw_connection()
+    driver = fairy.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    try:
+        try:
+            results = exchange(driver, [*begin, *commands, _COMMIT] if begin else commands)
+        except psycopg.Error as error:
+            raise sqlalchemy_error(error, statement, engine, driver,
+                                   fairy.invalidate) from error
+        loader = _loader(fairy.info, driver)
+        rows = []
+        for result in results[len(begin):len(begin) + len(commands)]:
+            loader.set_pgresult(result)
+            rows.append(loader.load_rows(0, result.ntuples, tuple))
+        return rows
+    finally:
+        give_back(fairy, driver)
+
+
+_COMMIT: Command = (b"COMMIT", None)
+
+
+def begin_commands(isolation_level: str | None, setup: str) -> tuple[Command, ...]:
+    """The statements that open a transaction at ``isolation_level`` (None: the
+    database's default) with the engine's per-transaction ``setup``
+    (``TRANSACTION_SETUP``: statements joined by "; ")."""
     found = _BEGINS.get((isolation_level, setup))
     if found is None:
-        statements = [f"BEGIN ISOLATION LEVEL {isolation_level}",
-                      *filter(None, setup.split("; "))]
+        begin = "BEGIN" if isolation_level is None else f"BEGIN ISOLATION LEVEL {isolation_level}"
+        statements = [begin, *filter(None, setup.split("; "))]
         found = _BEGINS[isolation_level, setup] = tuple(
             (statement.encode(), None) for statement in statements)
     return found
 
 
-_BEGINS: dict[tuple[str, str], tuple[Command, ...]] = {}
+_BEGINS: dict[tuple[str | None, str], tuple[Command, ...]] = {}
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:

@@ -27,7 +27,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.appends import AppendRepository
 from app.db.checkpoints import CheckpointRepository
-from app.db.driver import Link, begin_commands, driver_of, retryable, sqlalchemy_error
+from app.db.driver import (
+    Link,
+    begin_commands,
+    driver_of,
+    give_back,
+    retryable,
+    sqlalchemy_error,
+)
 from app.db.engine import TRANSACTION_SETUP
 from app.db.keys import ApiKeyRepository, ConsoleSignOutRepository, check_key
 from app.db.ledger import LedgerRepository
@@ -195,19 +202,8 @@ class UnitOfWork:
         finally:
             if self._bound is not None:
                 self._bound.close()
-            elif self._fairy is not None:
-                self._give_back(self._fairy)
-
-    def _give_back(self, fairy: Any) -> None:
-        """Check the append path's connection back in: when no transaction is open on it,
-        without the pool's reset (a ROLLBACK that would find nothing to do), as
-        SQLAlchemy's own Connection does after its commit. (A connection that broke or
-        was invalidated is in no transaction state: the pool discards it.)"""
-        assert self._held is not None
-        if self._held.driver.pgconn.transaction_status == TransactionStatus.IDLE:
-            fairy._close_special(transaction_reset=True)
-        else:
-            fairy.close()
+            elif self._held is not None:
+                give_back(self._fairy, self._held.driver)
 
     def commit(self) -> None:
         """Commit what was done so far; later work runs in a new transaction."""

@@ -126,7 +126,10 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     assert answer.status_code == 201, answer.get_json()
     assert round_trips(lines) == 3, "\n".join(lines)
     key_check, first, second = sent_statements(lines)
-    assert key_check[0].startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
+    assert key_check == [  # one statement, in autocommit
+        "SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, r.revoked_at, "
+        "now(), k.rate_limits, k.concurrency_limits FROM api_keys k LEFT JOIN "
+        "api_key_revocations r ON r.key_id = k.id WHERE k.id = $1::text"], key_check
     # Two calls of the schema's functions, each one statement (migration 0014); the order
     # of the take's own statements is tests/e2e/test_append_functions.py's. The take is
     # given the players too, and reads their ledger balances (their breaks) under the

@@ -240,13 +240,19 @@ def test_the_append_paths_own_begin_sends_the_timeouts_with_it(pooled_app, setti
 def test_the_api_keys_read_behind_the_pooler_is_bounded_by_the_timeouts(pooled_app, api):
     """The key's read is one message in autocommit; behind a pooler no session setting
     bounds it, so it runs in a transaction of its own with the per-transaction setup."""
-    from tests.e2e.test_append_messages import sent_queries, traced
+    from tests.e2e.test_append_messages import sent_statements, traced
 
     with traced(pooled_app) as lines:
         assert api.get("/v1/rounds?limit=1").status_code == 200
-    key_read = next(q for q in sent_queries(lines) if "FROM api_keys" in q)
-    assert key_read.startswith('"BEGIN; SET LOCAL statement_timeout')
-    assert key_read.rstrip('"').endswith("; COMMIT")
+    key_read = next(trip for trip in sent_statements(lines)
+                    if any("FROM api_keys" in statement for statement in trip))
+    assert key_read[0] == "BEGIN"
+    assert key_read[1].startswith("SET LOCAL statement_timeout")
+    assert [s.split(" = ")[0] for s in key_read[1:4]] == [
+        "SET LOCAL statement_timeout", "SET LOCAL lock_timeout",
+        "SET LOCAL idle_in_transaction_session_timeout"]
+    assert "FROM api_keys" in key_read[4]
+    assert key_read[5:] == ["COMMIT"]
     engine = get_database(pooled_app).engine
     held = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
     try:
