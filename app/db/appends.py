@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from sqlalchemy.exc import IntegrityError
 
-from app.db.driver import Command, Link, refusal, text_value
+from app.db.driver import Command, Link, preparable, refusal, text_value
 from app.domain.cash import LedgerBalance
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
@@ -54,23 +54,26 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
 # Its values: the key's lock name, the operator, the table, the key, the players.
-_TAKE = b"SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, $5::text[])"
+_TAKE = preparable(
+    b"SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, $5::text[])")
 # The round's row (one JSON object), its players and lines (two JSON arrays), its result
 # (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
 # only when its hash is new to the operator): migration 0027_lean_rounds.
-_APPEND = b"SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, $5::text)"
-_COMMIT: Command = (b"COMMIT", None)
+_APPEND = preparable(
+    b"SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, $5::text)")
+_COMMIT: Command = (preparable(b"COMMIT"), None)
 # The round's columns sent as text values of their own rather than in its row.
 _TEXT_COLUMNS = ("result", "ruleset")
 _ROW_COLUMNS = tuple(name for name in ROUND_COLUMNS if name not in _TEXT_COLUMNS)
 
 # Matches and checkpoints are written by functions of the writer role too (migration 0021).
-_MATCH_OPEN = b"SELECT match_open($1::jsonb)"
-_MATCH_ROUND = b"SELECT match_round_add($1::text, $2::uuid, $3::integer, $4::uuid, $5::text)"
-_MATCH_LEAVE = b"SELECT match_leave_add($1::jsonb)"
-_CHECKPOINT = b"SELECT checkpoint_add($1::jsonb)"
+_MATCH_OPEN = preparable(b"SELECT match_open($1::jsonb)")
+_MATCH_ROUND = preparable(
+    b"SELECT match_round_add($1::text, $2::uuid, $3::integer, $4::uuid, $5::text)")
+_MATCH_LEAVE = preparable(b"SELECT match_leave_add($1::jsonb)")
+_CHECKPOINT = preparable(b"SELECT checkpoint_add($1::jsonb)")
 
-_TRY_LOCK_KEY = b"SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0))"
+_TRY_LOCK_KEY = preparable(b"SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0))")
 # In a statement of its own, after the key's lock was taken or refused: under READ
 # COMMITTED its snapshot sees every round committed until then. Planned for its values
 # (an unnamed statement): a generic plan made on an empty ``rounds`` chose another index.

@@ -32,7 +32,7 @@ from psycopg.waiting import Ready, Wait
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db.engine import TRANSACTION_SETUP
+from app.db.engine import PREPARE, TRANSACTION_SETUP
 from app.db.models import Base
 from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict
 
@@ -41,30 +41,78 @@ from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConfl
 Command = tuple[bytes, Sequence[bytes | None] | None]
 
 _FATAL = ExecStatus.FATAL_ERROR
+_COMMAND_OK = ExecStatus.COMMAND_OK
 _SYNC = ExecStatus.PIPELINE_SYNC
 _WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
 
 
-def exchange(driver: psycopg.Connection[Any], commands: Sequence[Command]) -> list[PGresult]:
+def exchange(driver: psycopg.Connection[Any], commands: Sequence[Command],
+             prepared: set[bytes] | None = None) -> list[PGresult]:
     """Send ``commands`` in one message and return each one's result, in order.
 
-    The first that fails raises its error (psycopg's) once every result is in: the server
-    skipped the statements after it, and the transaction, if one is open, is aborted.
+    With ``prepared`` (the names of the statements prepared on this connection so far),
+    a statement made ``preparable`` is sent as a prepared statement of its own name,
+    prepared in the same message the first time: the server then parses and plans it
+    once per connection. The first that fails raises its error (psycopg's) once every
+    result is in: the server skipped the statements after it, and the transaction, if
+    one is open, is aborted.
     """
     pgconn = driver.pgconn
+    # The names prepared by this message, each at the command it comes before.
+    preparing: dict[int, bytes] = {}
     with driver.lock:
         pgconn.enter_pipeline_mode()
         try:
-            for sql, params in commands:
-                pgconn.send_query_params(sql, params)
+            for index, (sql, params) in enumerate(commands):
+                name = None if prepared is None else PREPARABLE.get(sql)
+                if name is None or prepared is None:
+                    pgconn.send_query_params(sql, params)
+                    continue
+                if name not in prepared and name not in preparing.values():
+                    preparing[index] = name
+                    pgconn.send_prepare(name, sql)
+                pgconn.send_query_prepared(name, params)
             pgconn.pipeline_sync()
             results: list[PGresult] = driver.wait(_answered(pgconn))
         finally:
             _leave_pipeline(driver)
+    if preparing:
+        results = _prepared_by(results, len(commands), preparing, prepared)
     for result in results:
         if result.status == _FATAL:
             raise psycopg.errors.error_from_result(result, encoding=driver.info.encoding)
     return results
+
+
+def _prepared_by(results: list[PGresult], count: int, preparing: dict[int, bytes],
+                 prepared: set[bytes] | None) -> list[PGresult]:
+    """Note the statements a message prepared (those whose preparation the server
+    answered, even if a statement after failed); return the results of its ``count``
+    commands (a failed preparation's in place of its statement's, which was skipped)."""
+    assert prepared is not None
+    answers = iter(results)
+    kept = []
+    for index in range(count):
+        name = preparing.get(index)
+        if name is None:
+            kept.append(next(answers))
+            continue
+        preparation, result = next(answers), next(answers)
+        if preparation.status == _COMMAND_OK:
+            prepared.add(name)
+        kept.append(preparation if preparation.status == _FATAL else result)
+    return kept
+
+
+# The statements that may be prepared, by their text: the name each is prepared by.
+PREPARABLE: dict[bytes, bytes] = {}
+
+
+def preparable(sql: bytes) -> bytes:
+    """Let ``exchange`` prepare ``sql`` (a statement whose plan does not depend on its
+    values: a function's call, a transaction's start or end, a read by primary key)."""
+    PREPARABLE.setdefault(sql, b"thirteen_%d" % len(PREPARABLE))
+    return sql
 
 
 def _answered(pgconn: PGconn) -> Any:
@@ -115,7 +163,7 @@ class Link:
     """What the append path sends on: the psycopg connection of a pooled connection, the
     statements that open a transaction on it, and how its errors are raised."""
 
-    __slots__ = ("begin", "driver", "engine", "info", "invalidate")
+    __slots__ = ("begin", "driver", "engine", "info", "invalidate", "prepared")
 
     def __init__(self, driver: psycopg.Connection[Any], engine: Engine,
                  invalidate: Callable[[BaseException], None], begin: Sequence[Command],
@@ -125,6 +173,7 @@ class Link:
         self.invalidate = invalidate
         self.begin = begin
         self.info = info  # the pooled connection's own (its ``info``)
+        self.prepared = prepared_on(engine, info, driver)
 
     def send(self, commands: Sequence[Command], statement: str) -> list[PGresult]:
         """``exchange`` on this link, after its BEGIN when no transaction is open; return
@@ -133,11 +182,12 @@ class Link:
         driver = self.driver
         try:
             if driver.pgconn.transaction_status == TransactionStatus.IDLE:
-                return exchange(driver, [*self.begin, *commands])[len(self.begin):]
-            return exchange(driver, commands)
+                return exchange(driver, [*self.begin, *commands],
+                                self.prepared)[len(self.begin):]
+            return exchange(driver, commands, self.prepared)
         except psycopg.Error as error:
-            raise sqlalchemy_error(error, statement, self.engine,
-                                   driver, self.invalidate) from error
+            raise sqlalchemy_error(error, statement, self.engine, driver, self.invalidate,
+                                   prepared=self.prepared is not None) from error
 
     def first_row(self, result: PGresult) -> tuple[Any, ...] | None:
         """Return ``result``'s first row as psycopg reads it on this connection, or None."""
@@ -159,6 +209,22 @@ def _loader(info: dict[str, Any], driver: psycopg.Connection[Any]) -> abc.Transf
 
 
 _LOADER = "thirteen_row_loader"
+
+
+def prepared_on(engine: Engine, info: dict[str, Any],
+                driver: psycopg.Connection[Any]) -> set[bytes] | None:
+    """The names of the statements prepared on a pooled connection (``info``, its own),
+    or None when ``engine`` prepares none (``PREPARE``: behind a pooler in transaction
+    mode, which may give each transaction another server connection)."""
+    if not engine.get_execution_options().get(PREPARE):
+        return None
+    found: tuple[Any, set[bytes]] | None = info.get(_PREPARED)
+    if found is None or found[0] is not driver:
+        found = info[_PREPARED] = (driver, set())
+    return found[1]
+
+
+_PREPARED = "thirteen_prepared"
 
 
 def give_back(fairy: Any, driver: psycopg.Connection[Any]) -> None:
@@ -184,12 +250,14 @@ def read_rows(engine: Engine, commands: Sequence[Command],
     fairy = engine.raw_connection()
     driver = fairy.driver_connection
     assert isinstance(driver, psycopg.Connection)
+    prepared = prepared_on(engine, fairy.info, driver)
     try:
         try:
-            results = exchange(driver, [*begin, *commands, _COMMIT] if begin else commands)
+            results = exchange(driver, [*begin, *commands, _COMMIT] if begin else commands,
+                               prepared)
         except psycopg.Error as error:
-            raise sqlalchemy_error(error, statement, engine, driver,
-                                   fairy.invalidate) from error
+            raise sqlalchemy_error(error, statement, engine, driver, fairy.invalidate,
+                                   prepared=prepared is not None) from error
         loader = _loader(fairy.info, driver)
         rows = []
         for result in results[len(begin):len(begin) + len(commands)]:
@@ -200,7 +268,7 @@ def read_rows(engine: Engine, commands: Sequence[Command],
         give_back(fairy, driver)
 
 
-_COMMIT: Command = (b"COMMIT", None)
+_COMMIT: Command = (preparable(b"COMMIT"), None)
 
 
 def begin_commands(isolation_level: str | None, setup: str) -> tuple[Command, ...]:
@@ -212,7 +280,7 @@ def begin_commands(isolation_level: str | None, setup: str) -> tuple[Command, ..
         begin = "BEGIN" if isolation_level is None else f"BEGIN ISOLATION LEVEL {isolation_level}"
         statements = [begin, *filter(None, setup.split("; "))]
         found = _BEGINS[isolation_level, setup] = tuple(
-            (statement.encode(), None) for statement in statements)
+            (preparable(statement.encode()), None) for statement in statements)
     return found
 
 
@@ -295,10 +363,13 @@ def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[Non
 
 
 def sqlalchemy_error(error: psycopg.Error, statement: str, engine: Engine,
-                     dbapi_connection: Any,
-                     invalidate: Callable[[BaseException], None]) -> DBAPIError:
+                     dbapi_connection: Any, invalidate: Callable[[BaseException], None], *,
+                     prepared: bool = False) -> DBAPIError:
     """Return psycopg's ``error`` as SQLAlchemy's; when the server went away, first
-    ``invalidate`` the pooled connection and renew the pool."""
+    ``invalidate`` the pooled connection and renew the pool. With ``prepared`` (the
+    connection's statements may be prepared), a prepared statement the server no longer
+    has, or whose result changed under it (a migration), invalidates the connection too:
+    the error is then one of a lost connection, which a fresh one gets past."""
     dialect = engine.dialect
     gone = dialect.is_disconnect(error, dbapi_connection, None)  # type: ignore[arg-type]
     if gone:
@@ -306,10 +377,21 @@ def sqlalchemy_error(error: psycopg.Error, statement: str, engine: Engine,
         # so are the pool's others, which the server most likely dropped with it.
         invalidate(error)
         engine.dispose(close=False)
+    elif prepared and _stale(error):
+        gone = True
+        invalidate(error)
     wrapped = DBAPIError.instance(statement, None, error, psycopg.Error,
                                   connection_invalidated=gone, dialect=dialect)
     assert isinstance(wrapped, DBAPIError)  # psycopg's errors are DBAPI errors
     return wrapped
+
+
+def _stale(error: psycopg.Error) -> bool:
+    """Tell whether ``error`` says a prepared statement is gone or no longer valid."""
+    if error.sqlstate in ("26000", "42P05"):  # not prepared there, or already
+        return True
+    return (error.sqlstate == "0A000"
+            and error.diag.message_primary == "cached plan must not change result type")
 
 
 def constraint_of(error: DBAPIError) -> str | None:

@@ -190,7 +190,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         # No ping on every checkout (a round trip each, two a settle): see ping_when_idle.
         pool_pre_ping=False,
         connect_args=connect_args,
-        execution_options={TRANSACTION_SETUP: setup},
+        execution_options={TRANSACTION_SETUP: setup, PREPARE: not pooled},
     )
     if setup:
         run_setup_in_each_transaction(engine)
@@ -205,6 +205,12 @@ KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 # The execution option holding what each transaction runs first ("" for nothing). The
 # append path (app.db.appends) opens its transactions itself and sends it with its BEGIN.
 TRANSACTION_SETUP = "thirteen_transaction_setup"
+
+
+# The execution option that lets the driver path (app.db.driver) prepare its statements
+# on each connection: not behind a pooler in transaction mode, where the next
+# transaction may run on another server connection, without them.
+PREPARE = "thirteen_prepare"
 
 
 def transaction_setup(values: dict[str, int]) -> str:

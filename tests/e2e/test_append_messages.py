@@ -27,6 +27,7 @@ from sqlalchemy import Engine, event, text
 
 from app.db import get_database
 from app.db.appends import AppendRepository
+from app.db.driver import PREPARABLE
 from app.db.unit_of_work import UnitOfWork
 from tests.worked_examples import EX_000, EX_004, round_request
 
@@ -85,17 +86,24 @@ def sent_queries(lines: list[str]) -> list[str]:
 
 
 def sent_statements(lines: list[str]) -> list[list[str]]:
-    """The statements of each round trip, in order: a simple query's text, or the text of
-    each statement parsed by the extended protocol (a Parse message)."""
+    """The statements run in each round trip, in order: a simple query's text, or for each
+    extended-protocol Bind the text of the statement it binds (parsed just before it, or
+    prepared earlier under its name: app.db.driver.PREPARABLE)."""
+    names = {name.decode(): sql.decode() for sql, name in PREPARABLE.items()}
     trips: list[list[str]] = []
     statements: list[str] = []
+    parsed: dict[str, str] = {}
     for direction, kind, text_ in messages(lines):
         if (direction, kind) == ("F", "Query"):
             statements.append(text_)
         elif (direction, kind) == ("F", "Parse"):
-            parsed = re.fullmatch(r'"[^"]*" "(?P<sql>.*)" \d+( \d+)*', text_, re.S)
-            assert parsed is not None, text_
-            statements.append(parsed["sql"])
+            parse = re.fullmatch(r'"(?P<name>[^"]*)" "(?P<sql>.*)" \d+( \d+)*', text_, re.S)
+            assert parse is not None, text_
+            parsed[parse["name"]] = parse["sql"]
+        elif (direction, kind) == ("F", "Bind"):
+            name = re.match(r'"[^"]*" "(?P<name>[^"]*)"', text_)
+            assert name is not None, text_
+            statements.append(parsed.get(name["name"]) or names[name["name"]])
         elif (direction, kind) == ("B", "ReadyForQuery"):
             trips.append(statements)
             statements = []
