@@ -368,18 +368,17 @@ def sqlalchemy_error(error: psycopg.Error, statement: str, engine: Engine,
     """Return psycopg's ``error`` as SQLAlchemy's; when the server went away, first
     ``invalidate`` the pooled connection and renew the pool. With ``prepared`` (the
     connection's statements may be prepared), a prepared statement the server no longer
-    has, or whose result changed under it (a migration), invalidates the connection too:
-    the error is then one of a lost connection, which a fresh one gets past."""
+    has, or whose result changed under it (a migration), does the same: the error is then
+    one of a lost connection, which a fresh one gets past."""
     dialect = engine.dialect
-    gone = dialect.is_disconnect(error, dbapi_connection, None)  # type: ignore[arg-type]
+    gone = (dialect.is_disconnect(error, dbapi_connection, None)  # type: ignore[arg-type]
+            or prepared and _stale(error))
     if gone:
         # As SQLAlchemy does for its own statements: this connection is discarded, and
-        # so are the pool's others, which the server most likely dropped with it.
+        # so are the pool's others, which the server most likely dropped with it (or
+        # whose prepared statements went the same way).
         invalidate(error)
         engine.dispose(close=False)
-    elif prepared and _stale(error):
-        gone = True
-        invalidate(error)
     wrapped = DBAPIError.instance(statement, None, error, psycopg.Error,
                                   connection_invalidated=gone, dialect=dialect)
     assert isinstance(wrapped, DBAPIError)  # psycopg's errors are DBAPI errors

@@ -349,3 +349,84 @@ def test_an_error_after_the_take_rolls_back_and_frees_the_key_and_the_chain(sess
         driver = uow.session.connection().connection.driver_connection
     assert driver.autocommit is False
     assert driver.pgconn.transaction_status == pq.TransactionStatus.IDLE
+
+
+def _named(lines: list[str]) -> list[str]:
+    """The statement name of each Parse and Bind message ("" for the unnamed one)."""
+    found = []
+    for direction, kind, text_ in messages(lines):
+        if direction == "F" and kind in ("Parse", "Bind"):
+            name = re.match(r'"(?P<a>[^"]*)"( "(?P<b>[^"]*)")?', text_)
+            assert name is not None, text_
+            found.append(name["a"] if kind == "Parse" else name["b"])
+    return found
+
+
+def test_the_append_paths_statements_are_prepared_once_a_connection(app):
+    """With a server of its own the append path prepares its calls on a connection the
+    first time it sends them, in the same message, and binds them after; the key's use
+    is planned for its values each time (an unnamed statement)."""
+    uows = get_database(app).uows
+    get_database(app).engine.dispose()  # new connections: nothing prepared on them yet
+    with traced(app) as lines, uows() as uow:
+        for _ in range(2):
+            assert uow.appends.try_lock_key("op-msg", uuid.uuid4().hex)
+            assert uow.appends.committed_use("op-msg", uuid.uuid4().hex) is None
+            uow.commit()
+    parses = [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Parse")]
+    lock, begin = PREPARABLE[b"SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, "
+                                 b"0))"].decode(), PREPARABLE[
+        b"BEGIN ISOLATION LEVEL READ COMMITTED"].decode()
+    # Each prepared once (the first time), the key's use parsed each time, unnamed.
+    assert [p.split('" "')[0].strip('"') for p in parses] == [begin, lock, "", ""], parses
+    assert _named(lines).count(lock) == 3  # its Parse, then a Bind each time
+
+
+def test_values_of_an_array_arrive_as_sent(sessions):
+    """The players' array, written as PostgreSQL's array text by the driver path, reads
+    back element for element whatever the names hold."""
+    from app.db.appends import text_array
+    from app.db.driver import exchange
+
+    names = ['a"b', "c\\d", "{e}", "f,g", " h ", "NULL", "", "莊家", "'i'", "j\\\"k"]
+    with UnitOfWork(sessions) as uow:
+        driver = uow.session.connection().connection.driver_connection
+        (result,) = exchange(driver, [(b"SELECT $1::text[]", [text_array(names)])])
+        assert result.get_value(0, 0) is not None
+        loaded = psycopg.adapt.Transformer(driver)
+        loaded.set_pgresult(result)
+        assert loaded.load_row(0, tuple) == (names,)
+    assert text_array([]) == b"{}"
+
+
+def test_a_value_holding_nul_is_refused_before_it_is_sent():
+    from app.db.driver import text_value
+
+    with pytest.raises(psycopg.DataError):
+        text_value("a\x00b")
+
+
+def test_statements_the_server_no_longer_has_are_prepared_again_on_a_fresh_connection(
+        app, api, engine):
+    """Prepared statements that went from the server (DEALLOCATE, a migration that
+    changed a result) make the pool renew its connections, and the settle that met them
+    runs again on a fresh one: it settles, and the next ones too."""
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    assert api.post("/v1/rounds", json=round_request(EX_004, table), headers=_key()
+                    ).status_code == 201
+    pool = get_database(app).engine
+    held = [pool.raw_connection() for _ in range(pool.pool.checkedin())]
+    assert held
+    try:
+        for fairy in held:
+            driver = fairy.driver_connection
+            assert isinstance(driver, psycopg.Connection)
+            driver.execute("DEALLOCATE ALL")
+            driver.commit()
+    finally:
+        for fairy in held:
+            fairy.close()
+    for example in (EX_000, EX_004):
+        answer = api.post("/v1/rounds", json=round_request(example, table), headers=_key())
+        assert answer.status_code == 201, answer.get_json()
+    assert rounds_at(engine, table) == 3
