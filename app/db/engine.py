@@ -152,13 +152,15 @@ def database_urls(settings: Settings) -> DatabaseUrls:
 def make_engine(settings: Settings, url: str | None = None) -> Engine:
     """Create the pooled engine, with the session timeouts that keep requests bounded.
 
-    Statements are never prepared on the server (``prepare_threshold=None``): a prepared
-    statement's generic plan, cached while the tables were nearly empty, kept finding an
-    Idempotency-Key by scanning the operator's rounds, and a pooler in
-    transaction mode may hand the next transaction another server connection, where the
-    prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
-    the session either: the timeouts are set in each transaction, as it begins
-    (``TRANSACTION_SETUP``).
+    psycopg never prepares a statement on the server (``prepare_threshold=None``): a
+    prepared statement's generic plan, cached while the tables were nearly empty, kept
+    finding an Idempotency-Key by scanning the operator's rounds. The driver path
+    (app.db.driver) prepares only statements whose plan does not depend on their values
+    (``PREPARE``), and not with ``DB_POOLER=transaction``: a pooler in transaction mode
+    may hand the next transaction another server connection, where the prepared
+    statement does not exist. Nothing is set for the session then either: the timeouts
+    are set in each transaction, as it begins (``TRANSACTION_SETUP``). The client
+    encoding is UTF-8 whatever the database's: the driver path sends its values so.
     """
     timeouts = {
         "statement_timeout": settings.db_statement_timeout_ms,
@@ -170,6 +172,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         "connect_timeout": settings.db_connect_timeout_s,
         "application_name": f"thirteen-service:{os.getpid()}",
         "prepare_threshold": None,
+        "client_encoding": "UTF8",
         # A peer that vanished (host down, network cut) is noticed by TCP: keepalives
         # probe an idle connection, and unacknowledged data gives up after the deadline.
         "keepalives": 1,

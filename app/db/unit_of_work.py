@@ -123,15 +123,16 @@ class UnitOfWork:
         return session
 
     def _link(self) -> Link:
-        """The connection the append path sends on: the session's, if one is open, else
-        one checked out of the pool for the block (with no session around it)."""
-        if self._held is not None:
-            return self._held
+        """The connection the append path sends on: the session's, once one is open (on
+        the connection the append path held before, if it did: the session then knows of
+        the transaction, and ends it), else one checked out of the pool for the block."""
         if self._session is not None:
             connection = self._session.connection()
             return Link(driver_of(connection), self._engine, connection.invalidate,
                         self._begin_commands(connection.get_execution_options()),
                         connection.connection.info)
+        if self._held is not None:
+            return self._held
         fairy = self._engine.raw_connection()
         driver = fairy.driver_connection
         assert isinstance(driver, psycopg.Connection)
@@ -178,7 +179,8 @@ class UnitOfWork:
     def _commit(self) -> None:
         if self._session is not None:
             _translating(self._session.commit)
-        elif self._held is not None:
+        if self._held is not None:
+            # Whatever the session did not know of on the append path's connection.
             _translating(self._commit_held)
 
     def _commit_held(self) -> None:

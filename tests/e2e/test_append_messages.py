@@ -430,3 +430,37 @@ def test_statements_the_server_no_longer_has_are_prepared_again_on_a_fresh_conne
         answer = api.post("/v1/rounds", json=round_request(example, table), headers=_key())
         assert answer.status_code == 201, answer.get_json()
     assert rounds_at(engine, table) == 3
+
+
+def _xact_status(engine: Engine, xid: str) -> str:
+    with engine.connect() as connection:
+        return str(connection.scalar(text("SELECT pg_xact_status(CAST(:x AS xid8))"),
+                                     {"x": xid}))
+
+
+def test_every_transaction_of_a_block_that_mixed_both_paths_commits(sessions, engine):
+    """A session opened on the append path's connection ends that transaction; after an
+    early commit, what the append path does next is committed with the block too."""
+    xids = []
+    with UnitOfWork(sessions) as uow:
+        assert uow.appends.try_lock_key("op-msg", uuid.uuid4().hex)  # the append path
+        xids.append(uow.session.connection().exec_driver_sql(  # then a session, on it
+            "SELECT pg_current_xact_id()::text").scalar_one())
+        uow.commit()
+        link = uow.appends._links()
+        (result,) = uow.appends._send(
+            link, [(b"SELECT pg_current_xact_id()::text", None)], "the xid")
+        xids.append(link.first_row(result)[0])  # type: ignore[index]
+    assert xids[0] != xids[1]
+    assert [_xact_status(engine, xid) for xid in xids] == ["committed", "committed"]
+
+
+def test_a_block_that_only_appended_rolls_back_on_an_exception(sessions, engine):
+    xids = []
+    with pytest.raises(LookupError), UnitOfWork(sessions) as uow:
+        link = uow.appends._links()
+        (result,) = uow.appends._send(
+            link, [(b"SELECT pg_current_xact_id()::text", None)], "the xid")
+        xids.append(link.first_row(result)[0])  # type: ignore[index]
+        raise LookupError("refused")
+    assert _xact_status(engine, xids[0]) == "aborted"
