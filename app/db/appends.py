@@ -1,10 +1,10 @@
 """The append path of settles, reversals and penalties, sent on psycopg directly.
 
-A settle is two messages, each one round trip (app.db.driver binds the values):
-``BEGIN; TAKE`` calls ``ledger_take``, which takes the Idempotency-Key's lock and the
-chain's row and returns the head and the key's earlier use; ``APPEND; COMMIT`` calls
-``ledger_append`` with the round, its seats and its lines as JSON, its result and its
-ruleset as text. These functions, and
+A settle is two messages, each one round trip (app.db.driver.exchange, the values bound
+by the server): ``BEGIN; TAKE`` calls ``ledger_take``, which takes the Idempotency-Key's
+lock and the chain's row and returns the head and the key's earlier use; ``APPEND;
+COMMIT`` calls ``ledger_append`` with the round, its seats and its lines as JSON, its
+result and its ruleset as text. These functions, and
 those that write matches and checkpoints, run as the NOLOGIN writer role: the only way
 the runtime role writes those rows. Errors come back as SQLAlchemy's; a refusal by a
 constraint as the services' ConstraintViolation, a key used twice as RetryableConflict.
@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import orjson
-from psycopg.pq import TransactionStatus
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
-from app.db.driver import driver_of, refusal, send, send_sets
-from app.db.engine import TRANSACTION_SETUP
+from app.db.driver import Command, Link, preparable, refusal, text_value
 from app.domain.cash import LedgerBalance
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
@@ -56,29 +53,32 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # it is told 409 at once; only once the key is ours does it wait for the chain, and then
 # read the key's earlier use in a statement of its own. ``locked_at`` is the clock read
 # under the chain's lock, the round's created_at: times never run backwards along a chain.
-_TAKE = ("SELECT * FROM ledger_take(%(key_lock)s, %(operator_id)s, %(table_id)s, %(key)s, "
-         "%(players)s)")
+# Its values: the key's lock name, the operator, the table, the key, the players.
+_TAKE = preparable(
+    b"SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, $5::text[])")
 # The round's row (one JSON object), its players and lines (two JSON arrays), its result
 # (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
 # only when its hash is new to the operator): migration 0027_lean_rounds.
-_APPEND = ("SELECT ledger_append(%(round)s::jsonb, %(players)s::jsonb, %(lines)s::jsonb, "
-           "%(result)s::text, %(ruleset)s::text)")
-# The round's columns sent as text parameters of their own rather than in its row.
+_APPEND = preparable(
+    b"SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, $5::text)")
+_COMMIT: Command = (preparable(b"COMMIT"), None)
+# The round's columns sent as text values of their own rather than in its row.
 _TEXT_COLUMNS = ("result", "ruleset")
+_ROW_COLUMNS = tuple(name for name in ROUND_COLUMNS if name not in _TEXT_COLUMNS)
 
 # Matches and checkpoints are written by functions of the writer role too (migration 0021).
-_MATCH_OPEN = "SELECT match_open(%(match)s::jsonb)"
-_MATCH_ROUND = ("SELECT match_round_add(%(operator_id)s, %(match_id)s, %(number)s, "
-                "%(round_id)s, %(banker)s)")
-_MATCH_LEAVE = "SELECT match_leave_add(%(leave)s::jsonb)"
-_CHECKPOINT = "SELECT checkpoint_add(%(checkpoint)s::jsonb)"
+_MATCH_OPEN = preparable(b"SELECT match_open($1::jsonb)")
+_MATCH_ROUND = preparable(
+    b"SELECT match_round_add($1::text, $2::uuid, $3::integer, $4::uuid, $5::text)")
+_MATCH_LEAVE = preparable(b"SELECT match_leave_add($1::jsonb)")
+_CHECKPOINT = preparable(b"SELECT checkpoint_add($1::jsonb)")
 
-_TRY_LOCK_KEY = "SELECT pg_try_advisory_xact_lock(hashtextextended(%(key_lock)s, 0))"
+_TRY_LOCK_KEY = preparable(b"SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0))")
 # In a statement of its own, after the key's lock was taken or refused: under READ
-# COMMITTED its snapshot sees every round committed until then.
-_KEY_USE = ("SELECT body_hash, id FROM rounds "
-            "WHERE operator_id = %(operator_id)s AND idempotency_key = %(key)s")
-_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+# COMMITTED its snapshot sees every round committed until then. Planned for its values
+# (an unnamed statement): a generic plan made on an empty ``rounds`` chose another index.
+_KEY_USE = (b"SELECT body_hash, id FROM rounds "
+            b"WHERE operator_id = $1::text AND idempotency_key = $2::text")
 
 # The JSON keys of the rows ledger_append inserts are the content's columns
 # (app.services.repositories: ROUND_COLUMNS, PLAYER_COLUMNS, LINE_COLUMNS); a seat's and a
@@ -88,20 +88,25 @@ _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 
 class AppendRepository:
-    """The write path of settles, reversals and penalties: locks, chain head, inserts."""
+    """The write path of settles, reversals and penalties: locks, chain head, inserts.
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    ``links`` gives the connection of the unit of work (app.db.unit_of_work), checked out
+    on the first call; its first message opens the transaction when none is open.
+    """
+
+    def __init__(self, links: Callable[[], Link]) -> None:
+        self._links = links
 
     def start(self, operator_id: str, table_id: str, key: str,
               players: Sequence[str] = ()) -> AppendStart | None:
         """Take ``key`` (without waiting), then the chain; read its head, the key's
         earlier use and the ledger's balance of each of ``players`` at the table. None if
         the key is another transaction's."""
-        params = {"key_lock": key_lock_name(operator_id, key), "operator_id": operator_id,
-                  "table_id": table_id, "key": key, "players": list(players)}
+        link = self._links()
+        values = [text_value(key_lock_name(operator_id, key)), text_value(operator_id),
+                  text_value(table_id), text_value(key), text_array(players)]
         (taken, seq, head_hash, locked_at, body_hash, round_id, accounts, balances,
-         rounds) = self._send(_TAKE, params)
+         rounds) = self._row(link, _TAKE, values, "ledger_take")
         if not taken:
             return None
         return AppendStart(seq=seq + 1, prev_hash=head_hash, created_at=locked_at,
@@ -113,7 +118,9 @@ class AppendRepository:
 
     def try_lock_key(self, operator_id: str, key: str) -> bool:
         """Take ``key``'s lock until this transaction ends; False if another transaction has it."""
-        (taken,) = self._send(_TRY_LOCK_KEY, {"key_lock": key_lock_name(operator_id, key)})
+        link = self._links()
+        (taken,) = self._row(link, _TRY_LOCK_KEY, [text_value(key_lock_name(operator_id, key))],
+                             "pg_try_advisory_xact_lock")
         return bool(taken)
 
     def committed_use(self, operator_id: str, key: str) -> KeyUse | None:
@@ -123,7 +130,10 @@ class AppendRepository:
         stored long ago, which this request may replay too rather than be told 409), and
         for a path that took the key with try_lock_key rather than start.
         """
-        row = self._send(_KEY_USE, {"operator_id": operator_id, "key": key}, rows=True)
+        link = self._links()
+        (result,) = self._send(link, [(_KEY_USE, [text_value(operator_id), text_value(key)])],
+                               "the key's use")
+        row = link.first_row(result)
         return None if row is None else KeyUse(row[0], row[1])
 
     def append(self, round_: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
@@ -135,78 +145,132 @@ class AppendRepository:
         Refusals (a taken round id, a second reversal) raise ConstraintViolation, a key
         used twice RetryableConflict; the transaction is left to be rolled back.
         """
-        params = {"round": _json_of({name: round_[name] for name in ROUND_COLUMNS
-                                     if name not in _TEXT_COLUMNS}),
-                  "players": _json_of([{name: p[name] for name in PLAYER_COLUMNS}
-                                       for p in players]),
-                  "lines": _json_of([{name: line[name] for name in LINE_COLUMNS}
-                                     for line in lines]),
-                  "result": _json_of(round_["result"]),
-                  # Canonical: ledger_append keeps a new ruleset only if this text hashes
-                  # to the round's ruleset_hash.
-                  "ruleset": canonical_json(round_["ruleset"]).decode()}
-        self._send(f"{_APPEND}; COMMIT" if commit else _APPEND, params, rows=False)
+        values = [_json_of(_round_row(round_)),
+                  _json_of(_rows(players, PLAYER_COLUMNS, _PLAYER_KEYS)),
+                  _json_of(_rows(lines, LINE_COLUMNS, _LINE_KEYS)),
+                  _json_of(round_["result"]),
+                  _ruleset_text(round_)]
+        commands: list[Command] = [(_APPEND, values)]
+        if commit:
+            commands.append(_COMMIT)
+        self._send(self._links(), commands, "ledger_append")
 
     def open_match(self, match: Mapping[str, Any]) -> None:
         """Insert a match (its columns as JSON) through ``match_open``."""
-        self._send(_MATCH_OPEN, {"match": _json_of(match)}, rows=False)
+        self._send(self._links(), [(_MATCH_OPEN, [_json_of(match)])], "match_open")
 
     def add_match_round(self, operator_id: str, match_id: uuid.UUID, number: int,
                         round_id: uuid.UUID, banker: str | None) -> None:
         """Count a round into its match; the function refuses a round that is not a
         settlement at the match's table, or a number that is not the next."""
-        self._send(_MATCH_ROUND, {"operator_id": operator_id, "match_id": match_id,
-                                  "number": number, "round_id": round_id, "banker": banker},
-                   rows=False)
+        values = [text_value(operator_id), text_value(match_id), text_value(number),
+                  text_value(round_id), text_value(banker)]
+        self._send(self._links(), [(_MATCH_ROUND, values)], "match_round_add")
 
     def add_match_leave(self, leave: Mapping[str, Any]) -> None:
         """Record a leave; the function refuses a penalty that is not the match's."""
-        self._send(_MATCH_LEAVE, {"leave": _json_of(leave)}, rows=False)
+        self._send(self._links(), [(_MATCH_LEAVE, [_json_of(leave)])], "match_leave_add")
 
     def add_checkpoint(self, checkpoint: Mapping[str, Any]) -> None:
         """Store a signed checkpoint through ``checkpoint_add``."""
-        self._send(_CHECKPOINT, {"checkpoint": _json_of(checkpoint)}, rows=False)
+        self._send(self._links(), [(_CHECKPOINT, [_json_of(checkpoint)])], "checkpoint_add")
 
-    def _send(self, sql: str, params: Mapping[str, Any], *, rows: bool = True,
-              sets: bool = False) -> Any:
-        """Send ``sql`` as one message (after BEGIN when it opens the transaction); when
-        ``rows``, return the first row of its last statement that returns rows, or None;
-        with ``sets``, every row of each statement that returns rows."""
-        if not self._session.in_transaction():
-            # Nothing sent yet: autocommit, so that this repository's first message opens
-            # the transaction (SQLAlchemy restores the pool's setting on check-in). The
-            # unit of work's commit and rollback still end it: SQLAlchemy calls the
-            # driver's commit() and rollback() in autocommit too, and psycopg sends COMMIT
-            # or ROLLBACK whenever the server holds a transaction. The dialect's
-            # skip_autocommit_rollback option would break that; it is never set, and
-            # tests/e2e/test_append_messages.py checks every way out.
-            connection = self._session.connection(
-                execution_options={"isolation_level": "AUTOCOMMIT"})
-        else:
-            connection = self._session.connection()
-        driver = driver_of(connection)
-        if driver.autocommit and driver.pgconn.transaction_status == TransactionStatus.IDLE:
-            setup = connection.get_execution_options().get(TRANSACTION_SETUP)
-            sql = f"{_BEGIN}; {setup}; {sql}" if setup else f"{_BEGIN}; {sql}"
+    def _row(self, link: Link, sql: bytes, values: Sequence[bytes | None],
+             called: str) -> tuple[Any, ...]:
+        """Send one statement that returns one row; return that row."""
+        (result,) = self._send(link, [(sql, values)], called)
+        row = link.first_row(result)
+        assert row is not None, called
+        return row
+
+    @staticmethod
+    def _send(link: Link, commands: Sequence[Command], called: str) -> list[Any]:
+        """Send ``commands`` as one message (after BEGIN when no transaction is open);
+        return the result of each."""
         try:
-            if sets:
-                return send_sets(connection, sql, params)
-            return send(connection, sql, params, rows=rows)
+            results = link.send(commands, called)
         except IntegrityError as error:
             # A refusal the service answers (or runs again for) inside its unit of work.
             raise refusal(error) from error
+        return results
 
 
-def _json_of(value: Any) -> str:
+def text_array(values: Sequence[str]) -> bytes:
+    """Text values as a PostgreSQL array's text: each element between double quotes, in
+    which a backslash or a double quote is written after a backslash (and nothing else is
+    special, a comma, a brace or a space included)."""
+    quoted = (value.replace("\\", "\\\\").replace('"', '\\"') for value in values)
+    return text_value("{" + ",".join(f'"{value}"' for value in quoted) + "}") or b"{}"
+
+
+def _round_row(round_: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The round's columns but its two text ones."""
+    if round_.__class__ is dict and round_.keys() == _ROUND_KEYS:
+        row = dict(round_)  # a copy in one call, less the text columns
+        for name in _TEXT_COLUMNS:
+            del row[name]
+        return row
+    return {name: round_[name] for name in _ROW_COLUMNS}
+
+
+def _rows(rows: Sequence[Mapping[str, Any]], names: Sequence[str],
+          keys: frozenset[str]) -> Sequence[Mapping[str, Any]]:
+    """Seats' or lines' rows with the columns ``names`` alone: as they are when each is a
+    dict of those columns and no other (a copy would be equal), else copies."""
+    if rows.__class__ is list or rows.__class__ is tuple:
+        for row in rows:
+            if row.__class__ is not dict or row.keys() != keys:
+                break
+        else:
+            return rows
+    return [{name: row[name] for name in names} for row in rows]
+
+
+_ROUND_KEYS = frozenset(ROUND_COLUMNS)
+_PLAYER_KEYS = frozenset(PLAYER_COLUMNS)
+_LINE_KEYS = frozenset(LINE_COLUMNS)
+
+
+def _ruleset_text(round_: Mapping[str, Any]) -> bytes:
+    """The round's ruleset as canonical JSON: ledger_append keeps a ruleset new to the
+    operator only if this text hashes to the round's ruleset_hash.
+
+    Written once for each ruleset object and kept by its hash: a preset's parameters are
+    one dict that never changes (app.domain.games.rules_json), which every settle by it
+    sends. Another object with that hash is written again.
+    """
+    ruleset = round_["ruleset"]
+    kept = _RULESET_TEXTS.get(round_["ruleset_hash"])
+    if kept is not None and kept[0] is ruleset:
+        return kept[1]
+    text = canonical_json(ruleset)
+    if len(_RULESET_TEXTS) >= _RULESETS_KEPT:
+        _RULESET_TEXTS.clear()
+    _RULESET_TEXTS[round_["ruleset_hash"]] = (ruleset, text)
+    return text
+
+
+# The canonical text of the rulesets of the latest settles, by hash, with the object
+# written (kept alive, so that no other object takes its identity).
+_RULESET_TEXTS: dict[str, tuple[Any, bytes]] = {}
+_RULESETS_KEPT = 256
+
+
+def _json_of(value: Any) -> bytes:
     """Rows as JSON, exactly: money (Decimal) as its text, which PostgreSQL reads back into
     numeric digit for digit; ids and times as their text (a UUID's, ISO 8601 with the
     offset); a JSONB column's value as itself, or as its JSON text already written (an
     ``orjson.Fragment``). orjson writes it, or the standard library what orjson refuses
     (an integer past 64 bits)."""
     try:
-        return orjson.dumps(value, default=_column_text).decode()
+        # orjson writes ids, times and fragments itself and asks for the text of each
+        # Decimal alone; anything else fails there, and again below with its name.
+        return orjson.dumps(value, default=_DECIMAL_TEXT)
     except orjson.JSONEncodeError:
-        return json.dumps(value, default=_column_text, ensure_ascii=False)
+        return json.dumps(value, default=_column_text, ensure_ascii=False).encode()
+
+
+_DECIMAL_TEXT = Decimal.__str__  # str() of a Decimal, refusing any other type
 
 
 def _column_text(value: Any) -> Any:

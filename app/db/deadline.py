@@ -13,13 +13,18 @@ Idempotency-Key replays it.
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+log = logging.getLogger(__name__)
 
 
 class Watchdog:
@@ -28,37 +33,64 @@ class Watchdog:
     def __init__(self, deadline_s: float) -> None:
         self.deadline_s = deadline_s
         self._armed: dict[int, tuple[float, int]] = {}  # id(record): (deadline, fd)
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        # The process the thread runs in: a forked child (gunicorn's workers) has no
+        # thread but the one that forked, and starts its own.
+        self._pid = 0
         self.cut = 0  # connections cut so far (tests, logs)
 
-    def arm(self, record: ConnectionPoolEntry, fileno: int) -> None:
-        with self._changed:
-            self._armed[id(record)] = (time.monotonic() + self.deadline_s, fileno)
-            if self._thread is None or not self._thread.is_alive():
+    def arm(self, record: ConnectionPoolEntry, fileno: int, now: float) -> None:
+        """Arm ``record``'s connection (socket ``fileno``), checked out at ``now``."""
+        with self._lock:
+            self._armed[id(record)] = (now + self.deadline_s, fileno)
+            if self._pid != _PROCESS.pid:
                 # Started lazily, in the process that uses the pool (after gunicorn's fork).
                 self._thread = threading.Thread(target=self._watch, name="db-deadline",
                                                 daemon=True)
                 self._thread.start()
+                self._pid = _PROCESS.pid
 
     def disarm(self, record: ConnectionPoolEntry) -> None:
-        with self._changed:
+        with self._lock:
             self._armed.pop(id(record), None)
 
     def _watch(self) -> None:
         while True:
-            with self._changed:
-                now = time.monotonic()
-                due = [key for key, (at, _) in self._armed.items() if at <= now]
-                # Shut under the lock: a connection is disarmed (checkin, invalidate)
-                # before it can be closed, so its descriptor is still its own here.
-                for key in due:
-                    _shut(self._armed.pop(key)[1])
-                    self.cut += 1
-                soonest = min((at for at, _ in self._armed.values()), default=now + 1.0)
+            try:
+                soonest = self._cut_due()
+            except Exception:  # never let the thread die: no deadline would hold after
+                log.exception("the database deadline's watch failed; going on")
+                soonest = time.monotonic() + 1.0
             # Wakes at least once a second; arming never needs to wake it sooner, because
             # a new deadline is never earlier than one already due within deadline_s.
             time.sleep(min(max(soonest - time.monotonic(), 0.05), 1.0))
+
+    def _cut_due(self) -> float:
+        """Shut the connections past their deadline; return the soonest deadline left."""
+        with self._lock:
+            now = time.monotonic()
+            due = [key for key, (at, _) in self._armed.items() if at <= now]
+            # Shut under the lock: a connection is disarmed (checkin, invalidate) before
+            # it can be closed, so its descriptor is still its own here.
+            for key in due:
+                _shut(self._armed.pop(key)[1])
+                self.cut += 1
+            return min((at for at, _ in self._armed.values()), default=now + 1.0)
+
+
+class _Process:
+    """This process's id, kept up to date across forks without a system call each time."""
+
+    pid = os.getpid()
+
+    @classmethod
+    def forked(cls) -> None:
+        cls.pid = os.getpid()
+
+
+_PROCESS = _Process
+os.register_at_fork(after_in_child=_Process.forked)
 
 
 def _shut(fileno: int) -> None:
@@ -71,21 +103,32 @@ def _shut(fileno: int) -> None:
         pass  # closed meanwhile: nothing left to cut
 
 
-def bound_checkouts(engine: Engine, deadline_s: float) -> Watchdog:
-    """Arm every checkout of ``engine``'s pool with a deadline of ``deadline_s`` seconds.
+# What else a checkout or a checkin does, called by the deadline's own listener: each
+# listener of a pool event costs a call on every checkout.
+CheckedOut = Callable[[Any, ConnectionPoolEntry, float], None]
+CheckedIn = Callable[[ConnectionPoolEntry, float], None]
 
-    Register this before other checkout listeners (the idle ping), so they are bounded too.
-    """
+
+def bound_checkouts(engine: Engine, deadline_s: float, checked_out: CheckedOut | None = None,
+                    checked_in: CheckedIn | None = None) -> Watchdog:
+    """Arm every checkout of ``engine``'s pool with a deadline of ``deadline_s`` seconds;
+    then call ``checked_out`` (the connection, its record and the time, which the
+    deadline bounds too) on each checkout, and ``checked_in`` on each checkin."""
     watchdog = Watchdog(deadline_s)
 
     @event.listens_for(engine, "checkout")
     def _checked_out(dbapi_connection: Any, record: ConnectionPoolEntry,
                      proxy: PoolProxiedConnection) -> None:
-        watchdog.arm(record, dbapi_connection.pgconn.socket)
+        now = time.monotonic()
+        watchdog.arm(record, dbapi_connection.pgconn.socket, now)
+        if checked_out is not None:
+            checked_out(dbapi_connection, record, now)
 
     @event.listens_for(engine, "checkin")
     def _checked_in(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         watchdog.disarm(record)
+        if checked_in is not None:
+            checked_in(record, time.monotonic())
 
     @event.listens_for(engine, "invalidate")
     def _invalidated(dbapi_connection: Any, record: ConnectionPoolEntry,

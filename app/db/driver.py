@@ -1,29 +1,290 @@
 """Statements sent on psycopg directly, on a connection SQLAlchemy's pool lent.
 
-Two paths of every settle skip SQLAlchemy's statement layer for its CPU: the API key's
-read (app.db.keys), which every authenticated request makes, and the append
-(app.db.appends). Everything else stays on SQLAlchemy. A statement here is one simple
-query with its values bound by psycopg (``ClientCursor``, quoted by libpq), so it may hold
-several statements and is one round trip. Errors are raised as SQLAlchemy's, with the
-pooled connection invalidated when the server went away, exactly as a statement run
-through SQLAlchemy would, so retries and 503 answers work the same.
+Three paths skip SQLAlchemy's statement layer for their CPU: the API key's read
+(app.db.keys), which every authenticated request makes, a round's read
+(app.db.round_reads) and the append path of settles (app.db.appends). Everything else
+stays on SQLAlchemy.
+
+``exchange`` sends statements in libpq's pipeline mode: each statement is parsed and bound
+by the server (the extended protocol, its values sent apart from its text, never quoted
+into it), and all of them and their one Sync leave in one message, so they are one round
+trip however many there are; nothing is prepared for the session, so the path works
+behind a pooler in transaction mode. ``send`` and ``send_sets`` send one simple query with
+its values quoted by psycopg (``ClientCursor``), which may hold several statements.
+Errors are raised as SQLAlchemy's, with the pooled connection invalidated when the server
+went away, exactly as a statement run through SQLAlchemy would, so retries and 503
+answers work the same.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg import abc
+from psycopg.adapt import Transformer
 from psycopg.pq import ExecStatus, TransactionStatus
-from sqlalchemy import Connection
+from psycopg.pq.abc import PGconn, PGresult
+from psycopg.waiting import Ready, Wait
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db.engine import TRANSACTION_SETUP
+from app.db.engine import PREPARE, TRANSACTION_SETUP
 from app.db.models import Base
 from app.services.uow import ConnectionLost, ConstraintViolation, RetryableConflict
+
+# A statement of ``exchange`` and its values, each as text in UTF-8 (the engine's client
+# encoding, app.db.engine) or None for NULL; or None for no values.
+Command = tuple[bytes, Sequence[bytes | None] | None]
+
+_FATAL = ExecStatus.FATAL_ERROR
+_COMMAND_OK = ExecStatus.COMMAND_OK
+_SYNC = ExecStatus.PIPELINE_SYNC
+_WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
+
+
+def exchange(driver: psycopg.Connection[Any], commands: Sequence[Command],
+             prepared: set[bytes] | None = None) -> list[PGresult]:
+    """Send ``commands`` in one message and return each one's result, in order.
+
+    With ``prepared`` (the names of the statements prepared on this connection so far),
+    a statement made ``preparable`` is sent as a prepared statement of its own name,
+    prepared in the same message the first time: the server then parses and plans it
+    once per connection. The first that fails raises its error (psycopg's) once every
+    result is in: the server skipped the statements after it, and the transaction, if
+    one is open, is aborted.
+    """
+    pgconn = driver.pgconn
+    # The names prepared by this message, each at the command it comes before.
+    preparing: dict[int, bytes] = {}
+    with driver.lock:
+        pgconn.enter_pipeline_mode()
+        try:
+            for index, (sql, params) in enumerate(commands):
+                name = None if prepared is None else PREPARABLE.get(sql)
+                if name is None or prepared is None:
+                    pgconn.send_query_params(sql, params)
+                    continue
+                if name not in prepared and name not in preparing.values():
+                    preparing[index] = name
+                    pgconn.send_prepare(name, sql)
+                pgconn.send_query_prepared(name, params)
+            pgconn.pipeline_sync()
+            results: list[PGresult] = driver.wait(_answered(pgconn))
+        finally:
+            _leave_pipeline(driver)
+    if preparing:
+        results = _prepared_by(results, len(commands), preparing, prepared)
+    for result in results:
+        if result.status == _FATAL:
+            raise psycopg.errors.error_from_result(result, encoding=driver.info.encoding)
+    return results
+
+
+def _prepared_by(results: list[PGresult], count: int, preparing: dict[int, bytes],
+                 prepared: set[bytes] | None) -> list[PGresult]:
+    """Note the statements a message prepared (those whose preparation the server
+    answered, even if a statement after failed); return the results of its ``count``
+    commands (a failed preparation's in place of its statement's, which was skipped)."""
+    assert prepared is not None
+    answers = iter(results)
+    kept = []
+    for index in range(count):
+        name = preparing.get(index)
+        if name is None:
+            kept.append(next(answers))
+            continue
+        preparation, result = next(answers), next(answers)
+        if preparation.status == _COMMAND_OK:
+            prepared.add(name)
+        kept.append(preparation if preparation.status == _FATAL else result)
+    return kept
+
+
+# The statements that may be prepared, by their text: the name each is prepared by.
+PREPARABLE: dict[bytes, bytes] = {}
+
+
+def preparable(sql: bytes) -> bytes:
+    """Let ``exchange`` prepare ``sql`` (a statement whose plan does not depend on its
+    values: a function's call, a transaction's start or end, a read by primary key)."""
+    PREPARABLE.setdefault(sql, b"thirteen_%d" % len(PREPARABLE))
+    return sql
+
+
+def _answered(pgconn: PGconn) -> Any:
+    """Send what libpq still holds of the message, then read the statements' results
+    up to the Sync's (as psycopg's own generators do, for one message of several)."""
+    while pgconn.flush():
+        # The socket took part of it: wait until it takes more, reading meanwhile what
+        # the server sends, lest both wait on each other.
+        while not (ready := (yield _WAIT_RW)):
+            continue
+        if ready & _READY_R:
+            pgconn.consume_input()
+    results: list[PGresult] = []
+    while True:
+        while pgconn.is_busy():
+            while not (yield _WAIT_R):
+                continue
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            continue  # the end of one statement's results
+        if result.status == _SYNC:
+            return results
+        results.append(result)
+
+
+def _leave_pipeline(driver: psycopg.Connection[Any]) -> None:
+    """Leave pipeline mode; a connection that cannot (its answer not read to the end: the
+    wait was interrupted, or the server went away) is closed, and the pool discards it."""
+    try:
+        driver.pgconn.exit_pipeline_mode()
+    except psycopg.Error:
+        driver.close()
+
+
+def text_value(value: Any) -> bytes | None:
+    """Return a value of ``exchange``: its text in UTF-8 (a str, an int, a UUID), or None."""
+    if value is None:
+        return None
+    data = (value if value.__class__ is str else str(value)).encode()
+    if b"\x00" in data:
+        # libpq ends a text value at its first NUL, which PostgreSQL's text cannot hold.
+        raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+    return data
+
+
+class Link:
+    """What the append path sends on: the psycopg connection of a pooled connection, the
+    statements that open a transaction on it, and how its errors are raised."""
+
+    __slots__ = ("begin", "driver", "engine", "info", "invalidate", "prepared")
+
+    def __init__(self, driver: psycopg.Connection[Any], engine: Engine,
+                 invalidate: Callable[[BaseException], None], begin: Sequence[Command],
+                 info: dict[str, Any]) -> None:
+        self.driver = driver
+        self.engine = engine
+        self.invalidate = invalidate
+        self.begin = begin
+        self.info = info  # the pooled connection's own (its ``info``)
+        self.prepared = prepared_on(engine, info, driver)
+
+    def send(self, commands: Sequence[Command], statement: str) -> list[PGresult]:
+        """``exchange`` on this link, after its BEGIN when no transaction is open; return
+        the results of ``commands``. psycopg's errors are raised as SQLAlchemy's
+        (``statement`` names the call in them)."""
+        driver = self.driver
+        try:
+            if driver.pgconn.transaction_status == TransactionStatus.IDLE:
+                return exchange(driver, [*self.begin, *commands],
+                                self.prepared)[len(self.begin):]
+            return exchange(driver, commands, self.prepared)
+        except psycopg.Error as error:
+            raise sqlalchemy_error(error, statement, self.engine, driver, self.invalidate,
+                                   prepared=self.prepared is not None) from error
+
+    def first_row(self, result: PGresult) -> tuple[Any, ...] | None:
+        """Return ``result``'s first row as psycopg reads it on this connection, or None."""
+        if result.ntuples == 0:
+            return None
+        loader = _loader(self.info, self.driver)
+        loader.set_pgresult(result)
+        row: tuple[Any, ...] = loader.load_row(0, tuple)
+        return row
+
+
+def _loader(info: dict[str, Any], driver: psycopg.Connection[Any]) -> abc.Transformer:
+    """The reader of rows of a pooled connection (``info``, its own), which keeps the
+    loaders of the types it has read: one a connection, used while it is checked out."""
+    loader: abc.Transformer | None = info.get(_LOADER)
+    if loader is None or loader.connection is not driver:
+        loader = info[_LOADER] = Transformer(driver)
+    return loader
+
+
+_LOADER = "thirteen_row_loader"
+
+
+def prepared_on(engine: Engine, info: dict[str, Any],
+                driver: psycopg.Connection[Any]) -> set[bytes] | None:
+    """The names of the statements prepared on a pooled connection (``info``, its own),
+    or None when ``engine`` prepares none (``PREPARE``: behind a pooler in transaction
+    mode, which may give each transaction another server connection)."""
+    if not engine.get_execution_options().get(PREPARE):
+        return None
+    found: tuple[Any, set[bytes]] | None = info.get(_PREPARED)
+    if found is None or found[0] is not driver:
+        found = info[_PREPARED] = (driver, set())
+    return found[1]
+
+
+_PREPARED = "thirteen_prepared"
+
+
+def give_back(fairy: Any, driver: psycopg.Connection[Any]) -> None:
+    """Check a connection the driver path took from the pool back in: when no transaction
+    is open on it, without the pool's reset (a ROLLBACK that would find nothing to do),
+    as SQLAlchemy's own Connection does after its commit. (A connection that broke or was
+    invalidated is in no transaction state: the pool discards it.)"""
+    if driver.pgconn.transaction_status == TransactionStatus.IDLE:
+        fairy._close_special(transaction_reset=True)
+    else:
+        fairy.close()  # the pool's reset rolls back what was left open
+
+
+def read_rows(engine: Engine, commands: Sequence[Command],
+              statement: str) -> list[list[tuple[Any, ...]]]:
+    """Send reads in one message (``exchange``) on a connection of ``engine``'s pool,
+    outside any transaction; return the rows of each. Behind a pooler they run in a
+    transaction of their own in the same message, so the per-transaction setup (the
+    timeouts, ``TRANSACTION_SETUP``) bounds them too. Errors are raised as SQLAlchemy's
+    (``statement`` names the read in them)."""
+    setup = engine.get_execution_options().get(TRANSACTION_SETUP)
+    begin = begin_commands(None, setup) if setup else ()
+    fairy = engine.raw_connection()
+    driver = fairy.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    prepared = prepared_on(engine, fairy.info, driver)
+    try:
+        try:
+            results = exchange(driver, [*begin, *commands, _COMMIT] if begin else commands,
+                               prepared)
+        except psycopg.Error as error:
+            raise sqlalchemy_error(error, statement, engine, driver, fairy.invalidate,
+                                   prepared=prepared is not None) from error
+        loader = _loader(fairy.info, driver)
+        rows = []
+        for result in results[len(begin):len(begin) + len(commands)]:
+            loader.set_pgresult(result)
+            rows.append(loader.load_rows(0, result.ntuples, tuple))
+        return rows
+    finally:
+        give_back(fairy, driver)
+
+
+_COMMIT: Command = (preparable(b"COMMIT"), None)
+
+
+def begin_commands(isolation_level: str | None, setup: str) -> tuple[Command, ...]:
+    """The statements that open a transaction at ``isolation_level`` (None: the
+    database's default) with the engine's per-transaction ``setup``
+    (``TRANSACTION_SETUP``: statements joined by "; ")."""
+    found = _BEGINS.get((isolation_level, setup))
+    if found is None:
+        begin = "BEGIN" if isolation_level is None else f"BEGIN ISOLATION LEVEL {isolation_level}"
+        statements = [begin, *filter(None, setup.split("; "))]
+        found = _BEGINS[isolation_level, setup] = tuple(
+            (preparable(statement.encode()), None) for statement in statements)
+    return found
+
+
+_BEGINS: dict[tuple[str | None, str], tuple[Command, ...]] = {}
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:
@@ -96,16 +357,40 @@ def as_sqlalchemy_errors(connection: Connection, statement: str) -> Iterator[Non
     try:
         yield
     except psycopg.Error as error:
-        dialect = connection.dialect
-        gone = dialect.is_disconnect(error,  # type: ignore[arg-type]  # psycopg's own Error
-                                     connection.connection.dbapi_connection, None)
-        if gone:
-            # As SQLAlchemy does for its own statements: this connection is discarded, and
-            # so are the pool's others, which the server most likely dropped with it.
-            connection.invalidate(error)
-            connection.engine.dispose(close=False)
-        raise DBAPIError.instance(statement, None, error, psycopg.Error,
-                                  connection_invalidated=gone, dialect=dialect) from error
+        raise sqlalchemy_error(error, statement, connection.engine,
+                               connection.connection.dbapi_connection,
+                               connection.invalidate) from error
+
+
+def sqlalchemy_error(error: psycopg.Error, statement: str, engine: Engine,
+                     dbapi_connection: Any, invalidate: Callable[[BaseException], None], *,
+                     prepared: bool = False) -> DBAPIError:
+    """Return psycopg's ``error`` as SQLAlchemy's; when the server went away, first
+    ``invalidate`` the pooled connection and renew the pool. With ``prepared`` (the
+    connection's statements may be prepared), a prepared statement the server no longer
+    has, or whose result changed under it (a migration), does the same: the error is then
+    one of a lost connection, which a fresh one gets past."""
+    dialect = engine.dialect
+    gone = (dialect.is_disconnect(error, dbapi_connection, None)  # type: ignore[arg-type]
+            or prepared and _stale(error))
+    if gone:
+        # As SQLAlchemy does for its own statements: this connection is discarded, and
+        # so are the pool's others, which the server most likely dropped with it (or
+        # whose prepared statements went the same way).
+        invalidate(error)
+        engine.dispose(close=False)
+    wrapped = DBAPIError.instance(statement, None, error, psycopg.Error,
+                                  connection_invalidated=gone, dialect=dialect)
+    assert isinstance(wrapped, DBAPIError)  # psycopg's errors are DBAPI errors
+    return wrapped
+
+
+def _stale(error: psycopg.Error) -> bool:
+    """Tell whether ``error`` says a prepared statement is gone or no longer valid."""
+    if error.sqlstate in ("26000", "42P05"):  # not prepared there, or already
+        return True
+    return (error.sqlstate == "0A000"
+            and error.diag.message_primary == "cached plan must not change result type")
 
 
 def constraint_of(error: DBAPIError) -> str | None:

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.config import ConfigError, Settings, normalize_database_url
-from app.db.deadline import bound_checkouts
+from app.db.deadline import CheckedIn, CheckedOut, bound_checkouts
 
 if TYPE_CHECKING:
     from app.db.unit_of_work import SqlUnitOfWorkFactory
@@ -152,13 +152,15 @@ def database_urls(settings: Settings) -> DatabaseUrls:
 def make_engine(settings: Settings, url: str | None = None) -> Engine:
     """Create the pooled engine, with the session timeouts that keep requests bounded.
 
-    Statements are never prepared on the server (``prepare_threshold=None``): a prepared
-    statement's generic plan, cached while the tables were nearly empty, kept finding an
-    Idempotency-Key by scanning the operator's rounds, and a pooler in
-    transaction mode may hand the next transaction another server connection, where the
-    prepared statement does not exist. With ``DB_POOLER=transaction`` nothing is set for
-    the session either: the timeouts are set in each transaction, as it begins
-    (``TRANSACTION_SETUP``).
+    psycopg never prepares a statement on the server (``prepare_threshold=None``): a
+    prepared statement's generic plan, cached while the tables were nearly empty, kept
+    finding an Idempotency-Key by scanning the operator's rounds. The driver path
+    (app.db.driver) prepares only statements whose plan does not depend on their values
+    (``PREPARE``), and not with ``DB_POOLER=transaction``: a pooler in transaction mode
+    may hand the next transaction another server connection, where the prepared
+    statement does not exist. Nothing is set for the session then either: the timeouts
+    are set in each transaction, as it begins (``TRANSACTION_SETUP``). The client
+    encoding is UTF-8 whatever the database's: the driver path sends its values so.
     """
     timeouts = {
         "statement_timeout": settings.db_statement_timeout_ms,
@@ -170,6 +172,7 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         "connect_timeout": settings.db_connect_timeout_s,
         "application_name": f"thirteen-service:{os.getpid()}",
         "prepare_threshold": None,
+        "client_encoding": "UTF8",
         # A peer that vanished (host down, network cut) is noticed by TCP: keepalives
         # probe an idle connection, and unacknowledged data gives up after the deadline.
         "keepalives": 1,
@@ -190,13 +193,12 @@ def make_engine(settings: Settings, url: str | None = None) -> Engine:
         # No ping on every checkout (a round trip each, two a settle): see ping_when_idle.
         pool_pre_ping=False,
         connect_args=connect_args,
-        execution_options={TRANSACTION_SETUP: setup},
+        execution_options={TRANSACTION_SETUP: setup, PREPARE: not pooled},
     )
     if setup:
         run_setup_in_each_transaction(engine)
-    # First, so the idle ping on checkout is bounded too.
-    bound_checkouts(engine, settings.db_deadline_s)
-    ping_when_idle(engine)
+    # The idle ping is called by the deadline's listeners, so that it is bounded too.
+    bound_checkouts(engine, settings.db_deadline_s, *ping_when_idle(engine))
     return engine
 
 
@@ -206,6 +208,12 @@ KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 # The execution option holding what each transaction runs first ("" for nothing). The
 # append path (app.db.appends) opens its transactions itself and sends it with its BEGIN.
 TRANSACTION_SETUP = "thirteen_transaction_setup"
+
+
+# The execution option that lets the driver path (app.db.driver) prepare its statements
+# on each connection: not behind a pooler in transaction mode, where the next
+# transaction may run on another server connection, without them.
+PREPARE = "thirteen_prepare"
 
 
 def transaction_setup(values: dict[str, int]) -> str:
@@ -222,14 +230,17 @@ def transaction_setup(values: dict[str, int]) -> str:
 def run_setup_in_each_transaction(engine: Engine) -> None:
     """Run the engine's ``TRANSACTION_SETUP`` as each transaction begins.
 
-    Not on a connection in autocommit: there no transaction begins with SQLAlchemy's, and
-    whoever sends BEGIN sends the setup with it.
+    Not on a connection in autocommit, nor on one whose transaction is open already (the
+    append path's, app.db.appends, which a session may join): whoever sends BEGIN sends
+    the setup with it.
     """
 
     @event.listens_for(engine, "begin")
     def _began(connection: Any) -> None:
         options = connection.get_execution_options()
-        if options.get("isolation_level") != "AUTOCOMMIT":
+        if (options.get("isolation_level") != "AUTOCOMMIT"
+                and connection.connection.driver_connection.pgconn.transaction_status
+                == TransactionStatus.IDLE):
             connection.exec_driver_sql(options[TRANSACTION_SETUP])
 
 
@@ -237,8 +248,11 @@ def run_setup_in_each_transaction(engine: Engine) -> None:
 IDLE_PING_AFTER_S = 1.0
 
 
-def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
-    """Ping a pooled connection before use only if it sat idle for ``idle_s`` or more.
+def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S,
+                   ) -> tuple[CheckedOut, CheckedIn]:
+    """Return what pings a pooled connection before use only if it sat idle for
+    ``idle_s`` or more, on checkout, and what notes the time it came back, on checkin
+    (``bound_checkouts`` calls them).
 
     A connection the server dropped (restart, failover, idle timeout) is then replaced,
     not handed out, after any quiet spell. Under load connections are reused within
@@ -249,15 +263,12 @@ def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
     Retry-After.
     """
 
-    @event.listens_for(engine, "checkin")
-    def _checked_in(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
-        record.info["idle_since"] = time.monotonic()
+    def checked_in(record: ConnectionPoolEntry, now: float) -> None:
+        record.info["idle_since"] = now
 
-    @event.listens_for(engine, "checkout")
-    def _checked_out(dbapi_connection: Any, record: ConnectionPoolEntry,
-                     proxy: PoolProxiedConnection) -> None:
+    def checked_out(dbapi_connection: Any, record: ConnectionPoolEntry, now: float) -> None:
         since = record.info.get("idle_since")
-        if since is None or time.monotonic() - since < idle_s:
+        if since is None or now - since < idle_s:
             return
         try:
             engine.dialect.do_ping(dbapi_connection)
@@ -265,6 +276,8 @@ def ping_when_idle(engine: Engine, idle_s: float = IDLE_PING_AFTER_S) -> None:
             # The pool replaces this connection (and those checked in before it) and
             # checks out again.
             raise InvalidatePoolError(f"pooled connection failed its ping: {error}") from error
+
+    return checked_out, checked_in
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

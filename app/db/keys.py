@@ -14,15 +14,16 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.db.driver import read_outside_transaction
+from app.db.driver import preparable, read_rows, text_value
 from app.db.models import ApiKey, ApiKeyRevocation, ConsoleSignOut
 from app.services.key_repositories import KeyCheck, NewApiKey, StoredKey
 
 # Every authenticated request reads its key, so this read is sent on psycopg directly
 # (app.db.driver): one round trip, without SQLAlchemy's statement layer.
-_KEY_CHECK = ("SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, "
-              "r.revoked_at, now(), k.rate_limits, k.concurrency_limits FROM api_keys k "
-              "LEFT JOIN api_key_revocations r ON r.key_id = k.id WHERE k.id = %(key_id)s")
+_KEY_CHECK = preparable(
+    b"SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, r.revoked_at, "
+    b"now(), k.rate_limits, k.concurrency_limits FROM api_keys k "
+    b"LEFT JOIN api_key_revocations r ON r.key_id = k.id WHERE k.id = $1::text")
 
 
 def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
@@ -41,9 +42,8 @@ def check_key(engine: Engine, key_id: str) -> KeyCheck | None:
 
 
 def _read_key(engine: Engine, key_id: str) -> KeyCheck | None:
-    with engine.connect() as connection:
-        row = read_outside_transaction(connection, _KEY_CHECK, {"key_id": key_id})
-    return None if row is None else KeyCheck(*row)
+    (rows,) = read_rows(engine, [(_KEY_CHECK, [text_value(key_id)])], "the API key's read")
+    return KeyCheck(*rows[0]) if rows else None
 
 
 _REVOKED_AT = (select(ApiKeyRevocation.revoked_at)

@@ -1,11 +1,13 @@
 """A settle's round trips, and the connection it leaves behind (app.db.appends).
 
 A settle is three messages to PostgreSQL: the API key's read, in autocommit, then
-``BEGIN; TAKE`` and ``APPEND; COMMIT`` (calls of ``ledger_take`` and ``ledger_append``).
-The append path puts the session's connection in autocommit to send its own BEGIN; the
-pool must get the connection back as it gave it, whatever the answer. The key's earlier
-use is read in the call that takes the key, so a round committed with that key in between
-is found by the key's unique constraint, and the request replays it.
+``BEGIN; TAKE`` and ``APPEND; COMMIT`` (calls of ``ledger_take`` and ``ledger_append``),
+each one pipelined message of extended-protocol statements whose values the server binds.
+The append path checks a connection out of the pool for itself and opens its transaction
+with its own BEGIN; the pool must get the connection back as it gave it, whatever the
+answer. The key's earlier use is read in the call that takes the key, so a round
+committed with that key in between is found by the key's unique constraint, and the
+request replays it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sqlalchemy import Engine, event, text
 
 from app.db import get_database
 from app.db.appends import AppendRepository
+from app.db.driver import PREPARABLE
 from app.db.unit_of_work import UnitOfWork
 from tests.worked_examples import EX_000, EX_004, round_request
 
@@ -82,6 +85,36 @@ def sent_queries(lines: list[str]) -> list[str]:
     return [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Query")]
 
 
+def sent_statements(lines: list[str]) -> list[list[str]]:
+    """The statements run in each round trip, in order: a simple query's text, or for each
+    extended-protocol Bind the text of the statement it binds (parsed just before it, or
+    prepared earlier under its name: app.db.driver.PREPARABLE)."""
+    names = {name.decode(): sql.decode() for sql, name in PREPARABLE.items()}
+    trips: list[list[str]] = []
+    statements: list[str] = []
+    parsed: dict[str, str] = {}
+    for direction, kind, text_ in messages(lines):
+        if (direction, kind) == ("F", "Query"):
+            statements.append(text_)
+        elif (direction, kind) == ("F", "Parse"):
+            parse = re.fullmatch(r'"(?P<name>[^"]*)" "(?P<sql>.*)" \d+( \d+)*', text_, re.S)
+            assert parse is not None, text_
+            parsed[parse["name"]] = parse["sql"]
+        elif (direction, kind) == ("F", "Bind"):
+            name = re.match(r'"[^"]*" "(?P<name>[^"]*)"', text_)
+            assert name is not None, text_
+            statements.append(parsed.get(name["name"]) or names[name["name"]])
+        elif (direction, kind) == ("B", "ReadyForQuery"):
+            trips.append(statements)
+            statements = []
+    return trips
+
+
+def bound_values(lines: list[str]) -> list[str]:
+    """The text of each Bind message (the values a statement was given)."""
+    return [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Bind")]
+
+
 def _key() -> dict[str, str]:
     return {"Idempotency-Key": uuid.uuid4().hex}
 
@@ -100,17 +133,23 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
         answer = api.post("/v1/rounds", json=round_request(EX_000, table), headers=_key())
     assert answer.status_code == 201, answer.get_json()
     assert round_trips(lines) == 3, "\n".join(lines)
-    key_check, first, second = sent_queries(lines)
-    assert key_check.startswith('"SELECT k.id, k.operator_id, k.scopes')  # in autocommit
-    assert first.startswith('"BEGIN ISOLATION LEVEL READ COMMITTED;')
+    key_check, first, second = sent_statements(lines)
+    assert key_check == [  # one statement, in autocommit
+        "SELECT k.id, k.operator_id, k.scopes, k.secret_hash, k.expires_at, r.revoked_at, "
+        "now(), k.rate_limits, k.concurrency_limits FROM api_keys k LEFT JOIN "
+        "api_key_revocations r ON r.key_id = k.id WHERE k.id = $1::text"], key_check
     # Two calls of the schema's functions, each one statement (migration 0014); the order
     # of the take's own statements is tests/e2e/test_append_functions.py's. The take is
     # given the players too, and reads their ledger balances (their breaks) under the
     # chain's lock (migration 0033).
-    assert re.fullmatch(r'"BEGIN [^;]*; SELECT \* FROM ledger_take\([^;]*, '
-                        r"'\{A,B,C\}'\)\"", first), first
-    assert first.count(";") == 1, first
-    assert re.fullmatch(r'"SELECT ledger_append\(.*\); COMMIT"', second, re.S), second
+    assert first == ["BEGIN ISOLATION LEVEL READ COMMITTED",
+                     "SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, "
+                     "$5::text[])"], first
+    assert second == ["SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, "
+                      "$5::text)", "COMMIT"], second
+    # The values travel apart from the statements: the take's players as an array.
+    take = next(b for b in bound_values(lines) if """'{"A","B","C"}'""" in b)
+    assert table in take
 
 
 def test_a_replay_is_answered_inside_the_transaction_that_took_the_key(app, api):
@@ -196,7 +235,8 @@ def test_a_key_used_just_before_it_was_taken_replays_the_round(api, monkeypatch,
 
 def test_a_unit_of_work_that_read_first_runs_the_append_in_its_own_transaction(sessions):
     """When SQLAlchemy began the transaction, psycopg's BEGIN stands and nothing is sent
-    twice: the append's statements run inside that transaction."""
+    twice: the append's statements run inside that transaction, on the session's
+    connection."""
     key = uuid.uuid4().hex
     with UnitOfWork(sessions) as uow:
         before = uow.session.connection().exec_driver_sql(
@@ -213,7 +253,8 @@ def test_a_unit_of_work_that_read_first_runs_the_append_in_its_own_transaction(s
 @pytest.mark.parametrize("first", ["try_lock_key", "committed_use"])
 def test_an_append_path_transaction_is_one_transaction(sessions, first):
     """The append path's first message opens the transaction: what follows, through
-    SQLAlchemy or psycopg, is in it, and the key's lock lasts until it ends."""
+    SQLAlchemy (a session opened then, on the append path's connection) or psycopg, is in
+    it, and the key's lock lasts until it ends."""
     key = uuid.uuid4().hex
     with UnitOfWork(sessions) as uow:
         if first == "try_lock_key":
@@ -231,8 +272,9 @@ def test_an_append_path_transaction_is_one_transaction(sessions, first):
 
 
 def test_values_bound_into_the_messages_arrive_exactly_as_sent(api, engine):
-    """The append path's values are quoted by psycopg into the query text: a key and a
-    reason full of quotes, backslashes, percent signs and braces are stored as sent."""
+    """The append path's values are bound by the server, apart from the statements' text:
+    a key and a reason full of quotes, backslashes, percent signs and braces are stored as
+    sent."""
     key = "k'\\\";--%s%(x)s{0}$$ \\x00"
     body = round_request(EX_000, f"msg-{uuid.uuid4().hex[:10]}")
     first = api.post("/v1/rounds", json=body, headers={"Idempotency-Key": key})
@@ -294,9 +336,9 @@ def test_a_leave_with_a_key_a_round_used_just_before_is_refused_and_not_stored(a
 
 def test_an_error_after_the_take_rolls_back_and_frees_the_key_and_the_chain(sessions,
                                                                            engine):
-    """The unit of work ends the append path's own transaction on any exception, through
-    the driver's rollback() that SQLAlchemy calls in autocommit too: locks are gone and the
-    pooled connection is idle and out of autocommit again."""
+    """The unit of work ends the append path's own transaction on any exception (the
+    pool's reset as the connection comes back): locks are gone and the pooled connection
+    is idle and out of autocommit."""
     operator, table, key = "op-msg", f"msg-{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
     with pytest.raises(LookupError), UnitOfWork(sessions) as uow:
         assert uow.appends.start(operator, table, key) is not None
@@ -307,3 +349,118 @@ def test_an_error_after_the_take_rolls_back_and_frees_the_key_and_the_chain(sess
         driver = uow.session.connection().connection.driver_connection
     assert driver.autocommit is False
     assert driver.pgconn.transaction_status == pq.TransactionStatus.IDLE
+
+
+def _named(lines: list[str]) -> list[str]:
+    """The statement name of each Parse and Bind message ("" for the unnamed one)."""
+    found = []
+    for direction, kind, text_ in messages(lines):
+        if direction == "F" and kind in ("Parse", "Bind"):
+            name = re.match(r'"(?P<a>[^"]*)"( "(?P<b>[^"]*)")?', text_)
+            assert name is not None, text_
+            found.append(name["a"] if kind == "Parse" else name["b"])
+    return found
+
+
+def test_the_append_paths_statements_are_prepared_once_a_connection(app):
+    """With a server of its own the append path prepares its calls on a connection the
+    first time it sends them, in the same message, and binds them after; the key's use
+    is planned for its values each time (an unnamed statement)."""
+    uows = get_database(app).uows
+    get_database(app).engine.dispose()  # new connections: nothing prepared on them yet
+    with traced(app) as lines, uows() as uow:
+        for _ in range(2):
+            assert uow.appends.try_lock_key("op-msg", uuid.uuid4().hex)
+            assert uow.appends.committed_use("op-msg", uuid.uuid4().hex) is None
+            uow.commit()
+    parses = [text_ for d, kind, text_ in messages(lines) if (d, kind) == ("F", "Parse")]
+    lock, begin = PREPARABLE[b"SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, "
+                                 b"0))"].decode(), PREPARABLE[
+        b"BEGIN ISOLATION LEVEL READ COMMITTED"].decode()
+    # Each prepared once (the first time), the key's use parsed each time, unnamed.
+    assert [p.split('" "')[0].strip('"') for p in parses] == [begin, lock, "", ""], parses
+    assert _named(lines).count(lock) == 3  # its Parse, then a Bind each time
+
+
+def test_values_of_an_array_arrive_as_sent(sessions):
+    """The players' array, written as PostgreSQL's array text by the driver path, reads
+    back element for element whatever the names hold."""
+    from app.db.appends import text_array
+    from app.db.driver import exchange
+
+    names = ['a"b', "c\\d", "{e}", "f,g", " h ", "NULL", "", "莊家", "'i'", "j\\\"k"]
+    with UnitOfWork(sessions) as uow:
+        driver = uow.session.connection().connection.driver_connection
+        (result,) = exchange(driver, [(b"SELECT $1::text[]", [text_array(names)])])
+        assert result.get_value(0, 0) is not None
+        loaded = psycopg.adapt.Transformer(driver)
+        loaded.set_pgresult(result)
+        assert loaded.load_row(0, tuple) == (names,)
+    assert text_array([]) == b"{}"
+
+
+def test_a_value_holding_nul_is_refused_before_it_is_sent():
+    from app.db.driver import text_value
+
+    with pytest.raises(psycopg.DataError):
+        text_value("a\x00b")
+
+
+def test_statements_the_server_no_longer_has_are_prepared_again_on_a_fresh_connection(
+        app, api, engine):
+    """Prepared statements that went from the server (DEALLOCATE, a migration that
+    changed a result) make the pool renew its connections, and the settle that met them
+    runs again on a fresh one: it settles, and the next ones too."""
+    table = f"msg-{uuid.uuid4().hex[:10]}"
+    assert api.post("/v1/rounds", json=round_request(EX_004, table), headers=_key()
+                    ).status_code == 201
+    pool = get_database(app).engine
+    held = [pool.raw_connection() for _ in range(pool.pool.checkedin())]
+    assert held
+    try:
+        for fairy in held:
+            driver = fairy.driver_connection
+            assert isinstance(driver, psycopg.Connection)
+            driver.execute("DEALLOCATE ALL")
+            driver.commit()
+    finally:
+        for fairy in held:
+            fairy.close()
+    for example in (EX_000, EX_004):
+        answer = api.post("/v1/rounds", json=round_request(example, table), headers=_key())
+        assert answer.status_code == 201, answer.get_json()
+    assert rounds_at(engine, table) == 3
+
+
+def _xact_status(engine: Engine, xid: str) -> str:
+    with engine.connect() as connection:
+        return str(connection.scalar(text("SELECT pg_xact_status(CAST(:x AS xid8))"),
+                                     {"x": xid}))
+
+
+def test_every_transaction_of_a_block_that_mixed_both_paths_commits(sessions, engine):
+    """A session opened on the append path's connection ends that transaction; after an
+    early commit, what the append path does next is committed with the block too."""
+    xids = []
+    with UnitOfWork(sessions) as uow:
+        assert uow.appends.try_lock_key("op-msg", uuid.uuid4().hex)  # the append path
+        xids.append(uow.session.connection().exec_driver_sql(  # then a session, on it
+            "SELECT pg_current_xact_id()::text").scalar_one())
+        uow.commit()
+        link = uow.appends._links()
+        (result,) = uow.appends._send(
+            link, [(b"SELECT pg_current_xact_id()::text", None)], "the xid")
+        xids.append(link.first_row(result)[0])  # type: ignore[index]
+    assert xids[0] != xids[1]
+    assert [_xact_status(engine, xid) for xid in xids] == ["committed", "committed"]
+
+
+def test_a_block_that_only_appended_rolls_back_on_an_exception(sessions, engine):
+    xids = []
+    with pytest.raises(LookupError), UnitOfWork(sessions) as uow:
+        link = uow.appends._links()
+        (result,) = uow.appends._send(
+            link, [(b"SELECT pg_current_xact_id()::text", None)], "the xid")
+        xids.append(link.first_row(result)[0])  # type: ignore[index]
+        raise LookupError("refused")
+    assert _xact_status(engine, xids[0]) == "aborted"

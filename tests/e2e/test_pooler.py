@@ -237,16 +237,39 @@ def test_the_append_paths_own_begin_sends_the_timeouts_with_it(pooled_app, setti
                           settings.db_idle_in_transaction_timeout_ms}
 
 
+def test_nothing_is_prepared_on_the_server_behind_the_pooler(pooled_app, api):
+    """PgBouncer in transaction mode may run each transaction on another server
+    connection (Debian's 1.18 has no protocol-level prepared statements): the driver
+    path's statements are all unnamed, parsed with their values."""
+    from tests.e2e.test_append_messages import _key, messages, sent_statements, traced
+
+    table = f"pool-{uuid.uuid4().hex[:10]}"
+    with traced(pooled_app) as lines:
+        for _ in range(3):
+            answer = api.post("/v1/rounds", json=round_request(EX_000, table), headers=_key())
+            assert answer.status_code == 201, answer.get_json()
+    named = [text_ for direction, kind, text_ in messages(lines)
+             if direction == "F" and kind in ("Parse", "Bind") and "thirteen_" in text_]
+    assert named == []
+    assert any("ledger_append" in s for trip in sent_statements(lines) for s in trip)
+
+
 def test_the_api_keys_read_behind_the_pooler_is_bounded_by_the_timeouts(pooled_app, api):
     """The key's read is one message in autocommit; behind a pooler no session setting
     bounds it, so it runs in a transaction of its own with the per-transaction setup."""
-    from tests.e2e.test_append_messages import sent_queries, traced
+    from tests.e2e.test_append_messages import sent_statements, traced
 
     with traced(pooled_app) as lines:
         assert api.get("/v1/rounds?limit=1").status_code == 200
-    key_read = next(q for q in sent_queries(lines) if "FROM api_keys" in q)
-    assert key_read.startswith('"BEGIN; SET LOCAL statement_timeout')
-    assert key_read.rstrip('"').endswith("; COMMIT")
+    key_read = next(trip for trip in sent_statements(lines)
+                    if any("FROM api_keys" in statement for statement in trip))
+    assert key_read[0] == "BEGIN"
+    assert key_read[1].startswith("SET LOCAL statement_timeout")
+    assert [s.split(" = ")[0] for s in key_read[1:4]] == [
+        "SET LOCAL statement_timeout", "SET LOCAL lock_timeout",
+        "SET LOCAL idle_in_transaction_session_timeout"]
+    assert "FROM api_keys" in key_read[4]
+    assert key_read[5:] == ["COMMIT"]
     engine = get_database(pooled_app).engine
     held = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
     try:
