@@ -24,6 +24,7 @@ from app.services.repositories import (
     ROUND_COLUMNS,
     SEAT_COPIES,
 )
+from tests.rights import assert_refused_a_right
 
 INSUFFICIENT_PRIVILEGE = "42501"
 FUNCTIONS = ("ledger_take(text,text,text,text,text[])",
@@ -121,9 +122,7 @@ def test_the_runtime_role_cannot_replace_the_append_functions(engine, owner_engi
                                                               statement):
     before = _definition(owner_engine, "ledger_append") + _definition(owner_engine,
                                                                       "ledger_take")
-    with engine.connect() as connection, pytest.raises(DBAPIError) as caught:
-        connection.execute(text(statement))
-    assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
+    assert_refused_a_right(engine, statement)
     assert _definition(owner_engine, "ledger_append") + _definition(
         owner_engine, "ledger_take") == before
 
