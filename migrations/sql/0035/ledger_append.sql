@@ -43,11 +43,12 @@
 -- What it writes itself, so no caller can misplace a row: each seat's and line's round
 -- id, operator, table, chain seq and time are the round's. The round's and lines' `txid`,
 -- the key lists page by, is this transaction's id on one server (as the column's default
--- has it) and the round's time in microseconds on Citus (ledger_clock_key.sql). The result is stored as the
--- text sent (canonical JSON, never parsed here); the ruleset is parsed only when its hash
--- is new to the operator. On Citus the seats and lines go in one INSERT ... VALUES a row,
--- routed to the operator's node on the transaction's one connection there, so the settle
--- commits in one phase; on one server, one INSERT ... SELECT a table is cheaper.
+-- has it) and the round's time in microseconds on Citus (ledger_clock_key.sql). The
+-- result is stored as the text sent (canonical JSON, never parsed here); the ruleset is
+-- parsed only when its hash is new to the operator. On Citus the seats and lines go in
+-- one INSERT ... VALUES a row, routed to the operator's node on the transaction's one
+-- connection there, so the settle commits in one phase; on one server, one INSERT ...
+-- SELECT a table is cheaper.
 -- The chain's row is read and moved by static statements, planned once per connection
 -- by its key (enable_seqscan off).
 CREATE OR REPLACE FUNCTION public.ledger_append(p_round jsonb, p_players jsonb, p_lines jsonb,
