@@ -68,6 +68,15 @@ class MatchRepository:
                 LedgerLine.kind != "reversal")
             .order_by(LedgerLine.created_at.desc(), LedgerLine.id.desc()).limit(1))
 
+    def newest_at(self, operator_id: str, table_id: str) -> Match | None:
+        """Return the match opened last at the table, by commit, if any. A read of one
+        row, not a list: an append reads it in its own transaction, which on Citus may
+        reach the shard by another connection than its own writes (as the writer role),
+        so a list's horizon there would stop below the append's own key."""
+        return self._session.scalars(
+            select(Match).where(Match.operator_id == operator_id, Match.table_id == table_id)
+            .order_by(Match.txid.desc(), Match.id.desc()).limit(1)).first()
+
     def list(self, operator_id: str, *, table_id: str | None, limit: int,
              after: Cursor | None) -> Page[Match]:
         """Return matches newest first by commit, never below an opening still in progress

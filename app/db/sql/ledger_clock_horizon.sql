@@ -15,10 +15,11 @@
 -- * an append that had ended has committed, which a statement after this one sees, or
 --   rolled back.
 -- Every other row below the first element is final. Locks of every operator on the node
--- count, not only this one's: an append holds them for milliseconds. The transaction's own
--- do not (an append that reads a list, as a cash movement reads the table's match, sees
--- its own rows): on the node it is the backend that took them, as Citus sends every
--- statement of a transaction on a shard it locked by the one connection.
+-- count, not only this one's: an append holds them for milliseconds. This backend's own
+-- do not: a list read in an append's transaction by the backend that appends reads its
+-- own rows. (An append reaches the shard as the writer role, a list as the runtime role,
+-- so by another connection on Citus: an append reads the rows it needs, as a cash
+-- movement the table's newest match, without a horizon.)
 CREATE OR REPLACE FUNCTION public.ledger_clock_horizon()
  RETURNS bigint[]
  LANGUAGE plpgsql
