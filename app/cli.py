@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.db import citus as citus_layout
 from app.db import get_database, maintenance
-from app.db.engine import database_urls, make_engine, make_sessionmaker
+from app.db.engine import make_engine, make_sessionmaker, owner_url
 from app.db.fairplay import FairplayStore
 from app.db.reconcile_reader import LedgerReader
 from app.db.schema import DATABASE_UNAVAILABLE, SchemaError, reason_of
@@ -100,7 +100,7 @@ def owner_uows() -> Iterator[SqlUnitOfWorkFactory]:
     database login can neither mint a key nor bring a revoked one back.
     """
     settings = current_app.config["SETTINGS"]
-    engine = make_engine(settings, database_urls(settings).migrations)
+    engine = make_engine(settings, owner_url(settings))
     try:
         yield SqlUnitOfWorkFactory(make_sessionmaker(engine))
     except DBAPIError as error:
@@ -463,9 +463,9 @@ def reindex_command(tables: tuple[str, ...]) -> None:
     drops the invalid copies an interrupted run left; prints each table's index sizes.
     Exits 0 when done, 1 when refused or stopped, 2 on a usage error.
     """
-    urls = database_urls(current_app.config["SETTINGS"])
+    url = owner_url(current_app.config["SETTINGS"])
     try:
-        maintenance.reindex_ledger(urls.migrations, tables=tables or maintenance.LEDGER_TABLES,
+        maintenance.reindex_ledger(url, tables=tables or maintenance.LEDGER_TABLES,
                                    echo=lambda line: click.echo(line, err=True))
     except maintenance.CannotRebuild as error:
         raise click.ClickException(str(error)) from None
@@ -537,7 +537,7 @@ def citus_distribute() -> None:
     2 when the login lacks a privilege it needs (the message names it; nothing changed).
     """
     settings = current_app.config["SETTINGS"]
-    engine = make_engine(settings, database_urls(settings).migrations)
+    engine = make_engine(settings, owner_url(settings))
     try:
         with engine.begin() as connection:
             placed = citus_layout.distribute(

@@ -20,6 +20,8 @@ from sqlalchemy import make_url
 from app.config import libpq_url, normalize_database_url
 
 Node = tuple[str, int]
+# The advisory lock that registers the nodes in one new database at a time.
+REGISTERING = 0x7468697274_00001
 
 _NODES = ("SELECT nodename, nodeport, groupid = 0 FROM pg_dist_node "
           "WHERE noderole = 'primary' AND isactive ORDER BY groupid")
@@ -67,7 +69,14 @@ def create_database(server_url: str, name: str) -> None:
                 connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         with psycopg.connect(on_node(server_url, worker, name), autocommit=True) as connection:
             connection.execute("CREATE EXTENSION IF NOT EXISTS citus")
-    with psycopg.connect(on_node(server_url, coordinator, name), autocommit=True) as connection:
+    # Registering a node makes the cluster's roles on it, and roles are the server's, not
+    # a database's: two databases registered at once update the same role's row there
+    # ("tuple concurrently updated", seen with two test sessions starting together). One
+    # at a time, by a lock of the coordinator's maintenance database.
+    with psycopg.connect(server_url, autocommit=True) as guard, \
+            psycopg.connect(on_node(server_url, coordinator, name),
+                            autocommit=True) as connection:
+        guard.execute("SELECT pg_advisory_lock(%s)", (REGISTERING,))
         connection.execute("CREATE EXTENSION IF NOT EXISTS citus")
         connection.execute("SELECT citus_set_coordinator_host(%s, %s)", coordinator)
         for worker in workers:

@@ -188,6 +188,10 @@ class FakeMatches:
         return next((x for x in self._ledger.leaves
                      if (x.operator_id, x.idempotency_key) == (operator_id, key)), None)
 
+    def newest_at(self, operator_id: str, table_id: str) -> SimpleNamespace | None:
+        return next((m for m in reversed(self._ledger.matches)
+                     if (m.operator_id, m.table_id) == (operator_id, table_id)), None)
+
     def last_balance(self, match: Any, player_id: str) -> Decimal | None:
         lines = [line for r in self._ledger.rounds for line in r.lines
                  if (line.operator_id, line.table_id, line.account)

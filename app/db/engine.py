@@ -149,6 +149,18 @@ def database_urls(settings: Settings) -> DatabaseUrls:
     return DatabaseUrls(runtime, owner, embedded=True)
 
 
+def owner_url(settings: Settings) -> str:
+    """Return the schema owner's URL for the owner's commands (keys, reindex, citus).
+
+    MIGRATIONS_DATABASE_URL when set, and nothing else is started: an operator who names
+    only the owner's URL (on a Citus coordinator, say) gets that database, not an
+    embedded server. Otherwise as ``database_urls``.
+    """
+    if settings.migrations_database_url is not None:
+        return settings.migrations_database_url
+    return database_urls(settings).migrations
+
+
 def make_engine(settings: Settings, url: str | None = None) -> Engine:
     """Create the pooled engine, with the session timeouts that keep requests bounded.
 

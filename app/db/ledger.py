@@ -3,14 +3,16 @@
 A player's page is read by index first (ix_ledger_lines_operator_id_account_txid_id, in
 commit order: txid, then id) up to the commit horizon (app.db.repositories), then each
 table's running total: one index-only sum of the player's lines at that table before the
-page's first line there (ix_ledger_lines_operator_id_table_id_account_id), plus a running
-sum over the page's id span at that table. Both read in id order (ORDER BY in a subquery,
-which the planner keeps), so they take that index even before the table was first
-analysed: with no statistics the player's index looked as cheap and was 10,000 times
-slower (a 5 s statement timeout on a busy new database). A table's lines are appended
-under its chain's lock, so there id order is commit order. The span also holds any line a
-time filter left off the page, so totals count every line up to each one. The work is the
-page plus one sum per table on it, not a window over the player's whole history.
+page's first line there (ix_ledger_lines_operator_id_table_id_account_created_at_id), plus
+a running sum over the page's span of that table's chain. Both read in chain order
+(ORDER BY in a subquery, which the planner keeps), so they take that index even before the
+table was first analysed: with no statistics the player's index looked as cheap and was
+10,000 times slower (a 5 s statement timeout on a busy new database). A table's chain order
+is (created_at, id): its rounds are appended under its chain's lock at times that only go
+forward (on Citus strictly, migration 0035), and a round's lines in id order, however the
+node a settle entered by draws ids. The span also holds any line a time filter left off the
+page, so totals count every line up to each one. The work is the page plus one sum per
+table on it, not a window over the player's whole history.
 """
 
 from __future__ import annotations
@@ -36,24 +38,32 @@ WITH page AS MATERIALIZED (
     WHERE l.operator_id = :operator AND l.account = :player AND l.txid < :bound{filters}
     ORDER BY l.txid, l.id
     LIMIT :limit
+), ends AS (
+    SELECT DISTINCT ON (p.table_id) p.table_id, p.created_at AS first_at, p.id AS first_id,
+        last_value(p.created_at) OVER w AS last_at, last_value(p.id) OVER w AS last_id
+    FROM page p
+    WINDOW w AS (PARTITION BY p.table_id ORDER BY p.created_at, p.id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+    ORDER BY p.table_id, p.created_at, p.id
 ), tables AS (
-    SELECT p.table_id, min(p.id) AS first_id, max(p.id) AS last_id,
+    SELECT t.*,
         (SELECT coalesce(sum(e.amount), 0) FROM (
             SELECT e.amount FROM ledger_lines e
-            WHERE e.operator_id = :operator AND e.table_id = p.table_id
-                AND e.account = :player AND e.id < min(p.id)
-            ORDER BY e.id) e) AS before
-    FROM page p
-    GROUP BY p.table_id
+            WHERE e.operator_id = :operator AND e.table_id = t.table_id
+                AND e.account = :player AND (e.created_at, e.id) < (t.first_at, t.first_id)
+            ORDER BY e.created_at, e.id) e) AS before
+    FROM ends t
 ), span AS (
-    SELECT s.id, t.before + sum(s.amount) OVER (PARTITION BY t.table_id ORDER BY s.id)
+    SELECT s.id, t.before + sum(s.amount) OVER (PARTITION BY t.table_id
+                                                ORDER BY s.created_at, s.id)
         AS running_total
     FROM tables t
     CROSS JOIN LATERAL (
-        SELECT s.id, s.amount FROM ledger_lines s
+        SELECT s.id, s.created_at, s.amount FROM ledger_lines s
         WHERE s.operator_id = :operator AND s.table_id = t.table_id
-            AND s.account = :player AND s.id BETWEEN t.first_id AND t.last_id
-        ORDER BY s.id) s
+            AND s.account = :player AND (s.created_at, s.id) >= (t.first_at, t.first_id)
+            AND (s.created_at, s.id) <= (t.last_at, t.last_id)
+        ORDER BY s.created_at, s.id) s
 )
 SELECT page.*, span.running_total
 FROM page JOIN span USING (id)
@@ -69,20 +79,20 @@ SELECT EXISTS (SELECT 1 FROM ledger_lines l
 
 
 # Each player's balance at a table as the ledger holds it (settlement.md §6.5): the balance
-# after its last line there. Lines before {bound} only (a round's first line id: the ledger
-# as that round found it). One index-only probe per player on
-# ix_ledger_lines_operator_id_table_id_account_id, backward from the bound: a player new
-# to the table costs one empty probe, whatever the table's length. A statement this small
-# costs PostgreSQL little to plan on every settle; when a player's last line is a
-# reversal (rare), FULL_BALANCES_SQL reads that player again.
+# after its last line there, in chain order (created_at, id). Lines before {bound} only
+# (a round's first line: the ledger as that round found it). One index-only probe per
+# player on ix_ledger_lines_operator_id_table_id_account_created_at_id, backward from the
+# bound: a player new to the table costs one empty probe, whatever the table's length. A
+# statement this small costs PostgreSQL little to plan on every settle; when a player's
+# last line is a reversal (rare), FULL_BALANCES_SQL reads that player again.
 LAST_LINES_SQL = """
 SELECT p.account, l.kind, l.balance_after, l.round_id::text
 FROM unnest(CAST({players} AS text[])) AS p(account)
 CROSS JOIN LATERAL (
     SELECT l.kind, l.balance_after, l.round_id FROM ledger_lines l
     WHERE l.operator_id = {operator} AND l.table_id = {table} AND l.account = p.account
-        AND l.id < {bound}
-    ORDER BY l.id DESC LIMIT 1) l
+        AND (l.created_at, l.id) < {bound}
+    ORDER BY l.created_at DESC, l.id DESC LIMIT 1) l
 """
 # After a reversal: a reversal's lines mirror the balances of the round it voids, so its
 # own balance after is not the wallet's. The balance is the one after the last line that
@@ -93,19 +103,25 @@ SELECT p.account, 'balance' AS kind, last.balance_after + coalesce(rev.amount, 0
     coalesce(rev.round_id, last.round_id)::text
 FROM unnest(CAST({players} AS text[])) AS p(account)
 CROSS JOIN LATERAL (
-    SELECT l.id, l.balance_after, l.round_id FROM ledger_lines l
+    SELECT l.created_at, l.id, l.balance_after, l.round_id FROM ledger_lines l
     WHERE l.operator_id = {operator} AND l.table_id = {table} AND l.account = p.account
-        AND l.kind <> 'reversal' AND l.id < {bound}
-    ORDER BY l.id DESC LIMIT 1) last
+        AND l.kind <> 'reversal' AND (l.created_at, l.id) < {bound}
+    ORDER BY l.created_at DESC, l.id DESC LIMIT 1) last
 LEFT JOIN LATERAL (
-    SELECT sum(r.amount) AS amount, (array_agg(r.round_id ORDER BY r.id DESC))[1] AS round_id
+    SELECT sum(r.amount) AS amount,
+        (array_agg(r.round_id ORDER BY r.created_at DESC, r.id DESC))[1] AS round_id
     FROM ledger_lines r
     WHERE r.operator_id = {operator} AND r.table_id = {table} AND r.account = p.account
-        AND r.kind = 'reversal' AND r.id > last.id AND r.id < {bound}) rev ON true
+        AND r.kind = 'reversal' AND (r.created_at, r.id) > (last.created_at, last.id)
+        AND (r.created_at, r.id) < {bound}) rev ON true
 """
 NO_BOUND = 2 ** 63 - 1
-# The bound of the ledger as a round found it: its first line's id (none: no bound).
-ROUND_BOUND = (f"(SELECT coalesce(min(b.id), {NO_BOUND}) FROM ledger_lines b "
+# No bound: past every line.
+ANY_LINE = f"(CAST('infinity' AS timestamptz), {NO_BOUND})"
+# The bound of the ledger as a round found it: its first line in chain order (its lines
+# share its time; none: no bound).
+ROUND_BOUND = ("(SELECT coalesce(max(b.created_at), 'infinity'), "
+               f"coalesce(min(b.id), {NO_BOUND}) FROM ledger_lines b "
                "WHERE b.round_id = :round AND b.operator_id = :operator)")
 REVERSAL = "reversal"
 
@@ -114,10 +130,10 @@ def bound_sql(template: str, style: str, *, before_round: bool = False) -> str:
     """Write a balances statement with SQLAlchemy's (``text``) or psycopg's placeholders."""
     if style == "text":
         names = {"players": ":players", "operator": ":operator", "table": ":table",
-                 "bound": ROUND_BOUND if before_round else str(NO_BOUND)}
+                 "bound": ROUND_BOUND if before_round else ANY_LINE}
     else:
         names = {"players": "%(players)s", "operator": "%(operator_id)s",
-                 "table": "%(table_id)s", "bound": str(NO_BOUND)}
+                 "table": "%(table_id)s", "bound": ANY_LINE}
     return template.format(**names)
 
 
@@ -180,7 +196,7 @@ class LedgerRepository:
         commit, never past a transaction still appending, with running totals."""
         filters, params = _where(lines, after)
         params["limit"] = limit
-        params["bound"] = commit_horizon(self._session).bound()
+        params["bound"] = commit_horizon(self._session, lines.operator_id).bound()
         return [LedgerEntry(*row) for row in self._session.execute(
             text(PLAYER_PAGE.format(filters=filters)), params)]
 

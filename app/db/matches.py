@@ -60,20 +60,29 @@ class MatchRepository:
 
     def last_balance(self, match: MatchColumns, player_id: str) -> Decimal | None:
         """Return the player's balance after its last line at the match's table, if any
-        (reversal lines aside)."""
+        (reversal lines aside), in chain order: (created_at, id)."""
         return self._session.scalar(
             select(LedgerLine.balance_after).where(
                 LedgerLine.operator_id == match.operator_id,
                 LedgerLine.table_id == match.table_id, LedgerLine.account == player_id,
                 LedgerLine.kind != "reversal")
-            .order_by(LedgerLine.id.desc()).limit(1))
+            .order_by(LedgerLine.created_at.desc(), LedgerLine.id.desc()).limit(1))
+
+    def newest_at(self, operator_id: str, table_id: str) -> Match | None:
+        """Return the match opened last at the table, by commit, if any. A read of one
+        row, not a list: an append reads it in its own transaction, which on Citus may
+        reach the shard by another connection than its own writes (as the writer role),
+        so a list's horizon there would stop below the append's own key."""
+        return self._session.scalars(
+            select(Match).where(Match.operator_id == operator_id, Match.table_id == table_id)
+            .order_by(Match.txid.desc(), Match.id.desc()).limit(1)).first()
 
     def list(self, operator_id: str, *, table_id: str | None, limit: int,
              after: Cursor | None) -> Page[Match]:
         """Return matches newest first by commit, never below an opening still in progress
         (its match would commit among those already passed), as the rounds' list does."""
         page_limit(limit)
-        horizon = commit_horizon(self._session)
+        horizon = commit_horizon(self._session, operator_id)
         floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
         stmt = select(Match).where(Match.operator_id == operator_id,
                                    Match.txid < horizon.next_xid, Match.txid > floor)

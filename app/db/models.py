@@ -148,8 +148,10 @@ class Round(Base):
     # The receipt signed when the round was appended (None before receipts were stored).
     receipt_key_id: Mapped[str | None] = mapped_column(Text)
     receipt_signature: Mapped[str | None] = mapped_column(Text)
-    # The inserting transaction's id: lists page in (txid, id) order and never pass a
-    # transaction still appending, so a row that commits late is not skipped.
+    # The inserting transaction's id (on Citus, the round's time in microseconds, read on
+    # the node of its shard: app/db/sql/ledger_clock_key.sql): lists page in (txid, id)
+    # order and never pass an append still in progress, so a row that commits late is not
+    # skipped.
     txid: Mapped[int] = mapped_column(BigInteger, server_default=TXID)
 
     # The ruleset the round was played by, kept once per hash (round_rulesets).
@@ -284,11 +286,13 @@ class LedgerLine(Base):
         CheckConstraint(_one_of("kind", LINE_KINDS), name="kind"),
         CheckConstraint("line_no >= 1", name="line_no_positive"),
         UniqueConstraint("operator_id", "round_id", "line_no"),
-        # In chain order with what reconciliation reads: the balance chain and the totals
-        # are an index-only scan with no sort, a player's total at a table an index-only sum.
-        Index(None, "operator_id", "table_id", "account", "id",
+        # In chain order (a chain's rounds are in time order, a round's lines in id order:
+        # on Citus ids are drawn on whichever node a settle entered by, migration 0035)
+        # with what reconciliation reads: the balance chain and the totals are an
+        # index-only scan with no sort, a player's total at a table an index-only sum.
+        Index(None, "operator_id", "table_id", "account", "created_at", "id",
               postgresql_include=["kind", "amount", "balance_before", "balance_after",
-                                  "round_id", "created_at"]),
+                                  "round_id"]),
         # A player's ledger page, in page order.
         Index(None, "operator_id", "account", "txid", "id"),
         # Each round's lines in round order: the zero-sum check streams, index-only.

@@ -88,9 +88,10 @@ def _line_figures() -> str:
 _CASH_OF_PLAYER = ("account <> :cashier AND (sum_cash_in IS NOT NULL "
                    "OR sum_cash_out IS NOT NULL)")
 
-# One pass over the period's lines in (operator, table, account, id) order, which the
-# covering index ix_ledger_lines_operator_id_table_id_account_id gives without a sort or a
-# heap visit: the totals of each account at a table (and each player's cash movements),
+# One pass over the period's lines in (operator, table, account, created_at, id) order,
+# each account's chain order, which the covering index
+# ix_ledger_lines_operator_id_table_id_account_created_at_id gives without a sort or a heap
+# visit: the totals of each account at a table (and each player's cash movements),
 # and whether its balance chain needs a closer look. An account's chain holds when each
 # line's balance before equals the previous line's balance after, i.e. when its balances
 # before (from the second line) equal its balances after (up to the last but one) as
@@ -103,9 +104,10 @@ LINE_PASS = f"""
 WITH accounts AS (
     SELECT l.operator_id, l.table_id, l.account, count(*) AS lines, sum(l.amount) AS net,
         {_account_sums()},
-        (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
+        (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.created_at, l.id)
             FILTER (WHERE l.account <> :house))[2:][1:1]
-            IS DISTINCT FROM (array_agg(ARRAY[l.balance_before, l.balance_after] ORDER BY l.id)
+            IS DISTINCT FROM (array_agg(ARRAY[l.balance_before, l.balance_after]
+                                        ORDER BY l.created_at, l.id)
                               FILTER (WHERE l.account <> :house))[1:(count(*) - 1)][2:2]
             OR bool_or(l.kind = 'reversal') AS suspect
     FROM ledger_lines l
@@ -124,35 +126,37 @@ FROM accounts
 GROUP BY operator_id, table_id
 """
 
-# The breaks of the suspect accounts, line by line in append order. ``rev`` is the running
-# sum of the account's reversal lines, so the balance expected before a line is the
-# balance after the previous non-reversal line plus the reversals posted between them.
+# The breaks of the suspect accounts, line by line in chain order (created_at, id).
+# ``rev`` is the running sum of the account's reversal lines, so the balance expected
+# before a line is the balance after the previous non-reversal line plus the reversals
+# posted between them.
 # Consecutive lines of one round (a result line, then its fee line) chain too, so a break
 # inside a round shows.
 BREAKS_IN = """
 WITH player_lines AS (
-    SELECT l.id, l.operator_id, l.table_id, l.account, l.round_id, l.kind, l.balance_before,
-        l.balance_after,
+    SELECT l.created_at, l.id, l.operator_id, l.table_id, l.account, l.round_id, l.kind,
+        l.balance_before, l.balance_after,
         sum(CASE WHEN l.kind = 'reversal' THEN l.amount ELSE 0 END)
-            OVER (PARTITION BY l.operator_id, l.table_id, l.account ORDER BY l.id) AS rev
+            OVER (PARTITION BY l.operator_id, l.table_id, l.account
+                  ORDER BY l.created_at, l.id) AS rev
     FROM unnest(CAST(:operators AS text[]), CAST(:tables AS text[]),
                 CAST(:accounts AS text[])) AS s(operator_id, table_id, account)
     JOIN ledger_lines l ON l.operator_id = s.operator_id AND l.table_id = s.table_id
         AND l.account = s.account
     WHERE {scope}
 ), chained AS (
-    SELECT id, operator_id, table_id, account, round_id, balance_before, rev,
+    SELECT created_at, id, operator_id, table_id, account, round_id, balance_before, rev,
         lag(balance_after) OVER w AS prev_after, lag(rev) OVER w AS prev_rev,
         lag(round_id) OVER w AS prev_round
     FROM player_lines
     WHERE kind <> 'reversal'
-    WINDOW w AS (PARTITION BY operator_id, table_id, account ORDER BY id)
+    WINDOW w AS (PARTITION BY operator_id, table_id, account ORDER BY created_at, id)
 )
 SELECT operator_id, table_id, account, prev_round::text AS prev_round, round_id::text AS round_id,
     prev_after + (rev - prev_rev) AS expected, balance_before AS found
 FROM chained
 WHERE prev_round IS NOT NULL AND balance_before <> prev_after + (rev - prev_rev)
-ORDER BY operator_id, table_id, account, id
+ORDER BY operator_id, table_id, account, created_at, id
 """
 
 # The zero-sum check: each round of the period whose lines do not sum to zero. The lines

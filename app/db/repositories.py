@@ -2,9 +2,10 @@
 
 Rounds, players and ledger lines can only be added (the database refuses changes too).
 Lists page by keyset in commit order: a cursor names the last row seen by ``(txid, id)``
-and a page never reads past a transaction still appending (``CommitHorizon``), so a walk
-returns every row once, also while rounds commit on other tables. A player's ledger pages
-the same way (``app.services.ledger.player_ledger``).
+and a page never reads past an append still in progress (``CommitHorizon``), so a walk
+returns every row once, also while rounds commit on other tables, and on Citus whichever
+node each settle entered by. A player's ledger pages the same way
+(``app.services.ledger.player_ledger``).
 """
 
 from __future__ import annotations
@@ -45,16 +46,21 @@ from app.services.repositories import (
 
 @dataclass(frozen=True, slots=True)
 class CommitHorizon:
-    """How far a list may read without passing a transaction that is still appending.
+    """How far a list may read without passing an append that is still in progress.
 
     Line ids and round times are drawn before a transaction commits, so lists page in
-    (txid, id) order, txid being the inserting transaction's id. ``next_xid`` is the next
-    transaction id at a moment before the page's snapshot, ``appending`` the ids of
-    transactions then in progress that hold an advisory lock in this database, as every
-    append does (its Idempotency-Key's) from before its first write to its commit. A
-    transaction still appending when the page is read either is in ``appending`` or has an
-    id of ``next_xid`` or more, so rows below ``bound()`` are final: none can commit among
-    them any more. Transactions of other databases on the server are not waited for.
+    (txid, id) order. Read by ``ledger_horizon`` (app/db/sql/ledger_horizon.sql) before
+    the page's own statement. On one server txid is the inserting transaction's id:
+    ``next_xid`` is the next transaction id at a moment before the page's snapshot,
+    ``appending`` the ids of transactions then in progress that hold an advisory lock in
+    this database, as every append does (its Idempotency-Key's) from before its first
+    write to its commit. A transaction still appending when the page is read either is in
+    ``appending`` or has an id of ``next_xid`` or more, so rows below ``bound()`` are
+    final: none can commit among them any more. Transactions of other databases on the
+    server are not waited for. On Citus txid is a time read on the node of the operator's
+    shard under the chain's lock, and both are read there (ledger_clock_horizon.sql):
+    ``appending`` the keys of the appends then in progress, ``next_xid`` a key below which
+    no other can still commit.
     """
 
     next_xid: int
@@ -69,22 +75,10 @@ class CommitHorizon:
         return max((x for x in self.appending if x < before), default=0)
 
 
-# One statement, so both read the same snapshot; pg_locks is read after it was taken.
-# pg_locks names transactions by 32-bit xid, the snapshot by 64-bit xid8.
-_HORIZON = text("""
-SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
-    ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS x
-          WHERE x::text::bigint % 4294967296 IN (
-              SELECT t.transactionid::text::bigint FROM pg_locks a
-              JOIN pg_locks t ON t.virtualtransaction = a.virtualtransaction
-                  AND t.locktype = 'transactionid'
-              WHERE a.locktype = 'advisory' AND a.database = (
-                  SELECT oid FROM pg_database WHERE datname = current_database()))
-          ) AS appending
-""")
-
-
-_HORIZON_SQL = str(_HORIZON).replace("%", "%%")  # psycopg's placeholders
+# The horizon of an operator's lists: on one server from the server's snapshot, on Citus
+# on the node of the operator's shard (app/db/sql/ledger_horizon.sql).
+_HORIZON = text("SELECT next_xid, appending FROM ledger_horizon(:operator)")
+_HORIZON_SQL = "SELECT next_xid, appending FROM ledger_horizon(%(operator)s)"
 
 
 def _summary(row: Sequence[Any], players: tuple[PlayerSummary, ...],
@@ -96,9 +90,10 @@ def _summary(row: Sequence[Any], players: tuple[PlayerSummary, ...],
                         reverses, txid, precision, players, reversed_by)
 
 
-def commit_horizon(session: Session) -> CommitHorizon:
-    """Read the horizon; the page's own statement must come after, in a later snapshot."""
-    row = session.execute(_HORIZON).one()
+def commit_horizon(session: Session, operator_id: str) -> CommitHorizon:
+    """Read the horizon of ``operator_id``'s lists; the page's own statement must come
+    after, in a later snapshot."""
+    row = session.execute(_HORIZON, {"operator": operator_id}).one()
     return CommitHorizon(row.next_xid, tuple(row.appending))
 
 
@@ -243,6 +238,13 @@ SELECT reverses_round_id, id FROM rounds
 WHERE operator_id = %(operator)s AND reverses_round_id = ANY(%(ids)s)"""
 
 
+# The key lists page by, as ledger_append writes it (app/db/sql/ledger_append.sql): the
+# transaction's id on one server, the round's time in microseconds on Citus.
+_ORM_KEY = text("CASE WHEN current_setting('citus.version', true) IS NULL "
+                "THEN pg_current_xact_id()::text::bigint "
+                "ELSE (extract(epoch FROM CAST(:at AS timestamptz)) * 1000000)::bigint END")
+
+
 class RoundRepository:
     """Rounds with their players and lines."""
 
@@ -257,6 +259,12 @@ class RoundRepository:
         """
         for player in round_.players:  # as ledger_append copies them
             player.table_id, player.chain_seq = round_.table_id, round_.chain_seq
+        at = round_.created_at
+        if at is not None:  # its time and key, as ledger_append writes them
+            key = _ORM_KEY.bindparams(at=at)
+            round_.txid = key  # type: ignore[assignment]
+            for line in round_.lines:
+                line.created_at, line.txid = at, key  # type: ignore[assignment]
         self._session.execute(  # as ledger_append keeps it, once per hash
             insert(RoundRuleset).values(operator_id=round_.operator_id,
                                         ruleset_hash=round_.ruleset_hash,
@@ -264,7 +272,8 @@ class RoundRepository:
             .on_conflict_do_nothing())
         self._session.add(round_)
         self._session.flush()
-        head = {"seq": round_.chain_seq, "head_hash": round_.content_hash}
+        head = {"seq": round_.chain_seq, "head_hash": round_.content_hash,
+                **({} if at is None else {"locked_at": at})}
         self._session.execute(
             insert(Chain).values(operator_id=round_.operator_id, table_id=round_.table_id,
                                  **head)
@@ -539,7 +548,7 @@ class RoundRepository:
         # Newest first in commit order, never below a transaction still appending: its
         # rows would commit among those already passed.
         connection = self._session.connection()
-        next_xid, appending = send(connection, _HORIZON_SQL, {})
+        next_xid, appending = send(connection, _HORIZON_SQL, {"operator": operator_id})
         horizon = CommitHorizon(next_xid, tuple(appending))
         floor = horizon.floor_under(after.txid if after is not None else horizon.next_xid)
         sql.append("r.txid < %(next_xid)s AND r.txid > %(floor)s")

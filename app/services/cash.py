@@ -121,10 +121,9 @@ def _head_terms(uow: UnitOfWork, operator_id: str, table_id: str, seq: int) -> T
     """The terms of the chain's last round (read under its lock), or before any round
     those of the newest match opened at the table; neither: UnknownTable."""
     if seq == 1:
-        matches = uow.matches.list(operator_id, table_id=table_id, limit=1, after=None)
-        if not matches.items:
+        match = uow.matches.newest_at(operator_id, table_id)
+        if match is None:
             raise UnknownTable(table_id)
-        match = matches.items[0]
         return Terms(match.ruleset_name, match.ruleset, match.ruleset_hash, match.stake)
     rows = uow.rounds.chain_rows(operator_id, table_id, seq - 2, seq - 1, 1)
     if not rows:

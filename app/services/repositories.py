@@ -529,6 +529,8 @@ class MatchRepository(Protocol):
     def list(self, operator_id: str, *, table_id: str | None, limit: int,
              after: Cursor | None) -> Page[MatchColumns]: ...
 
+    def newest_at(self, operator_id: str, table_id: str) -> MatchColumns | None: ...
+
 
 class CheckpointColumns(OperatorRow, Protocol):
     """A signed checkpoint of an operator's chain heads."""

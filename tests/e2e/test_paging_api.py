@@ -63,9 +63,11 @@ def held(owner_sessions):
 
         def open(self, table_id: str, player: str) -> uuid.UUID:
             uow = self.uow.__enter__()
-            uow.appends.start("default", table_id, uuid.uuid4().hex)
+            start = uow.appends.start("default", table_id, uuid.uuid4().hex)
+            assert start is not None
             round_ = make_round(table_id, players=(player, "H"))
             round_.ruleset = {"preset": "test", "precision": 0}  # lists show its money
+            round_.created_at = start.created_at  # the take's time, as the service's
             return uow.rounds.add(round_).id
 
         def commit(self) -> None:

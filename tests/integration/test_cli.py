@@ -91,6 +91,23 @@ def test_a_command_on_an_unreachable_database_fails_in_one_line(tmp_path: Path,
         done.stderr
 
 
+@pytest.mark.parametrize("command", [["keys", "list"], ["citus", "distribute"]], ids=" ".join)
+def test_the_owners_commands_reach_the_migrations_url_alone_and_start_nothing(
+        tmp_path: Path, database_url: str, citus: bool, command: list[str]) -> None:
+    """With MIGRATIONS_DATABASE_URL and no DATABASE_URL (the owner's commands on a Citus
+    coordinator, docs/operations/scaling.md), a command reaches that database: it once
+    started an embedded PostgreSQL instead and told of no citus extension there."""
+    data_dir = tmp_path / "pgdata"
+    done = _flask(*command, env={"MIGRATIONS_DATABASE_URL": database_url,
+                                 "PGSERVER_DATA_DIR": str(data_dir),
+                                 "AUDIT_SIGNING_KEY_FILE": str(tmp_path / "key.pem")})
+    assert not data_dir.exists(), "the command started the embedded database"
+    if command[0] == "citus" and not citus:
+        assert done.returncode == 1 and "no citus extension" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+
+
 def test_reconcile_into_a_folder_it_cannot_write_exits_2(
         make_app: Callable[..., Flask], tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"

@@ -33,6 +33,7 @@ from app.db.schema import current_revisions, head_revisions, upgrade
 from app.db.unit_of_work import SqlUnitOfWorkFactory, UnitOfWork
 from app.services import rounds
 from app.services.signing import Signer
+from tests.rights import assert_refused_a_right
 from tests.worked_examples import EX_004, round_request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,9 +83,7 @@ def _trigger_state(owner_engine) -> list[tuple[str, str, str]]:
 def test_the_runtime_role_cannot_get_around_the_append_only_ledger(
         engine, owner_engine, count_rows, stored_round_id, statement):
     triggers, rows = _trigger_state(owner_engine), count_rows()
-    with engine.connect() as connection, pytest.raises(DBAPIError) as caught:
-        connection.execute(text(statement), {"round_id": stored_round_id})
-    assert caught.value.orig.sqlstate == INSUFFICIENT_PRIVILEGE, caught.value.orig
+    assert_refused_a_right(engine, statement, {"round_id": stored_round_id})
     assert _trigger_state(owner_engine) == triggers
     assert count_rows() == rows
 

@@ -16,6 +16,9 @@ from sqlalchemy import Engine, text
 
 from app.db.models import OPERATOR_KEYED, REFERENCE_TABLES
 
+# The tables as the catalog shows them to an application: pg_class, from which Citus hides
+# the shards a worker holds (their constraints are in pg_constraint all the same, under
+# the shards' names).
 _CONSTRAINTS = text("""
 SELECT c.conrelid::regclass::text AS table_name, c.conname, c.contype,
        ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, i)
@@ -26,6 +29,7 @@ SELECT c.conrelid::regclass::text AS table_name, c.conname, c.contype,
              JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n
              ORDER BY k.i) AS referred_columns
 FROM pg_constraint c
+JOIN pg_class t ON t.oid = c.conrelid
 WHERE c.connamespace = 'public'::regnamespace AND c.contype IN ('p', 'u', 'f')
 ORDER BY 1, 2
 """)

@@ -69,9 +69,19 @@ GRANT EXECUTE ON FUNCTION ledger_take(text, text, text, text, text[]),
     TO :"runtime_role";
 
 -- The canonical JSON of a ruleset is worked out for the append functions, as the writer
--- role; it belongs to the tables' owner, and nobody else needs it.
-REVOKE ALL ON FUNCTION ledger_canonical_json(jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger_canonical_json(jsonb) TO :"writer_role";
+-- role; it belongs to the tables' owner, and nobody else needs it. So is an append's key
+-- on Citus (ledger_clock_key), on the node of the operator's shard.
+REVOKE ALL ON FUNCTION ledger_canonical_json(jsonb), ledger_clock_key(timestamp with time zone)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_canonical_json(jsonb),
+    ledger_clock_key(timestamp with time zone)
+    TO :"writer_role";
+
+-- How far a list may read (ledger_horizon, and on Citus ledger_clock_horizon on the node
+-- of the operator's shard): the runtime role reads the lists. They belong to the tables'
+-- owner and read what the runtime role may read.
+REVOKE ALL ON FUNCTION ledger_horizon(text), ledger_clock_horizon() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_horizon(text), ledger_clock_horizon() TO :"runtime_role";
 
 -- The trigger functions (ledger_refuse_change, keys_refuse_change) keep PostgreSQL's
 -- default: PUBLIC may execute them, which lets nobody do anything, as a trigger function

@@ -25,7 +25,11 @@
 --   head's hash, at a time no earlier than the head's and not past the database's clock.
 --   The chain (read by ledger_take under the chain's lock) is what makes a dropped,
 --   inserted or back-dated round visible; its row is created by the chain's first round
---   and moved by each next one, here alone.
+--   and moved by each next one, here alone. On Citus the time must be later than the
+--   head's (a table's lines are read in (created_at, id) order, and their ids are drawn
+--   on whichever node the settle entered by), and it was read on the node of the
+--   chain's shard (ledger_take), whose clock may lead this node's by the nodes' skew:
+--   it may be up to a second past this node's clock.
 -- * ledger_append_ruleset: a ruleset new to the operator whose text does not hash to the
 --   round's ruleset_hash. It is kept once per operator and hash (`round_rulesets`), and
 --   every later round with that hash names it, so no caller may leave a wrong one there.
@@ -37,11 +41,14 @@
 --   ruleset, never on a settle at a ruleset already kept.
 --
 -- What it writes itself, so no caller can misplace a row: each seat's and line's round
--- id, operator, table, chain seq and time are the round's. The result is stored as the
--- text sent (canonical JSON, never parsed here); the ruleset is parsed only when its hash
--- is new to the operator. On Citus the seats and lines go in one INSERT ... VALUES a row,
--- routed to the operator's node on the transaction's one connection there, so the settle
--- commits in one phase; on one server, one INSERT ... SELECT a table is cheaper.
+-- id, operator, table, chain seq and time are the round's. The round's and lines' `txid`,
+-- the key lists page by, is this transaction's id on one server (as the column's default
+-- has it) and the round's time in microseconds on Citus (ledger_clock_key.sql). The
+-- result is stored as the text sent (canonical JSON, never parsed here); the ruleset is
+-- parsed only when its hash is new to the operator. On Citus the seats and lines go in
+-- one INSERT ... VALUES a row, routed to the operator's node on the transaction's one
+-- connection there, so the settle commits in one phase; on one server, one INSERT ...
+-- SELECT a table is cheaper.
 -- The chain's row is read and moved by static statements, planned once per connection
 -- by its key (enable_seqscan off).
 CREATE OR REPLACE FUNCTION public.ledger_append(p_round jsonb, p_players jsonb, p_lines jsonb,
@@ -60,6 +67,11 @@ DECLARE
     now_ timestamptz;
     seat_ record;
     line_ record;
+    citus_ boolean := current_setting('citus.version', true) IS NOT NULL;
+    -- How far a round may be past this node's clock, and must be past its head's time.
+    skew_ interval := CASE WHEN citus_ THEN interval '1 second' ELSE interval '0' END;
+    step_ interval := CASE WHEN citus_ THEN interval '1 microsecond' ELSE interval '0' END;
+    txid_ bigint;
 BEGIN
     IF r.content_version IS DISTINCT FROM 2 THEN
         RAISE EXCEPTION 'ledger_append refused: round % is at content version %, not 2',
@@ -88,7 +100,7 @@ BEGIN
     -- the round goes at its head + 1, linked to the head's hash, no earlier than the head
     -- and not in the future; the chain's first round creates its row.
     now_ := clock_timestamp();
-    IF r.created_at > now_ THEN
+    IF r.created_at > now_ + skew_ THEN
         moved := 0;
     ELSIF r.chain_seq = 1 AND r.prev_hash IS NULL THEN
         INSERT INTO chains AS c (operator_id, table_id, seq, head_hash, locked_at)
@@ -102,7 +114,7 @@ BEGIN
         SET seq = r.chain_seq, head_hash = r.content_hash, locked_at = r.created_at
         WHERE c.operator_id = r.operator_id AND c.table_id = r.table_id
             AND c.seq = r.chain_seq - 1 AND c.head_hash IS NOT DISTINCT FROM r.prev_hash
-            AND c.locked_at <= r.created_at;
+            AND c.locked_at <= r.created_at - step_;
         GET DIAGNOSTICS moved = ROW_COUNT;
     END IF;
     IF moved <> 1 THEN
@@ -133,15 +145,17 @@ BEGIN
         VALUES (r.operator_id, r.ruleset_hash, ruleset_)
         ON CONFLICT (operator_id, ruleset_hash) DO NOTHING;
     END IF;
+    txid_ := CASE WHEN citus_ THEN (extract(epoch FROM r.created_at) * 1000000)::bigint
+                  ELSE pg_current_xact_id()::text::bigint END;
     INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
                         request, result, idempotency_key, body_hash, created_at, content_hash,
                         prev_hash, chain_seq, reverses_round_id, content_version,
-                        receipt_key_id, receipt_signature)
+                        receipt_key_id, receipt_signature, txid)
     VALUES (r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name, r.ruleset_hash, r.stake,
             r.request, p_result, r.idempotency_key, r.body_hash, r.created_at, r.content_hash,
             r.prev_hash, r.chain_seq, r.reverses_round_id, r.content_version,
-            r.receipt_key_id, r.receipt_signature);
-    IF current_setting('citus.version', true) IS NULL THEN
+            r.receipt_key_id, r.receipt_signature, txid_);
+    IF NOT citus_ THEN
         INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat, player_id,
                                    balance_before, points, amount, fee, balance_after, foul,
                                    special)
@@ -151,9 +165,9 @@ BEGIN
             balance_before numeric, points integer, amount numeric, fee numeric,
             balance_after numeric, foul boolean, special text);
         INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no, account,
-                                  kind, amount, balance_before, balance_after)
+                                  kind, amount, balance_before, balance_after, txid)
         SELECT r.id, r.operator_id, r.table_id, r.created_at, line_no, account, kind, amount,
-               balance_before, balance_after
+               balance_before, balance_after, txid_
         FROM jsonb_to_recordset(p_lines) AS row_(line_no integer, account text, kind text,
             amount numeric, balance_before numeric, balance_after numeric);
     ELSE
@@ -171,10 +185,11 @@ BEGIN
                 account text, kind text, amount numeric, balance_before numeric,
                 balance_after numeric) LOOP
             INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no,
-                                      account, kind, amount, balance_before, balance_after)
+                                      account, kind, amount, balance_before, balance_after,
+                                      txid)
             VALUES (r.id, r.operator_id, r.table_id, r.created_at, line_.line_no,
                     line_.account, line_.kind, line_.amount, line_.balance_before,
-                    line_.balance_after);
+                    line_.balance_after, txid_);
         END LOOP;
     END IF;
 END;

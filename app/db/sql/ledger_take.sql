@@ -29,7 +29,11 @@
 -- statement returns the row as the lock's last holder left it), so their snapshots see
 -- every round committed before: the head (seq, head_hash), the clock read
 -- under the lock (the round's created_at: times only go forward along a chain), and the
--- key's earlier use. The head is read by a static statement planned once per connection,
+-- key's earlier use. On Citus that clock is the one of the node of the chain's shard, read
+-- there by ledger_clock_key in the row lock's own statement (PostgreSQL evaluates it
+-- again on the row as the lock's last holder left it), or in a statement of its own at a
+-- chain's first round: a chain's times all come from one clock, strictly later than its
+-- head's, and they are the keys lists page by (ledger_clock_key.sql). The head is read by a static statement planned once per connection,
 -- by the chains key (enable_seqscan off), and every static statement's plan is kept for the
 -- connection (plan_cache_mode force_generic_plan: planned for each call's values, the
 -- balances' read cost more than reading them; on Citus, which cannot distribute that
@@ -60,6 +64,7 @@ CREATE OR REPLACE FUNCTION public.ledger_take(p_key_lock text, p_operator_id tex
 AS $function$
 DECLARE
     v_reversed boolean;
+    v_rows bigint;
 BEGIN
     -- Not waiting for the key: a second request with it is told 409 at once.
     taken := pg_try_advisory_xact_lock(hashtextextended(p_key_lock, 0));
@@ -74,28 +79,36 @@ BEGIN
         -- lock was granted.
         SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
             WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id;
+        -- Under the lock: later than the time of every round at this chain.
+        locked_at := clock_timestamp();
     ELSE
         -- Citus distributes the balances' read below only when it is planned for this
         -- call's values ("could not create distributed plan" for any values): on Citus
         -- every statement here is planned for its call, as the function's SET restores.
         PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
-        -- Where the chain's shard lives, whichever node this runs on; the statements
-        -- after it see every append committed before the lock was granted.
-        SELECT c.seq, c.head_hash INTO seq, head_hash FROM chains c
+        -- Where the chain's shard lives, whichever node this runs on, with the round's
+        -- time read there, past the head's; the statements after it see every append
+        -- committed before the lock was granted.
+        SELECT c.seq, c.head_hash, ledger_clock_key(c.locked_at)
+            INTO seq, head_hash, locked_at FROM chains c
             WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id
             FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            -- A chain's first round: no row to lock, the time is read there all the same.
+            SELECT ledger_clock_key(NULL), count(*) INTO locked_at, v_rows FROM chains c
+                WHERE c.operator_id = p_operator_id AND c.table_id = p_table_id;
+        END IF;
     END IF;
     seq := coalesce(seq, 0);
-    -- Under the lock: later than the time of every round at this chain.
-    locked_at := clock_timestamp();
     EXECUTE 'SELECT body_hash, id FROM rounds '
             'WHERE operator_id = $1 AND idempotency_key = $2'
         INTO used_body_hash, used_round_id USING p_operator_id, p_key;
     IF coalesce(cardinality(p_players), 0) = 0 THEN
         RETURN;
     END IF;
-    -- Each player's last line at the table, by the (operator, table, account, id) index.
-    -- The plan is kept for the connection (plan_cache_mode): one made on a ledger never
+    -- Each player's last line at the table, in chain order (created_at, then id: a
+    -- chain's rounds are in time order, a round's lines in id order), by the (operator,
+    -- table, account, created_at, id) index. The plan is kept for the connection (plan_cache_mode): one made on a ledger never
     -- analysed may walk the operator's lines by id instead, until autovacuum first
     -- analyses ledger_lines (after 50 lines) and every connection plans again
     -- (tests/e2e/test_plans.py).
@@ -107,7 +120,7 @@ BEGIN
             SELECT l.kind, l.balance_after, l.round_id FROM ledger_lines l
             WHERE l.operator_id = p_operator_id AND l.table_id = p_table_id
                 AND l.account = p.account
-            ORDER BY l.id DESC LIMIT 1) l
+            ORDER BY l.created_at DESC, l.id DESC LIMIT 1) l
         WHERE l.balance_after IS NOT NULL;
     IF v_reversed THEN
         -- Rare: planned for its values on each call (EXECUTE).
@@ -116,16 +129,18 @@ BEGIN
                 '    array_agg(coalesce(rev.round_id, last.round_id)::text) '
                 'FROM unnest($3) AS p(account) '
                 'CROSS JOIN LATERAL ('
-                '    SELECT l.id, l.balance_after, l.round_id FROM ledger_lines l '
+                '    SELECT l.created_at, l.id, l.balance_after, l.round_id FROM ledger_lines l '
                 '    WHERE l.operator_id = $1 AND l.table_id = $2 AND l.account = p.account '
                 '        AND l.kind <> ''reversal'' '
-                '    ORDER BY l.id DESC LIMIT 1) last '
+                '    ORDER BY l.created_at DESC, l.id DESC LIMIT 1) last '
                 'LEFT JOIN LATERAL ('
                 '    SELECT sum(r.amount) AS amount, '
-                '        (array_agg(r.round_id ORDER BY r.id DESC))[1] AS round_id '
+                '        (array_agg(r.round_id ORDER BY r.created_at DESC, r.id DESC))[1] '
+                '            AS round_id '
                 '    FROM ledger_lines r '
                 '    WHERE r.operator_id = $1 AND r.table_id = $2 AND r.account = p.account '
-                '        AND r.kind = ''reversal'' AND r.id > last.id) rev ON true '
+                '        AND r.kind = ''reversal'' '
+                '        AND (r.created_at, r.id) > (last.created_at, last.id)) rev ON true '
                 'WHERE last.balance_after IS NOT NULL'
             INTO accounts, balances, balance_rounds
             USING p_operator_id, p_table_id, p_players;
