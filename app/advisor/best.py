@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -110,8 +111,14 @@ def _stderr(xs: Sequence[float]) -> float:
 
 
 def seed_of(cards: Sequence[Card], rules: Ruleset, players: int) -> str:
-    text = ",".join(sorted(str(c) for c in cards)) + f"|{ruleset_hash(rules)}|{players}"
+    text = ",".join(sorted(str(c) for c in cards)) + f"|{_rules_hash(rules)}|{players}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=64)
+def _rules_hash(rules: Ruleset) -> str:
+    """``ruleset_hash``, once per ruleset: equal rulesets have equal canonical JSON."""
+    return ruleset_hash(rules)
 
 
 def special_claim(cards: Sequence[Card], rules: Ruleset) -> SpecialName | None:
@@ -228,15 +235,18 @@ def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
     def points(strengths: np.ndarray, size: int) -> np.ndarray:
         return model.expected(strengths, pool[:size], category, rules, n - 1, banker, between)
 
+    kb = keep_back(hand, low, decks=rules.decks)
+    index = tables.index_of(low)
+    kb_strengths = np.array([[index[row_strength(row, low)] for row in kb.rows]],
+                            dtype=np.int32)
     coarse = points(found.strengths, COARSE)
     top = np.argsort(-coarse, kind="stable")[:FINE_SPLITS]
-    fine = points(found.strengths[top], FINE)
+    # keep_back's split with the best: each split's points are its own row's alone.
+    fine_kb = points(np.concatenate([found.strengths[top], kb_strengths]), FINE)
+    fine, kb_points = fine_kb[:-1], float(fine_kb[-1])
     order = top[np.argsort(-fine, kind="stable")]
     fine_of = dict(zip(top.tolist(), fine.tolist(), strict=True))
 
-    kb = keep_back(hand, low, decks=rules.decks)
-    index = tables.index_of(low)
-    kb_strengths = np.array([[index[row_strength(row, low)] for row in kb.rows]])
     candidates: list[tuple[Arrangement, float]] = []
     for i in order[:SHORTLIST].tolist():
         a = found.arrangement(i)
@@ -244,7 +254,7 @@ def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
             a = kb  # the same strengths: keep keep_back's own cards (suits only differ)
         candidates.append((a, fine_of[i]))
     if all(a != kb for a, _ in candidates):
-        candidates.append((kb, float(points(kb_strengths, FINE)[0])))
+        candidates.append((kb, kb_points))
     return _Ranked(hand, candidates, kb, claim, table)
 
 

@@ -36,6 +36,124 @@ def pair_points(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rul
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return per split: mean pair points, scoop chance, and mean points when scooping.
 
+    The same numbers as ``_pair_points_each`` (bit for bit, see ``_counted``); counted,
+    without a (c, n) array of points, when the rules allow it.
+    """
+    if _countable(r):
+        return _counted(mine, pool, category, r, banker_side, joint)
+    return _pair_points_each(mine, pool, category, r, banker_side, joint)
+
+
+# A float32 holds every whole number below 2**24 exactly: a pair's points within that, the
+# (c, n) sums below are exact whole numbers, and so is the counted path's arithmetic.
+EXACT = 2 ** 24
+
+
+def _countable(r: Ruleset) -> bool:
+    """Say whether ``_counted`` computes these rules: rows summed, a scoop only by winning
+    all three rows, no winner or holding bonus (they need each pair's sign or change the
+    scooped points per opponent), and no pair's points at or above ``EXACT``."""
+    if (r.aggregation is not Aggregation.SUM or r.scoop_requires is not ScoopRequires.ALL_WINS
+            or r.lookup.any_winner or r.lookup.any_holding):
+        return False
+    bet = r.row_bet.same_row if r.row_bet is not None else 0
+    most = 3 * r.row_base + bet + sum(max(row) for row in r.lookup.row_bonus)
+    if r.scoop.kind is EffectKind.MULTIPLY:
+        most *= r.scoop.amount
+    elif r.scoop.kind is EffectKind.ADD:
+        most += r.scoop.amount
+    return most < EXACT
+
+
+def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
+             banker_side: bool, joint: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_pair_points_each`` for ``_countable`` rules, from counts instead of each pair.
+
+    Unscooped, a pair's points are linear in its rows: per row the opponents it beats and
+    loses to, and the row bonuses of those it loses to, summed. A scooping split won all
+    three rows, so its points then depend on itself alone; scooped, on the opponent's
+    bonuses. Each sum is a whole number, so the means are those of the float32 arrays,
+    whose sums are exact below ``EXACT``.
+    """
+    n = len(pool)
+    bonus = np.array(r.lookup.row_bonus, dtype=np.int64)  # (3 rows, 10 categories)
+    my_cat = category[mine]
+    ties_lose = r.tie_rule is TieRule.BANKER_WINS and banker_side
+    bet_row = (None if r.row_bet is None
+               else ("front", "middle", "back").index(r.row_bet.default_row.value))
+    bet = r.row_bet.same_row if r.row_bet is not None else 0
+    linear = np.zeros(len(mine), dtype=np.int64)  # sum over the pool of the unscooped points
+    theirs_sum = np.zeros(n, dtype=np.int64)  # each opponent's bonuses over its three rows
+    won_all = lost_all = None
+    mine_bonus = np.zeros(len(mine), dtype=np.int64)
+    # Strength indices are below 2**14 (splits.py packs three in an int64): an int16 holds
+    # them, and numpy compares int16 fastest; each row's opponents contiguous.
+    mine16 = mine.astype(np.int16)
+    theirs16 = np.ascontiguousarray(pool.T, dtype=np.int16)
+    for k in range(3):
+        a, b = mine16[:, k, None], theirs16[k][None, :]
+        won = a > b
+        lost = ~won if ties_lose else a < b
+        beaten = _count(won)
+        losing = _count(lost)
+        theirs = bonus[k][category[pool[:, k]]]
+        paid = np.flatnonzero(theirs)
+        mine_k = bonus[k][my_cat[:, k]]
+        mine_bonus += mine_k
+        result = beaten - losing
+        linear += result * r.row_base + beaten * mine_k
+        if len(paid):
+            theirs_sum += theirs
+            linear -= lost[:, paid].astype(np.int64) @ theirs[paid]
+        if k == bet_row:
+            linear += result * bet
+        won_all = won if won_all is None else won_all & won
+        lost_all = lost if lost_all is None else lost_all & lost
+    assert won_all is not None and lost_all is not None
+    scoops = _count(won_all)
+    scooped = _count(lost_all)
+    given = np.zeros(len(mine), dtype=np.int64)  # the scooping opponents' bonuses
+    paid = np.flatnonzero(theirs_sum)
+    if len(paid):
+        given = lost_all[:, paid].astype(np.int64) @ theirs_sum[paid]
+    times_base = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
+                                    and r.scoop.over is Over.BASE) else 1
+    times_all = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
+                                   and r.scoop.over is Over.ALL) else 1
+    add = r.scoop.amount if r.scoop.kind is EffectKind.ADD else 0
+    rows = 3 * r.row_base + bet
+    base_me, base_them = rows * times_base, -rows * times_base  # a scoop's base, each way
+    total_me = (base_me + mine_bonus) * times_all + add  # a scoop's points, all from mine
+    # Scooped: ((base_them − the opponent's bonuses) × times_all − add), summed.
+    total_them = (base_them * times_all - add) * scooped - times_all * given
+    unscooped = linear - scoops * (rows + mine_bonus) - (-rows * scooped - given)
+    mean = (unscooped + scoops * total_me + total_them) / n
+    p = scoops / n
+    p_them = scooped / n
+    if not joint:
+        zero = np.zeros(len(mine))
+        return mean, p, np.stack([zero, zero, p_them, zero, zero])
+    when = scoops * total_me / n
+    base_when = scoops * base_me / n
+    when_them = total_them / n
+    base_when_them = scooped * base_them / n
+    return mean, p, np.stack([when, base_when, p_them, when_them, base_when_them])
+
+
+def _count(mask: np.ndarray) -> np.ndarray:
+    """Count each row's true values: as bits, 64 at a time (faster than ``count_nonzero``)."""
+    bits = np.packbits(mask, axis=1)
+    if bits.shape[1] % 8 == 0:
+        bits = bits.view(np.uint64)
+    out: np.ndarray = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+    return out
+
+
+def _pair_points_each(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
+                      banker_side: bool, joint: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return per split: mean pair points, scoop chance, and mean points when scooping.
+
     ``mine`` is (c, 3) and ``pool`` (n, 3) strength indices (front, middle, back);
     ``banker_side`` true when the opponent is the banker and takes the ties the rule
     gives it. The third value stacks, per split, E[points · 1{scoop}] and E[base ·

@@ -181,8 +181,39 @@ def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
                    for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner)
                    for k in range(3)]
         extra = np.stack(columns, axis=1)
-    keep = _undominated(st, extra)
+    keep = _skyline(st) if extra.shape[1] == 0 else _undominated(st, extra)
     return Splits(cards, st[keep], _positions()[at[keep]])
+
+
+def _skyline(st: np.ndarray) -> np.ndarray:
+    """Return ``_undominated(st, no extra columns)``'s mask, without comparing splits pairwise.
+
+    Split i is dominated when another is at least as strong on every row: one with a
+    stronger middle, an equal middle and a stronger front, or all but the back equal and a
+    stronger back. One table answers all three: per back (strongest first, a row of its
+    own above them all) and per front rank (strongest first, a column of its own before
+    them all), the strongest middle among the splits at least that strong on both, built by
+    a scatter and two running maxima. Distinct triples never dominate through an equal one.
+    """
+    front, middle, back = st[:, 0], st[:, 1], st[:, 2]
+    new = np.empty(len(st), dtype=bool)
+    new[0] = True
+    np.not_equal(back[1:], back[:-1], out=new[1:])  # st ascends by back
+    rising = np.cumsum(new)
+    backs = int(rising[-1])
+    rank = np.zeros(int(front.max()) + 2, dtype=np.intp)
+    rank[front] = 1
+    rank[::-1] = np.cumsum(rank[::-1])  # rank[v]: distinct fronts at least v, 1 the strongest
+    width = int(rank[0]) + 1
+    cell = (backs + 1 - rising) * width + rank[front]
+    table = np.full((backs + 1) * width, -1, dtype=np.int32)
+    np.maximum.at(table, cell, middle)
+    grid = table.reshape(backs + 1, width)
+    np.maximum.accumulate(grid, axis=1, out=grid)
+    np.maximum.accumulate(grid, axis=0, out=grid)
+    out: np.ndarray = ((table[cell] <= middle) & (table[cell - 1] < middle)
+                       & (table[cell - width] < middle))
+    return out
 
 
 def _strictly_below(front: np.ndarray, middle: np.ndarray, ace_low: AceLow) -> np.ndarray:
