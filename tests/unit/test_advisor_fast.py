@@ -1,11 +1,12 @@
-"""The advisor's faster paths give the numbers of the direct ones, bit for bit.
+"""The advisor's faster paths give the answers of the direct ones, bit for bit.
 
 ``model._counted`` (per-row counts instead of a (c, n) array of points) against
-``model._pair_points_each``, and ``splits._skyline`` (one table of running maxima) against
-``splits._undominated`` (splits compared pairwise), on seeded hands and opponent pools
-under every preset and overrides that reach each of their branches. The advisor's pinned
-answers (test_advisor_pinned.py) check the whole; these check the parts on many more
-inputs, the rules the pinned hands do not play included.
+``model._pair_points_each``; ``splits._skyline`` (one table of running maxima) against
+``splits._undominated`` (splits compared pairwise); ``best.keep_back_split`` against
+keep_back; ``choose`` (the model's first, the special claim's deals alone) against
+``advise``. On seeded hands under every preset and overrides that reach each branch. The
+advisor's pinned answers (test_advisor_pinned.py) check the whole; these check the parts
+on many more inputs, the rules the pinned hands do not play included.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import numpy as np
 import pytest
 
 from app.advisor import model, tables
-from app.advisor.best import _without_held
+from app.advisor.best import _strengths, _without_held, advise, choose, keep_back_split
 from app.advisor.splits import _row_columns, _skyline, _undominated, lookup, splits
-from app.domain.cards import DECK
+from app.domain.arrange import keep_back
+from app.domain.cards import DECK, parse_cards
 from app.domain.rulesets import PRESETS, Ruleset, resolve_ruleset
 
 LARGEST = {"row_base": 100_000, "scoop": {"kind": "multiply", "amount": 10, "over": "all"},
@@ -91,3 +93,50 @@ def test_the_skyline_keeps_the_splits_the_pairwise_comparison_keeps(name: str) -
         want = _undominated(st, np.zeros((len(st), 0), dtype=np.int64))
         assert (_skyline(st) == want).all()
         assert want.sum() < len(st)  # the hands prune something
+
+
+@pytest.mark.parametrize("spec", RULES + [{"preset": "classic4", "overrides": {
+    "ace_low_straight": "none"}}], ids=_id)
+def test_keep_back_split_is_the_split_keep_back_plays(spec: Any) -> None:
+    rules = resolve_ruleset(spec)
+    low = rules.ace_low_straight
+    for hand in _hands(rules, 60, f"keep-back-{_id(spec)}"):
+        found = splits(hand, rules)
+        at = keep_back_split(found, rules)
+        assert at is not None
+        kb = _strengths(keep_back(hand, low, decks=rules.decks), low)[0]
+        assert found.strengths[at].tolist() == kb.tolist()
+
+
+def test_keep_back_split_is_unknown_under_a_strict_front() -> None:
+    rules = resolve_ruleset({"preset": "bonus3", "overrides": {"front_order": "strict"}})
+    (hand,) = _hands(rules, 1, "strict")
+    assert keep_back_split(splits(hand, rules), rules) is None
+
+
+SPECIAL_HANDS = [
+    ("classic4", None, "As Ah Kd Kc Qs Qh Jd Jc 9s 9h 7d 7c 2s"),  # six pairs
+    ("swap3", None, "2h 5h 9h Jh Kh 3s 6s 8s Ts Qs 4d 7d 9d"),  # three flushes
+    ("taiwan4", None, "2s 3h 4d 5c 6s 7h 8d 9c Ts Js Qh Kd Ac"),  # a dragon
+    ("monster4", None, "As As Ah Ah Ad Ad Kc Kc Qd Qd Js Js 2h"),  # six pairs, two decks
+    ("bonus3", None, "2s 2h 2d 5c 5s 5h 9d 9c 9s Jh Jd Jc Ks"),  # four trips
+]
+CHOICES: list[tuple[Any, int | None, str]] = [
+    (spec, players, " ".join(str(c) for c in hand))
+    for spec, players in [*((name, None) for name in PRESETS
+                            if isinstance(PRESETS[name], Ruleset)),
+                          ("dagiang4", 3), ({"preset": "bonus3", "overrides": {
+                              "front_order": "strict"}}, None)]
+    for hand in _hands(resolve_ruleset(spec), 4, f"choose-{_id(spec)}-{players}")
+] + SPECIAL_HANDS
+
+
+@pytest.mark.parametrize(("spec", "players", "cards"), CHOICES,
+                         ids=[f"{_id(s)}-{p}-{c[:8]}" for s, p, c in CHOICES])
+def test_choose_plays_what_advise_answers(spec: Any, players: int | None, cards: str) -> None:
+    rules = resolve_ruleset(spec)
+    hand = parse_cards(cards.split())
+    advice = advise(hand, rules, players)
+    arrangement, claim = choose(hand, rules, players)
+    assert arrangement == advice.best.arrangement
+    assert claim == (advice.special.special if advice.claim and advice.special else None)
