@@ -99,7 +99,7 @@ def warm_up() -> None:
         lookup(ace_low)
         tables.index_of(ace_low)
     for decks, ace_low in tables.MODELS:
-        tables.hand_count_columns(decks, ace_low)
+        tables.removal_logs(decks, ace_low)
 
 
 def _stderr(xs: Sequence[float]) -> float:
@@ -187,18 +187,18 @@ def _without_held(pool: np.ndarray, hand: Sequence[Card], rules: Ruleset,
     ``hand`` leaves (``tables.removal_weights``: a hand needing a card the player holds
     is never drawn). Systematic resampling, seeded from ``rng``, keeps the table's order.
     """
-    columns = tables.hand_count_columns(rules.decks, rules.ace_low_straight)
-    assert columns is not None
+    logs = tables.removal_logs(rules.decks, rules.ace_low_straight)
+    assert logs is not None
     held = np.zeros(13, dtype=np.int64)
     for card in hand:
         held[int(card.rank) - 2] += 1
-    w = tables.removal_weights(columns, held, rules.decks)
+    w = tables.removal_weights(logs, held)
     cum = np.cumsum(w)
     at = (rng.random() + np.arange(FINE)) * (cum[-1] / FINE)
     picked = np.minimum(np.searchsorted(cum, at, side="right"), len(pool) - 1)
     rng_np = np.random.default_rng(rng.getrandbits(64))
     picked = picked[rng_np.permutation(FINE)]  # any COARSE of them a fair sample
-    drawn: np.ndarray = pool[picked]
+    drawn: np.ndarray = pool.take(picked, axis=0)
     return drawn
 
 

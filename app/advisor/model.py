@@ -14,6 +14,8 @@ sampled refinement counts it).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from app.domain.rulesets import Aggregation, EffectKind, Over, Ruleset, ScoopRequires, TieRule
@@ -70,52 +72,59 @@ def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rulese
     """``_pair_points_each`` for ``_countable`` rules, from counts instead of each pair.
 
     Unscooped, a pair's points are linear in its rows: per row the opponents it beats and
-    loses to, and the row bonuses of those it loses to, summed. A scooping split won all
-    three rows, so its points then depend on itself alone; scooped, on the opponent's
-    bonuses. Each sum is a whole number, so the means are those of the float32 arrays,
-    whose sums are exact below ``EXACT``.
+    loses to, and the row bonuses of those it loses to, summed, each counted on the row's
+    sorted strengths. A scooping split won all three rows, so its points then depend on
+    itself alone; scooped, on the opponent's bonuses: only the scoops are found pair by
+    pair. Each sum is a whole number, so the means are those of the float32 arrays, whose
+    sums are exact below ``EXACT``.
     """
-    n = len(pool)
-    bonus = np.array(r.lookup.row_bonus, dtype=np.int64)  # (3 rows, 10 categories)
-    my_cat = category[mine]
+    n, c = len(pool), len(mine)
+    # Each row's bonus per category, rows one after the other: a flat gather is numpy's
+    # cheapest, (3, c) for the splits' rows if they win, (3, n) for the opponents'.
+    bonus = np.array(r.lookup.row_bonus, dtype=np.int64).ravel()
+    rows3 = np.arange(3)[:, None]
+    mine_bonus = bonus.take(category[mine].T + 10 * rows3)
+    theirs = bonus.take(category[pool].T + 10 * rows3)
     ties_lose = r.tie_rule is TieRule.BANKER_WINS and banker_side
-    bet_row = (None if r.row_bet is None
-               else ("front", "middle", "back").index(r.row_bet.default_row.value))
-    bet = r.row_bet.same_row if r.row_bet is not None else 0
-    linear = np.zeros(len(mine), dtype=np.int64)  # sum over the pool of the unscooped points
-    theirs_sum = np.zeros(n, dtype=np.int64)  # each opponent's bonuses over its three rows
-    won_all = lost_all = None
-    mine_bonus = np.zeros(len(mine), dtype=np.int64)
-    # Strength indices are below 2**14 (splits.py packs three in an int64): an int16 holds
-    # them, and numpy compares int16 fastest; each row's opponents contiguous.
-    mine16 = mine.astype(np.int16)
-    theirs16 = np.ascontiguousarray(pool.T, dtype=np.int16)
-    for k in range(3):
-        a, b = mine16[:, k, None], theirs16[k][None, :]
-        won = a > b
-        lost = ~won if ties_lose else a < b
-        beaten = _count(won)
-        losing = _count(lost)
-        theirs = bonus[k][category[pool[:, k]]]
-        paid = np.flatnonzero(theirs)
-        mine_k = bonus[k][my_cat[:, k]]
-        mine_bonus += mine_k
-        result = beaten - losing
-        linear += result * r.row_base + beaten * mine_k
-        if len(paid):
-            theirs_sum += theirs
-            linear -= lost[:, paid].astype(np.int64) @ theirs[paid]
-        if k == bet_row:
-            linear += result * bet
-        won_all = won if won_all is None else won_all & won
-        lost_all = lost if lost_all is None else lost_all & lost
-    assert won_all is not None and lost_all is not None
-    scoops = _count(won_all)
-    scooped = _count(lost_all)
-    given = np.zeros(len(mine), dtype=np.int64)  # the scooping opponents' bonuses
-    paid = np.flatnonzero(theirs_sum)
+    lose_side: Literal["left", "right"] = "left" if ties_lose else "right"
+    # (3, c) and (3, n), each row contiguous: numpy compares a contiguous row with one
+    # value many times faster than a strided one. Strength indices are below 2**14.
+    a = np.ascontiguousarray(mine.T, dtype=np.int32)
+    b = np.ascontiguousarray(pool.T, dtype=np.int32)
+    a16, b16 = a.astype(np.int16), b.astype(np.int16)
+    # The three rows, each sorted and lifted by 2**14 × row, make one sorted array that
+    # every row's questions search at once.
+    lift = rows3 << 14
+    ranked = (np.sort(b, axis=1) + lift).ravel()  # numpy sorts int32 with SIMD, int16 not
+    asked = (a + lift).ravel()
+    before = (rows3 * n).ravel().repeat(c)
+    beaten = (np.searchsorted(ranked, asked, "left") - before).reshape(3, c)
+    losing = n - (np.searchsorted(ranked, asked, lose_side) - before).reshape(3, c)
+    result = beaten - losing
+    # Summed over the pool, the points of every pair as if none were a scoop.
+    linear = result.sum(axis=0) * r.row_base + (beaten * mine_bonus).sum(axis=0)
+    bet = 0
+    if r.row_bet is not None:
+        bet = r.row_bet.same_row
+        linear += result[("front", "middle", "back").index(r.row_bet.default_row.value)] * bet
+    paid = np.flatnonzero(theirs)  # the few (row, opponent) with a bonus, row by row
     if len(paid):
-        given = lost_all[:, paid].astype(np.int64) @ theirs_sum[paid]
+        keys = b16.ravel()[paid] + (paid // n << 14)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        upto = np.concatenate(([0], np.cumsum(theirs.ravel()[paid[order]])))
+        ends = upto[np.searchsorted(keys, np.arange(1, 4) << 14, "left")]
+        lost_to = upto[np.searchsorted(keys, asked, lose_side)]  # bonuses above, per row
+        linear -= (ends.repeat(c) - lost_to).reshape(3, c).sum(axis=0)
+    theirs_sum = theirs[0] + theirs[1] + theirs[2]  # each opponent's bonuses, all rows
+    rich = np.flatnonzero(theirs_sum)
+    won_all, lost_all = _all_rows(a16, b16, ties_lose)
+    scoops, scooped = _count(won_all), _count(lost_all)
+    given = np.zeros(c, dtype=np.int64)  # the bonuses of the opponents who scoop
+    if len(rich):
+        _, lost_rich = _all_rows(a16, b16.take(rich, axis=1), ties_lose)
+        given = lost_rich.astype(np.int64) @ theirs_sum[rich]
+    mine_bonus = mine_bonus.sum(axis=0)
     times_base = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
                                     and r.scoop.over is Over.BASE) else 1
     times_all = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
@@ -138,6 +147,19 @@ def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rulese
     when_them = total_them / n
     base_when_them = scooped * base_them / n
     return mean, p, np.stack([when, base_when, p_them, when_them, base_when_them])
+
+
+def _all_rows(a: np.ndarray, b: np.ndarray, ties_lose: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(c, n) masks: split i wins all three rows against opponent j; loses all three."""
+    won_all = lost_all = None
+    for k in range(3):
+        mine, theirs = a[k][:, None], b[k][None, :]
+        won = mine > theirs
+        lost = mine <= theirs if ties_lose else mine < theirs
+        won_all = won if won_all is None else won_all & won
+        lost_all = lost if lost_all is None else lost_all & lost
+    assert won_all is not None and lost_all is not None
+    return won_all, lost_all
 
 
 def _count(mask: np.ndarray) -> np.ndarray:
@@ -247,8 +269,13 @@ def scoop_rate(pool: np.ndarray, category: np.ndarray, r: Ruleset) -> float:
     half = len(pool) // 2
     if half == 0:
         return 0.0
-    _, p, _ = pair_points(pool[:min(half, 128)], pool[half:half + 128], category, r, False,
-                          joint=False)
+    mine, theirs = pool[:min(half, 128)], pool[half:half + 128]
+    if r.scoop_requires is ScoopRequires.ALL_WINS:  # a scoop is every row won: count those
+        won_all, _ = _all_rows(np.ascontiguousarray(mine.T, dtype=np.int16),
+                               np.ascontiguousarray(theirs.T, dtype=np.int16), False)
+        p = _count(won_all) / len(theirs)
+    else:
+        _, p, _ = pair_points(mine, theirs, category, r, False, joint=False)
     return float(p.mean())
 
 

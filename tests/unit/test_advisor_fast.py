@@ -81,6 +81,20 @@ def test_counted_pair_points_are_those_of_each_pair_bit_for_bit(spec: Any) -> No
                         assert w.tobytes() == g.tobytes()
 
 
+@pytest.mark.parametrize("spec", RULES, ids=_id)
+def test_the_scoop_rate_is_that_of_the_pair_points(spec: Any) -> None:
+    rules = resolve_ruleset(spec)
+    low = rules.ace_low_straight
+    category = lookup(low).category
+    shipped = tables.load(rules.decks, low)
+    assert shipped is not None
+    for k, hand in enumerate(_hands(rules, 6, f"scoop-{_id(spec)}")):
+        pool = _without_held(shipped, hand, rules, random.Random(k))
+        _, p, _ = model._pair_points_each(pool[:128], pool[2048:2176], category, rules,
+                                          False, joint=False)
+        assert model.scoop_rate(pool, category, rules) == float(p.mean())
+
+
 @pytest.mark.parametrize("name", ["classic4", "monster4", "swap3"])
 def test_the_skyline_keeps_the_splits_the_pairwise_comparison_keeps(name: str) -> None:
     rules = PRESETS[name]
