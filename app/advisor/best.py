@@ -213,18 +213,17 @@ class _Ranked:
     table: str
 
 
-def _fine(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
-          extra: np.ndarray | None) -> tuple[Splits, np.ndarray, np.ndarray, float | None, str]:
-    """Rank the splits of ``hand`` by the model: every split on ``COARSE`` opponent hands,
-    the best ``FINE_SPLITS`` again on ``FINE``. Returns the splits, those best in order
-    (best first) with their fine points, the fine points of ``extra`` (one more split's
-    strengths, or None) and the opponent table's name. A split's points are its own alone,
-    so ``extra`` changes no other split's."""
+def _fine(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random, found: Splits,
+          extra: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float | None, str]:
+    """Rank the splits ``found`` of ``hand`` by the model: every split on ``COARSE``
+    opponent hands, the best ``FINE_SPLITS`` again on ``FINE``. Returns those best in
+    order (best first) with their fine points, the fine points of ``extra`` (one more
+    split's strengths, or None) and the opponent table's name. A split's points are its
+    own alone, so ``extra`` changes no other split's."""
     low = rules.ace_low_straight
     banker = rules.topology is Topology.BANKER
     category = lookup(low).category
 
-    found = splits(hand, rules)
     pool = tables.load(rules.decks, low)
     table = tables.name(rules.decks, low)
     if pool is None:
@@ -246,17 +245,16 @@ def _fine(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
     fine = fine_all[:len(top)]
     by_fine = np.argsort(-fine, kind="stable")
     extra_points = None if extra is None else float(fine_all[-1])
-    return found, top[by_fine], fine[by_fine], extra_points, table
+    return top[by_fine], fine[by_fine], extra_points, table
 
 
 def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
             claim: SpecialName | None) -> _Ranked:
     """Rank the splits of ``hand`` by the model: the shortlist the deals then play.
     ``claim`` is ``special_claim(hand, rules)``, which the caller has found already."""
-    low = rules.ace_low_straight
-    kb = keep_back(hand, low, decks=rules.decks)
-    kb_strengths = _strengths(kb, low)
-    found, order, fine, kb_points, table = _fine(hand, rules, n, rng, kb_strengths)
+    found = splits(hand, rules)
+    kb, kb_strengths = _keep_back(hand, rules, found)
+    order, fine, kb_points, table = _fine(hand, rules, n, rng, found, kb_strengths)
     assert kb_points is not None
     candidates: list[tuple[Arrangement, float]] = []
     for i, points in zip(order[:SHORTLIST].tolist(), fine[:SHORTLIST].tolist(), strict=True):
@@ -274,14 +272,28 @@ def _strengths(a: Arrangement, low: AceLow) -> np.ndarray:
     return np.array([[index[row_strength(row, low)] for row in a.rows]], dtype=np.int32)
 
 
+def _keep_back(hand: tuple[Card, ...], rules: Ruleset, found: Splits
+               ) -> tuple[Arrangement, np.ndarray]:
+    """keep_back's arrangement of ``hand`` and its row strengths, (1, 3): read from
+    ``found`` (``keep_back_split``) unless keep_back must be run."""
+    at = keep_back_split(found, rules)
+    if at is None:
+        kb = keep_back(hand, rules.ace_low_straight, decks=rules.decks)
+        return kb, _strengths(kb, rules.ace_low_straight)
+    return found.arrangement(at), found.strengths[at:at + 1]
+
+
 def keep_back_split(found: Splits, rules: Ruleset) -> int | None:
-    """Which of ``found`` has keep_back's row strengths, without running keep_back.
+    """Which of ``found`` is keep_back's arrangement, without running keep_back.
 
     keep_back plays the valid split that is best by the back's, the middle's and the
     front's category, then their strengths in that order (app.domain.arrange): a split
     at least as strong on every row is at least as good by that order, so keep_back's is
-    never dominated and ``splits`` keeps it. None under ``front_order: strict``, which
-    keep_back does not play by: ``splits`` may have dropped its split.
+    never dominated and ``splits`` keeps its strengths. Among the splits of those
+    strengths keep_back takes the one whose back, then middle, then front hold the
+    cards earliest in canonical order: the first in the position table, the one
+    ``splits`` keeps. None under ``front_order: strict``, which keep_back does not play
+    by: ``splits`` may have dropped its split.
     """
     if rules.front_order is FrontOrder.STRICT:
         return None
@@ -310,7 +322,6 @@ def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
         claimed = advice.special.special if advice.claim and advice.special else None
         assert advice.best.arrangement is not None
         return advice.best.arrangement, claimed
-    low = rules.ace_low_straight
     rng = random.Random(seed_of(hand, rules, n))
     claim = special_claim(hand, rules)
     if claim is not None:
@@ -321,14 +332,13 @@ def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
         points = [score_choices(play, deal_opponents(rng, pack, rules, n), rules)[0]
                   .players[0].points for _ in range(DEALS)]
         return best, claim if sum(points) / len(points) > rows else None
-    found, order, _, _, _ = _fine(hand, rules, n, rng, None)
+    found = splits(hand, rules)
+    order, _, _, _ = _fine(hand, rules, n, rng, found, None)
     i = int(order[0])
-    kb_at = keep_back_split(found, rules)
-    if kb_at is None:
-        kb = keep_back(hand, low, decks=rules.decks)
-        return (kb if (found.strengths[i] == _strengths(kb, low)[0]).all()
-                else found.arrangement(i)), None
-    return keep_back(hand, low, decks=rules.decks) if i == kb_at else found.arrangement(i), None
+    if rules.front_order is FrontOrder.STRICT:  # keep_back's cards when it has the strengths
+        kb, kb_strengths = _keep_back(hand, rules, found)
+        return kb if (found.strengths[i] == kb_strengths[0]).all() else found.arrangement(i), None
+    return found.arrangement(i), None  # keep_back's own cards when it is keep_back's split
 
 
 def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,

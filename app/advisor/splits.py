@@ -61,6 +61,7 @@ def warm_subsets() -> None:
     _id_columns()
     _completions()
     _beside_fronts()
+    _members()
 
 
 @dataclass(frozen=True)
@@ -128,19 +129,32 @@ def _row_columns(cards: tuple[Card, ...], ace_low: AceLow
 def _subset_strengths(cards: tuple[Card, ...], ace_low: AceLow
                       ) -> tuple[np.ndarray, np.ndarray]:
     """The strength index of each five-card and three-card subset of the 13 cards."""
-    fives, threes, _ = _subsets()
+    in_five, in_three = _members()
     lk = lookup(ace_low)
-    rank = np.array([int(c.rank) for c in cards], dtype=np.int64)
-    suit = np.array([_SUIT_CODE[c.suit] for c in cards], dtype=np.int8)
-    enc = np.left_shift(np.int64(1), 3 * (rank - 2))
-    code = enc[fives].sum(axis=1)
-    s = suit[fives]
-    one_suit = (s == s[:, :1]).all(axis=1)
+    # Per card, three bits for its rank and three for its suit: a subset's rank code (as
+    # the scale's tables key it) and suit counts are one integer product each.
+    bits = np.array([(1 << 3 * (int(c.rank) - 2), 1 << 3 * _SUIT_CODE[c.suit]) for c in cards],
+                    dtype=np.int64)
+    code, suits = (in_five @ bits).T
+    one_suit = (suits == 5) | (suits == 5 << 3) | (suits == 5 << 6) | (suits == 5 << 9)
     five = _find(code, lk.plain_codes, lk.plain_index)
     if one_suit.any():
         five[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
-    three = _find(enc[threes].sum(axis=1), lk.three_codes, lk.three_index)
+    three = _find(in_three @ bits[:, 0], lk.three_codes, lk.three_index)
     return five, three
+
+
+@cache
+def _members() -> tuple[np.ndarray, np.ndarray]:
+    """Which of the 13 positions each five-card and three-card subset holds, as 0/1 rows:
+    (1287, 13) and (286, 13) int64."""
+    fives, threes, _ = _subsets()
+    out = []
+    for subsets in (fives, threes):
+        member = np.zeros((len(subsets), 13), dtype=np.int64)
+        np.put_along_axis(member, subsets.astype(np.intp), 1, axis=1)
+        out.append(member)
+    return out[0], out[1]
 
 
 @cache

@@ -179,10 +179,11 @@ def removal_weights(logs: np.ndarray, held: np.ndarray) -> np.ndarray:
     ``removal_logs``: the logarithms are summed rank by rank, a rank the player does not
     hold weighing 1 whatever the count.
     """
-    logw = np.zeros(logs.shape[2])
+    logw = None
     for r in range(13):
         m = int(held[r])
-        if m:
-            logw += logs[r, m - 1]
-    w: np.ndarray = np.exp(logw)
+        if m:  # from the first rank held: 0.0 + x is x
+            logw = logs[r, m - 1].copy() if logw is None else np.add(logw, logs[r, m - 1],
+                                                                      out=logw)
+    w: np.ndarray = np.exp(logw) if logw is not None else np.ones(logs.shape[2])
     return w

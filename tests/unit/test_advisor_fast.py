@@ -111,15 +111,16 @@ def test_the_skyline_keeps_the_splits_the_pairwise_comparison_keeps(name: str) -
 
 @pytest.mark.parametrize("spec", RULES + [{"preset": "classic4", "overrides": {
     "ace_low_straight": "none"}}], ids=_id)
-def test_keep_back_split_is_the_split_keep_back_plays(spec: Any) -> None:
+def test_keep_back_split_is_the_arrangement_keep_back_plays(spec: Any) -> None:
     rules = resolve_ruleset(spec)
     low = rules.ace_low_straight
-    for hand in _hands(rules, 60, f"keep-back-{_id(spec)}"):
+    for hand in _hands(rules, 100, f"keep-back-{_id(spec)}"):
         found = splits(hand, rules)
         at = keep_back_split(found, rules)
         assert at is not None
-        kb = _strengths(keep_back(hand, low, decks=rules.decks), low)[0]
-        assert found.strengths[at].tolist() == kb.tolist()
+        kb = keep_back(hand, low, decks=rules.decks)
+        assert found.strengths[at].tolist() == _strengths(kb, low)[0].tolist()
+        assert found.arrangement(at) == kb
 
 
 def test_keep_back_split_is_unknown_under_a_strict_front() -> None:

@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 CACHES: tuple[Any, ...] = (arrange._scale, splits._positions, splits._subsets,
                            splits._id_columns, splits._completions, splits._beside_fronts,
-                           splits.lookup, tables._index, tables.load, tables.rank_counts,
-                           tables.hand_counts, tables.hand_count_columns, tables.removal_logs)
+                           splits._members, splits.lookup, tables._index, tables.load,
+                           tables.rank_counts, tables.hand_counts, tables.hand_count_columns,
+                           tables.removal_logs)
 
 
 def _cleared() -> None:
