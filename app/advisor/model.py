@@ -14,6 +14,8 @@ sampled refinement counts it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -41,9 +43,21 @@ def pair_points(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rul
     The same numbers as ``_pair_points_each`` (bit for bit, see ``_counted``); counted,
     without a (c, n) array of points, when the rules allow it.
     """
-    if _countable(r):
-        return _counted(mine, pool, category, r, banker_side, joint)
-    return _pair_points_each(mine, pool, category, r, banker_side, joint)
+    mean, p, parts = _pair_parts(mine, pool, category, r, banker_side, joint)
+    return mean, p, np.stack(parts)
+
+
+Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _pair_parts(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
+                banker_side: bool, joint: bool) -> tuple[np.ndarray, np.ndarray, Parts]:
+    """``pair_points`` with its five joint rows apart."""
+    plan = _plan(r)
+    if plan is not None:
+        return _counted(mine, pool, category, plan, banker_side, joint)
+    mean, p, stacked = _pair_points_each(mine, pool, category, r, banker_side, joint)
+    return mean, p, (stacked[0], stacked[1], stacked[2], stacked[3], stacked[4])
 
 
 # A float32 holds every whole number below 2**24 exactly: a pair's points within that, the
@@ -55,20 +69,53 @@ def _countable(r: Ruleset) -> bool:
     """Say whether ``_counted`` computes these rules: rows summed, a scoop only by winning
     all three rows, no winner or holding bonus (they need each pair's sign or change the
     scooped points per opponent), and no pair's points at or above ``EXACT``."""
+    return _plan(r) is not None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What ``_counted`` reads of a ruleset, once per ruleset."""
+
+    bonus: np.ndarray  # (30,) int64: row k's bonus for category c at 10 k + c
+    row_base: int
+    bet_row: int | None  # the row bet's default row, both players on it
+    bet: int
+    ties_to_banker: bool
+    times_base: int  # a scoop's multiplier over the rows' base, or 1
+    times_all: int  # over everything, or 1
+    add: int  # a scoop's addition
+
+
+@lru_cache(maxsize=64)
+def _plan(r: Ruleset) -> _Plan | None:
     if (r.aggregation is not Aggregation.SUM or r.scoop_requires is not ScoopRequires.ALL_WINS
             or r.lookup.any_winner or r.lookup.any_holding):
-        return False
+        return None
     bet = r.row_bet.same_row if r.row_bet is not None else 0
     most = 3 * r.row_base + bet + sum(max(row) for row in r.lookup.row_bonus)
     if r.scoop.kind is EffectKind.MULTIPLY:
         most *= r.scoop.amount
     elif r.scoop.kind is EffectKind.ADD:
         most += r.scoop.amount
-    return most < EXACT
+    if most >= EXACT:
+        return None
+    multiply = r.scoop.kind is EffectKind.MULTIPLY
+    return _Plan(np.array(r.lookup.row_bonus, dtype=np.int64).ravel(), r.row_base,
+                 None if r.row_bet is None
+                 else ("front", "middle", "back").index(r.row_bet.default_row.value),
+                 bet, r.tie_rule is TieRule.BANKER_WINS,
+                 r.scoop.amount if multiply and r.scoop.over is Over.BASE else 1,
+                 r.scoop.amount if multiply and r.scoop.over is Over.ALL else 1,
+                 r.scoop.amount if r.scoop.kind is EffectKind.ADD else 0)
 
 
-def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Ruleset,
-             banker_side: bool, joint: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+_ROWS = np.arange(3)[:, None]
+_LIFT = _ROWS << 14  # row k's strength indices (below 2**14) lifted above row k − 1's
+_ENDS = np.arange(1, 4) << 14
+
+
+def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, plan: _Plan,
+             banker_side: bool, joint: bool) -> tuple[np.ndarray, np.ndarray, Parts]:
     """``_pair_points_each`` for ``_countable`` rules, from counts instead of each pair.
 
     Unscooped, a pair's points are linear in its rows: per row the opponents it beats and
@@ -79,74 +126,59 @@ def _counted(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rulese
     sums are exact below ``EXACT``.
     """
     n, c = len(pool), len(mine)
-    # Each row's bonus per category, rows one after the other: a flat gather is numpy's
-    # cheapest, (3, c) for the splits' rows if they win, (3, n) for the opponents'.
-    bonus = np.array(r.lookup.row_bonus, dtype=np.int64).ravel()
-    rows3 = np.arange(3)[:, None]
-    mine_bonus = bonus.take(category[mine].T + 10 * rows3)
-    theirs = bonus.take(category[pool].T + 10 * rows3)
-    ties_lose = r.tie_rule is TieRule.BANKER_WINS and banker_side
+    # Each row's bonus, (3, c) for the splits' rows if they win, (3, n) for the opponents'.
+    mine_bonus = plan.bonus.take(category[mine].T + 10 * _ROWS)
+    theirs = plan.bonus.take(category[pool].T + 10 * _ROWS)
+    ties_lose = plan.ties_to_banker and banker_side
     lose_side: Literal["left", "right"] = "left" if ties_lose else "right"
     # (3, c) and (3, n), each row contiguous: numpy compares a contiguous row with one
-    # value many times faster than a strided one. Strength indices are below 2**14.
+    # value many times faster than a strided one.
     a = np.ascontiguousarray(mine.T, dtype=np.int32)
     b = np.ascontiguousarray(pool.T, dtype=np.int32)
     a16, b16 = a.astype(np.int16), b.astype(np.int16)
-    # The three rows, each sorted and lifted by 2**14 × row, make one sorted array that
-    # every row's questions search at once.
-    lift = rows3 << 14
-    ranked = (np.sort(b, axis=1) + lift).ravel()  # numpy sorts int32 with SIMD, int16 not
-    asked = (a + lift).ravel()
-    before = (rows3 * n).ravel().repeat(c)
-    beaten = (np.searchsorted(ranked, asked, "left") - before).reshape(3, c)
-    losing = n - (np.searchsorted(ranked, asked, lose_side) - before).reshape(3, c)
+    # The three rows, each sorted and lifted, make one sorted array that every row's
+    # questions search at once (numpy sorts int32 with SIMD, int16 not).
+    ranked = (np.sort(b, axis=1) + _LIFT).ravel()
+    asked = (a + _LIFT).ravel()
+    beaten = np.searchsorted(ranked, asked, "left").reshape(3, c) - _ROWS * n
+    losing = (_ROWS + 1) * n - np.searchsorted(ranked, asked, lose_side).reshape(3, c)
     result = beaten - losing
     # Summed over the pool, the points of every pair as if none were a scoop.
-    linear = result.sum(axis=0) * r.row_base + (beaten * mine_bonus).sum(axis=0)
-    bet = 0
-    if r.row_bet is not None:
-        bet = r.row_bet.same_row
-        linear += result[("front", "middle", "back").index(r.row_bet.default_row.value)] * bet
+    linear = (result * plan.row_base + beaten * mine_bonus).sum(axis=0)
+    if plan.bet_row is not None:
+        linear += result[plan.bet_row] * plan.bet
     paid = np.flatnonzero(theirs)  # the few (row, opponent) with a bonus, row by row
     if len(paid):
         keys = b16.ravel()[paid] + (paid // n << 14)
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
         upto = np.concatenate(([0], np.cumsum(theirs.ravel()[paid[order]])))
-        ends = upto[np.searchsorted(keys, np.arange(1, 4) << 14, "left")]
+        ends = upto[np.searchsorted(keys, _ENDS, "left")]
         lost_to = upto[np.searchsorted(keys, asked, lose_side)]  # bonuses above, per row
-        linear -= (ends.repeat(c) - lost_to).reshape(3, c).sum(axis=0)
+        linear -= (ends[:, None] - lost_to.reshape(3, c)).sum(axis=0)
     theirs_sum = theirs[0] + theirs[1] + theirs[2]  # each opponent's bonuses, all rows
     rich = np.flatnonzero(theirs_sum)
     won_all, lost_all = _all_rows(a16, b16, ties_lose)
     scoops, scooped = _count(won_all), _count(lost_all)
-    given = np.zeros(c, dtype=np.int64)  # the bonuses of the opponents who scoop
+    given = 0  # the bonuses of the opponents who scoop
     if len(rich):
         _, lost_rich = _all_rows(a16, b16.take(rich, axis=1), ties_lose)
         given = lost_rich.astype(np.int64) @ theirs_sum[rich]
-    mine_bonus = mine_bonus.sum(axis=0)
-    times_base = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
-                                    and r.scoop.over is Over.BASE) else 1
-    times_all = r.scoop.amount if (r.scoop.kind is EffectKind.MULTIPLY
-                                   and r.scoop.over is Over.ALL) else 1
-    add = r.scoop.amount if r.scoop.kind is EffectKind.ADD else 0
-    rows = 3 * r.row_base + bet
-    base_me, base_them = rows * times_base, -rows * times_base  # a scoop's base, each way
-    total_me = (base_me + mine_bonus) * times_all + add  # a scoop's points, all from mine
+    mine_bonus = mine_bonus[0] + mine_bonus[1] + mine_bonus[2]
+    rows = 3 * plan.row_base + plan.bet
+    base_me, base_them = rows * plan.times_base, -rows * plan.times_base  # a scoop's base
+    total_me = (base_me + mine_bonus) * plan.times_all + plan.add  # a scoop's points: mine
     # Scooped: ((base_them − the opponent's bonuses) × times_all − add), summed.
-    total_them = (base_them * times_all - add) * scooped - times_all * given
-    unscooped = linear - scoops * (rows + mine_bonus) - (-rows * scooped - given)
+    total_them = (base_them * plan.times_all - plan.add) * scooped - plan.times_all * given
+    unscooped = linear - scoops * (rows + mine_bonus) + rows * scooped + given
     mean = (unscooped + scoops * total_me + total_them) / n
     p = scoops / n
     p_them = scooped / n
     if not joint:
-        zero = np.zeros(len(mine))
-        return mean, p, np.stack([zero, zero, p_them, zero, zero])
-    when = scoops * total_me / n
-    base_when = scoops * base_me / n
-    when_them = total_them / n
-    base_when_them = scooped * base_them / n
-    return mean, p, np.stack([when, base_when, p_them, when_them, base_when_them])
+        zero = np.zeros(c)
+        return mean, p, (zero, zero, p_them, zero, zero)
+    return mean, p, (scoops * total_me / n, scoops * base_me / n, p_them, total_them / n,
+                     scooped * base_them / n)
 
 
 def _all_rows(a: np.ndarray, b: np.ndarray, ties_lose: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +320,7 @@ def expected(mine: np.ndarray, pool: np.ndarray, category: np.ndarray, r: Rulese
     """
     hr = r.home_run
     joint = not banker and opponents >= 2 and hr.kind is not EffectKind.NONE
-    mean, p, (when, base_when, p_them, when_them, base_when_them) = pair_points(
+    mean, p, (when, base_when, p_them, when_them, base_when_them) = _pair_parts(
         mine, pool, category, r, banker, joint)
     if banker:
         return mean  # only the pair with the banker is scored
