@@ -10,6 +10,12 @@ banker under ``tie_rule: banker_wins``. The home run is taken with the opponents
 independent: scooping all ``k`` opponents has probability ``p**k`` where ``p`` is the
 chance to scoop one; a home run against the advisor is left out (it is rare, and the
 sampled refinement counts it).
+
+Rules that sum the rows, scoop only on three rows won and pay no winner or holding bonus
+(six of the eight presets) are counted (``_counted``): per row, how many opponents a
+split beats and loses to and the bonuses of those it loses to, and only the scoops pair
+by pair. The points are whole numbers, so the counts give the (split × opponent) float32
+arrays' means bit for bit; the other rules take those arrays (``_pair_points_each``).
 """
 
 from __future__ import annotations

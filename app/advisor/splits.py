@@ -1,15 +1,23 @@
 """Every valid split of 13 cards, as row strengths, with dominated splits dropped.
 
 All 72,072 ways to pick a back (5 of 13), a middle (5 of the 8 left) and a front (the 3
-left) are one static table of positions; a hand's row strengths are then three numpy
-gathers and three sorted-array lookups into the domain's strength scale
-(``app.domain.arrange._scale``: every row strength as one integer, 3- and 5-card rows on
-one scale, built from ``hands.row_strength``). A split is kept when it is valid (front ≤
-middle ≤ back, and strictly below under ``front_order: strict``), once per strength
-triple, and only if no other kept split of the same category triple is at least as strong
-on all three rows (dominance pruning). Within one category triple every row bonus is the
-same, so a dominated split can never score more against any opponent: the pruning loses
-nothing. Across category triples it would, when a house pays less for a higher category.
+left) are one static table of positions, back by back; a hand's row strengths are then
+numpy gathers from its 1,287 five-card and 286 three-card subsets' strengths, found by
+sorted-array lookups into the domain's strength scale (``app.domain.arrange._scale``:
+every row strength as one integer, 3- and 5-card rows on one scale, built from
+``hands.row_strength``). A split is kept when it is valid (front ≤ middle ≤ back, and
+strictly below under ``front_order: strict``), once per strength triple, and only if no
+other kept split of the same category triple is at least as strong on all three rows
+(dominance pruning). Within one category triple every row bonus is the same, so a
+dominated split can never score more against any opponent: the pruning loses nothing.
+Across category triples it would, when a house pays less for a higher category.
+
+When no row table pays less for a higher category (``monotone``: every preset but
+monster4, whose five of a kind pays no bonus), the pruning compares no two splits: most
+backs are left out before any gather (``_valid``: every split on them is beaten on all
+rows by one split found first), and the rest pruned by one table of running maxima
+(``_skyline``). Both keep exactly the splits the pairwise comparison (``_undominated``)
+keeps, each with the same first split of its strengths (tests/unit/test_advisor_fast.py).
 """
 
 from __future__ import annotations
