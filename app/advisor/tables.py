@@ -160,8 +160,10 @@ def removal_logs(decks: int, ace_low: AceLow) -> np.ndarray | None:
     out = np.empty((13, d, columns.shape[1]))
     for m in range(1, d + 1):
         left = d - m
+        # A count the pack no longer holds: −inf, whose exponential is 0 at once (a finite
+        # floor such as −1e4 gives the same 0 through libm's slower underflow path).
         logs = np.array([math.log(math.comb(left, c) / math.comb(d, c)) if c <= left
-                         else -1e4 for c in range(d + 1)])
+                         else -math.inf for c in range(d + 1)])
         for r in range(13):
             out[r, m - 1] = logs[columns[r]]
     return out

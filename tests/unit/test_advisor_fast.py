@@ -11,6 +11,7 @@ on many more inputs, the rules the pinned hands do not play included.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -22,6 +23,7 @@ from app.advisor.best import _strengths, _without_held, advise, choose, keep_bac
 from app.advisor.splits import _row_columns, _skyline, _undominated, lookup, splits
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, parse_cards
+from app.domain.hands import AceLow
 from app.domain.rulesets import PRESETS, Ruleset, resolve_ruleset
 
 LARGEST = {"row_base": 100_000, "scoop": {"kind": "multiply", "amount": 10, "over": "all"},
@@ -93,6 +95,28 @@ def test_the_scoop_rate_is_that_of_the_pair_points(spec: Any) -> None:
         _, p, _ = model._pair_points_each(pool[:128], pool[2048:2176], category, rules,
                                           False, joint=False)
         assert model.scoop_rate(pool, category, rules) == float(p.mean())
+
+
+@pytest.mark.parametrize("decks", [1, 2])
+def test_removal_weights_are_those_of_each_rank_s_logarithms_gathered_bit_for_bit(
+        decks: int) -> None:
+    low = AceLow.LOWEST
+    columns = tables.hand_count_columns(decks, low)
+    logs = tables.removal_logs(decks, low)
+    assert columns is not None and logs is not None
+    d = 4 * decks
+    rng = random.Random(f"removal-{decks}")
+    for _ in range(30):
+        held = np.zeros(13, dtype=np.int64)
+        for card in rng.sample(list(DECK) * decks, 13):
+            held[int(card.rank) - 2] += 1
+        logw = np.zeros(columns.shape[1])
+        for r in range(13):  # the direct sum: a gather from the rank's table, −1e4 if none
+            left = d - int(held[r])
+            if left < d:
+                logw += np.array([math.log(math.comb(left, c) / math.comb(d, c))
+                                  if c <= left else -1e4 for c in range(d + 1)])[columns[r]]
+        assert tables.removal_weights(logs, held).tobytes() == np.exp(logw).tobytes()
 
 
 @pytest.mark.parametrize("name", ["classic4", "monster4", "swap3"])
