@@ -19,16 +19,17 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from app.advisor import model, tables
-from app.advisor.splits import lookup, splits, warm_subsets
+from app.advisor.splits import Splits, lookup, splits, warm_subsets
 from app.domain import arrange
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, Card
-from app.domain.hands import Arrangement, row_strength
-from app.domain.rulesets import DRAGONS, Ruleset, Topology, ruleset_hash
+from app.domain.hands import AceLow, Arrangement, row_strength
+from app.domain.rulesets import DRAGONS, FrontOrder, Ruleset, Topology, ruleset_hash
 from app.domain.scoring import PlayerHand, score_choices
 from app.domain.specials import SpecialName, find_specials
 
@@ -98,7 +99,7 @@ def warm_up() -> None:
         lookup(ace_low)
         tables.index_of(ace_low)
     for decks, ace_low in tables.MODELS:
-        tables.hand_count_columns(decks, ace_low)
+        tables.removal_logs(decks, ace_low)
 
 
 def _stderr(xs: Sequence[float]) -> float:
@@ -110,8 +111,14 @@ def _stderr(xs: Sequence[float]) -> float:
 
 
 def seed_of(cards: Sequence[Card], rules: Ruleset, players: int) -> str:
-    text = ",".join(sorted(str(c) for c in cards)) + f"|{ruleset_hash(rules)}|{players}"
+    text = ",".join(sorted(str(c) for c in cards)) + f"|{_rules_hash(rules)}|{players}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=64)
+def _rules_hash(rules: Ruleset) -> str:
+    """``ruleset_hash``, once per ruleset: equal rulesets have equal canonical JSON."""
+    return ruleset_hash(rules)
 
 
 def special_claim(cards: Sequence[Card], rules: Ruleset) -> SpecialName | None:
@@ -180,18 +187,18 @@ def _without_held(pool: np.ndarray, hand: Sequence[Card], rules: Ruleset,
     ``hand`` leaves (``tables.removal_weights``: a hand needing a card the player holds
     is never drawn). Systematic resampling, seeded from ``rng``, keeps the table's order.
     """
-    columns = tables.hand_count_columns(rules.decks, rules.ace_low_straight)
-    assert columns is not None
+    logs = tables.removal_logs(rules.decks, rules.ace_low_straight)
+    assert logs is not None
     held = np.zeros(13, dtype=np.int64)
     for card in hand:
         held[int(card.rank) - 2] += 1
-    w = tables.removal_weights(columns, held, rules.decks)
+    w = tables.removal_weights(logs, held)
     cum = np.cumsum(w)
     at = (rng.random() + np.arange(FINE)) * (cum[-1] / FINE)
     picked = np.minimum(np.searchsorted(cum, at, side="right"), len(pool) - 1)
     rng_np = np.random.default_rng(rng.getrandbits(64))
     picked = picked[rng_np.permutation(FINE)]  # any COARSE of them a fair sample
-    drawn: np.ndarray = pool[picked]
+    drawn: np.ndarray = pool.take(picked, axis=0)
     return drawn
 
 
@@ -206,15 +213,17 @@ class _Ranked:
     table: str
 
 
-def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
-            claim: SpecialName | None) -> _Ranked:
-    """Rank the splits of ``hand`` by the model: the shortlist the deals then play.
-    ``claim`` is ``special_claim(hand, rules)``, which the caller has found already."""
+def _fine(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random, found: Splits,
+          extra: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float | None, str]:
+    """Rank the splits ``found`` of ``hand`` by the model: every split on ``COARSE``
+    opponent hands, the best ``FINE_SPLITS`` again on ``FINE``. Returns those best in
+    order (best first) with their fine points, the fine points of ``extra`` (one more
+    split's strengths, or None) and the opponent table's name. A split's points are its
+    own alone, so ``extra`` changes no other split's."""
     low = rules.ace_low_straight
     banker = rules.topology is Topology.BANKER
     category = lookup(low).category
 
-    found = splits(hand, rules)
     pool = tables.load(rules.decks, low)
     table = tables.name(rules.decks, low)
     if pool is None:
@@ -230,22 +239,70 @@ def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
 
     coarse = points(found.strengths, COARSE)
     top = np.argsort(-coarse, kind="stable")[:FINE_SPLITS]
-    fine = points(found.strengths[top], FINE)
-    order = top[np.argsort(-fine, kind="stable")]
-    fine_of = dict(zip(top.tolist(), fine.tolist(), strict=True))
+    rows = found.strengths[top] if extra is None else np.concatenate([found.strengths[top],
+                                                                       extra])
+    fine_all = points(rows, FINE)
+    fine = fine_all[:len(top)]
+    by_fine = np.argsort(-fine, kind="stable")
+    extra_points = None if extra is None else float(fine_all[-1])
+    return top[by_fine], fine[by_fine], extra_points, table
 
-    kb = keep_back(hand, low, decks=rules.decks)
-    index = tables.index_of(low)
-    kb_strengths = np.array([[index[row_strength(row, low)] for row in kb.rows]])
+
+def _ranked(hand: tuple[Card, ...], rules: Ruleset, n: int, rng: random.Random,
+            claim: SpecialName | None) -> _Ranked:
+    """Rank the splits of ``hand`` by the model: the shortlist the deals then play.
+    ``claim`` is ``special_claim(hand, rules)``, which the caller has found already."""
+    found = splits(hand, rules)
+    kb, kb_strengths = _keep_back(hand, rules, found)
+    order, fine, kb_points, table = _fine(hand, rules, n, rng, found, kb_strengths)
+    assert kb_points is not None
     candidates: list[tuple[Arrangement, float]] = []
-    for i in order[:SHORTLIST].tolist():
+    for i, points in zip(order[:SHORTLIST].tolist(), fine[:SHORTLIST].tolist(), strict=True):
         a = found.arrangement(i)
         if (found.strengths[i] == kb_strengths[0]).all():
             a = kb  # the same strengths: keep keep_back's own cards (suits only differ)
-        candidates.append((a, fine_of[i]))
+        candidates.append((a, points))
     if all(a != kb for a, _ in candidates):
-        candidates.append((kb, float(points(kb_strengths, FINE)[0])))
+        candidates.append((kb, kb_points))
     return _Ranked(hand, candidates, kb, claim, table)
+
+
+def _strengths(a: Arrangement, low: AceLow) -> np.ndarray:
+    index = tables.index_of(low)
+    return np.array([[index[row_strength(row, low)] for row in a.rows]], dtype=np.int32)
+
+
+def _keep_back(hand: tuple[Card, ...], rules: Ruleset, found: Splits
+               ) -> tuple[Arrangement, np.ndarray]:
+    """keep_back's arrangement of ``hand`` and its row strengths, (1, 3): read from
+    ``found`` (``keep_back_split``) unless keep_back must be run."""
+    at = keep_back_split(found, rules)
+    if at is None:
+        kb = keep_back(hand, rules.ace_low_straight, decks=rules.decks)
+        return kb, _strengths(kb, rules.ace_low_straight)
+    return found.arrangement(at), found.strengths[at:at + 1]
+
+
+def keep_back_split(found: Splits, rules: Ruleset) -> int | None:
+    """Which of ``found`` is keep_back's arrangement, without running keep_back.
+
+    keep_back plays the valid split that is best by the back's, the middle's and the
+    front's category, then their strengths in that order (app.domain.arrange): a split
+    at least as strong on every row is at least as good by that order, so keep_back's is
+    never dominated and ``splits`` keeps its strengths. Among the splits of those
+    strengths keep_back takes the one whose back, then middle, then front hold the
+    cards earliest in canonical order: the first in the position table, the one
+    ``splits`` keeps. None under ``front_order: strict``, which keep_back does not play
+    by: ``splits`` may have dropped its split.
+    """
+    if rules.front_order is FrontOrder.STRICT:
+        return None
+    st = found.strengths.astype(np.int64)
+    cat = lookup(rules.ace_low_straight).category[found.strengths].astype(np.int64)
+    # Strength indices are below 2**14 and categories below 2**4: one integer orders both.
+    key = (((cat[:, 2] << 8 | cat[:, 1] << 4 | cat[:, 0]) << 42)
+           | st[:, 2] << 28 | st[:, 1] << 14 | st[:, 0])
+    return int(np.argmax(key))
 
 
 def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
@@ -254,20 +311,34 @@ def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
 
     Returns the best arrangement and the special hand to claim (None: play the rows). The
     deals decide nothing unless the cards hold a special claim (``Advice.claim`` weighs
-    the claim's mean over them) or ``OVERRIDE_Z`` lets them reorder the shortlist, so only
-    then is the whole ``advise`` run: the choice is always ``advise``'s own. For the
-    fair-play job, which prices every seat of a round.
+    the claim's mean over them, so only the claim is played on them) or ``OVERRIDE_Z``
+    lets them reorder the shortlist (then the whole ``advise`` is run): the choice is
+    always ``advise``'s own. For the fair-play job, which prices every seat of a round.
     """
     n = rules.max_players if players is None else players
     hand = tuple(sorted(cards, key=lambda c: c.order))
-    claim = special_claim(hand, rules)
-    if claim is not None or OVERRIDE_Z is not None:
+    if OVERRIDE_Z is not None:
         advice = advise(hand, rules, n)
         claimed = advice.special.special if advice.claim and advice.special else None
         assert advice.best.arrangement is not None
         return advice.best.arrangement, claimed
-    ranked = _ranked(hand, rules, n, random.Random(seed_of(hand, rules, n)), None)
-    return ranked.candidates[0][0], None
+    rng = random.Random(seed_of(hand, rules, n))
+    claim = special_claim(hand, rules)
+    if claim is not None:
+        ranked = _ranked(hand, rules, n, rng, claim)
+        best, rows = sorted(ranked.candidates, key=lambda c: c[1] or 0.0, reverse=True)[0]
+        play = [PlayerHand(ME, ranked.keep_back, special=claim.value)]
+        pack = pack_without(hand, rules)
+        points = [score_choices(play, deal_opponents(rng, pack, rules, n), rules)[0]
+                  .players[0].points for _ in range(DEALS)]
+        return best, claim if sum(points) / len(points) > rows else None
+    found = splits(hand, rules)
+    order, _, _, _ = _fine(hand, rules, n, rng, found, None)
+    i = int(order[0])
+    if rules.front_order is FrontOrder.STRICT:  # keep_back's cards when it has the strengths
+        kb, kb_strengths = _keep_back(hand, rules, found)
+        return kb if (found.strengths[i] == kb_strengths[0]).all() else found.arrangement(i), None
+    return found.arrangement(i), None  # keep_back's own cards when it is keep_back's split
 
 
 def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,

@@ -130,7 +130,9 @@ def analyse(result: Mapping[str, Any], rules: Ruleset
         agreed = (claims and played_special == chosen.special) or (
             not claims and not played_special
             and chosen.arrangement == table[i].arrangement)
-        advised = score_round([*table[:i], chosen, *table[i + 1:]], rules)
+        # The seat as the advisor would play it; the round as played when that is it.
+        advised = (actual if chosen == table[i]
+                   else score_round([*table[:i], chosen, *table[i + 1:]], rules))
         a = mine.player_id
         seed = seed_of(cards, rules, n)
         ts: dict[int, int] = {}

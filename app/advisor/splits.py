@@ -1,15 +1,23 @@
 """Every valid split of 13 cards, as row strengths, with dominated splits dropped.
 
 All 72,072 ways to pick a back (5 of 13), a middle (5 of the 8 left) and a front (the 3
-left) are one static table of positions; a hand's row strengths are then three numpy
-gathers and three sorted-array lookups into the domain's strength scale
-(``app.domain.arrange._scale``: every row strength as one integer, 3- and 5-card rows on
-one scale, built from ``hands.row_strength``). A split is kept when it is valid (front ≤
-middle ≤ back, and strictly below under ``front_order: strict``), once per strength
-triple, and only if no other kept split of the same category triple is at least as strong
-on all three rows (dominance pruning). Within one category triple every row bonus is the
-same, so a dominated split can never score more against any opponent: the pruning loses
-nothing. Across category triples it would, when a house pays less for a higher category.
+left) are one static table of positions, back by back; a hand's row strengths are then
+numpy gathers from its 1,287 five-card and 286 three-card subsets' strengths, found by
+sorted-array lookups into the domain's strength scale (``app.domain.arrange._scale``:
+every row strength as one integer, 3- and 5-card rows on one scale, built from
+``hands.row_strength``). A split is kept when it is valid (front ≤ middle ≤ back, and
+strictly below under ``front_order: strict``), once per strength triple, and only if no
+other kept split of the same category triple is at least as strong on all three rows
+(dominance pruning). Within one category triple every row bonus is the same, so a
+dominated split can never score more against any opponent: the pruning loses nothing.
+Across category triples it would, when a house pays less for a higher category.
+
+When no row table pays less for a higher category (``monotone``: every preset but
+monster4, whose five of a kind pays no bonus), the pruning compares no two splits: most
+backs are left out before any gather (``_valid``: every split on them is beaten on all
+rows by one split found first), and the rest pruned by one table of running maxima
+(``_skyline``). Both keep exactly the splits the pairwise comparison (``_undominated``)
+keeps, each with the same first split of its strengths (tests/unit/test_advisor_fast.py).
 """
 
 from __future__ import annotations
@@ -59,6 +67,9 @@ def warm_subsets() -> None:
     """Build the split positions and their row subsets now (see app.advisor.best.warm_up)."""
     _subsets()
     _id_columns()
+    _completions()
+    _beside_fronts()
+    _members()
 
 
 @dataclass(frozen=True)
@@ -118,20 +129,109 @@ def _id_columns() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _row_columns(cards: tuple[Card, ...], ace_low: AceLow
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every split's front, middle and back strength index, as three (72072,) arrays."""
-    fives, threes, _ = _subsets()
+    five, three = _subset_strengths(cards, ace_low)
+    back, middle, front = _id_columns()
+    return three[front], five[middle], five[back]
+
+
+def _subset_strengths(cards: tuple[Card, ...], ace_low: AceLow
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The strength index of each five-card and three-card subset of the 13 cards."""
+    in_five, in_three = _members()
     lk = lookup(ace_low)
-    rank = np.array([int(c.rank) for c in cards], dtype=np.int64)
-    suit = np.array([_SUIT_CODE[c.suit] for c in cards], dtype=np.int8)
-    enc = np.left_shift(np.int64(1), 3 * (rank - 2))
-    code = enc[fives].sum(axis=1)
-    s = suit[fives]
-    one_suit = (s == s[:, :1]).all(axis=1)
+    # Per card, three bits for its rank and three for its suit: a subset's rank code (as
+    # the scale's tables key it) and suit counts are one integer product each.
+    bits = np.array([(1 << 3 * (int(c.rank) - 2), 1 << 3 * _SUIT_CODE[c.suit]) for c in cards],
+                    dtype=np.int64)
+    code, suits = (in_five @ bits).T
+    one_suit = (suits == 5) | (suits == 5 << 3) | (suits == 5 << 6) | (suits == 5 << 9)
     five = _find(code, lk.plain_codes, lk.plain_index)
     if one_suit.any():
         five[one_suit] = _find(code[one_suit], lk.flush_codes, lk.flush_index)
-    three = _find(enc[threes].sum(axis=1), lk.three_codes, lk.three_index)
-    back, middle, front = _id_columns()
-    return three[front], five[middle], five[back]
+    three = _find(in_three @ bits[:, 0], lk.three_codes, lk.three_index)
+    return five, three
+
+
+@cache
+def _members() -> tuple[np.ndarray, np.ndarray]:
+    """Which of the 13 positions each five-card and three-card subset holds, as 0/1 rows:
+    (1287, 13) and (286, 13) int64."""
+    fives, threes, _ = _subsets()
+    out = []
+    for subsets in (fives, threes):
+        member = np.zeros((len(subsets), 13), dtype=np.int64)
+        np.put_along_axis(member, subsets.astype(np.intp), 1, axis=1)
+        out.append(member)
+    return out[0], out[1]
+
+
+@cache
+def _completions() -> tuple[np.ndarray, np.ndarray]:
+    """The position table's middle and front subset ids as (1287, 56) index arrays: row b
+    holds the splits whose back is five-card subset b (the table runs back by back)."""
+    ids = _subsets()[2]
+    middle, front = (np.ascontiguousarray(ids[:, k], dtype=np.intp).reshape(1287, 56)
+                     for k in (1, 2))
+    return middle, front
+
+
+@cache
+def _beside_fronts() -> tuple[np.ndarray, np.ndarray]:
+    """Per three-card subset (286), the back and middle five-card subset ids of the 252
+    ways to split the ten other cards: two (286, 252) index arrays."""
+    five_id: dict[tuple[int, ...], int] = {
+        c: i for i, c in enumerate(combinations(range(13), 5))}
+    backs, middles = [], []
+    for front in combinations(range(13), 3):
+        rest = [p for p in range(13) if p not in front]
+        pairs = [(back, tuple(p for p in rest if p not in back))
+                 for back in combinations(rest, 5)]
+        backs.append([five_id[b] for b, _ in pairs])
+        middles.append([five_id[m] for _, m in pairs])
+    return np.array(backs, dtype=np.intp), np.array(middles, dtype=np.intp)
+
+
+def _valid(cards: tuple[Card, ...], ace_low: AceLow, prune: bool
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The valid splits (front ≤ middle ≤ back): their numbers in the position table and
+    their front, middle and back strength indices (int16; below 2**14). ``_row_columns``
+    of those, from gathers of 56 middles and fronts per back: the back is the row's own
+    five-card subset.
+
+    With ``prune``, backs whose every split another beats on all three rows are left out
+    before any gather. Take the strongest front any valid split plays, and the strongest
+    middle a valid split holds beside it (``floor``): that split beats on every row any
+    split whose back is below ``floor``, whose middle is no stronger than its back and
+    front no stronger than the best. About nine backs in ten go so; only dominated splits.
+    The fronts are tried strongest first, a few dozen at a time, until one can be played.
+    """
+    five, three = _subset_strengths(cards, ace_low)
+    five16, three16 = five.astype(np.int16), three.astype(np.int16)
+    ids_m, ids_f = _completions()
+    backs = None
+    if prune:
+        beside_b, beside_m = _beside_fronts()
+        order = np.argsort(-three16, kind="stable")
+        start, size = 0, 32
+        while start < len(order):
+            tried = order[start:start + size]
+            fronts = three16[tried][:, None]
+            back, middle = five16[beside_b[tried]], five16[beside_m[tried]]
+            ok = (fronts <= middle) & (middle <= back)
+            if ok.any():
+                best = np.where(ok, fronts, -1).max()
+                floor = middle[ok & (fronts == best)].max()
+                backs = np.flatnonzero(five16 >= floor)
+                ids_m, ids_f = ids_m[backs], ids_f[backs]
+                break
+            start, size = start + size, 2 * size
+    middle = five16[ids_m]
+    front = three16[ids_f]
+    back16 = five16 if backs is None else five16[backs]
+    here = np.flatnonzero((front <= middle) & (middle <= back16[:, None]))
+    row = here // 56
+    at = here if backs is None else backs[row] * 56 + here % 56
+    return at, front.ravel()[here], middle.ravel()[here], back16[row]
 
 
 def row_strengths(cards: tuple[Card, ...], ace_low: AceLow) -> np.ndarray:
@@ -152,13 +252,13 @@ def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
     strengths are filtered; the positions of the few splits kept are gathered at the end.
     """
     ace_low = r.ace_low_straight
-    front, middle, back = _row_columns(cards, ace_low)
-    at = np.flatnonzero((front <= middle) & (middle <= back))
+    prune = monotone(r) and r.front_order is not FrontOrder.STRICT
+    at, front, middle, back = _valid(cards, ace_low, prune)
     # One integer per triple (strength indices are below 2**14), ascending as
     # (back, middle, front) is, then the split's number below it (72,072 < 2**17): one
     # sort orders the triples and puts each one's first split first.
-    key = ((back[at].astype(np.int64) << 28) | (middle[at].astype(np.int64) << 14)
-           | front[at]) << 17 | at
+    key = ((back.astype(np.int64) << 28) | (middle.astype(np.int64) << 14)
+           | front) << 17 | at
     key.sort()
     triple = key >> 17
     first = np.ones(len(key), dtype=bool)
@@ -181,8 +281,39 @@ def splits(cards: tuple[Card, ...], r: Ruleset) -> Splits:
                    for table in (r.lookup.row_bonus, r.lookup.holding, r.lookup.winner)
                    for k in range(3)]
         extra = np.stack(columns, axis=1)
-    keep = _undominated(st, extra)
+    keep = _skyline(st) if extra.shape[1] == 0 else _undominated(st, extra)
     return Splits(cards, st[keep], _positions()[at[keep]])
+
+
+def _skyline(st: np.ndarray) -> np.ndarray:
+    """Return ``_undominated(st, no extra columns)``'s mask, without comparing splits pairwise.
+
+    Split i is dominated when another is at least as strong on every row: one with a
+    stronger middle, an equal middle and a stronger front, or all but the back equal and a
+    stronger back. One table answers all three: per back (strongest first, a row of its
+    own above them all) and per front rank (strongest first, a column of its own before
+    them all), the strongest middle among the splits at least that strong on both, built by
+    a scatter and two running maxima. Distinct triples never dominate through an equal one.
+    """
+    front, middle, back = st[:, 0], st[:, 1], st[:, 2]
+    new = np.empty(len(st), dtype=bool)
+    new[0] = True
+    np.not_equal(back[1:], back[:-1], out=new[1:])  # st ascends by back
+    rising = np.cumsum(new)
+    backs = int(rising[-1])
+    rank = np.zeros(int(front.max()) + 2, dtype=np.intp)
+    rank[front] = 1
+    rank[::-1] = np.cumsum(rank[::-1])  # rank[v]: distinct fronts at least v, 1 the strongest
+    width = int(rank[0]) + 1
+    cell = (backs + 1 - rising) * width + rank[front]
+    table = np.full((backs + 1) * width, -1, dtype=np.int32)
+    np.maximum.at(table, cell, middle)
+    grid = table.reshape(backs + 1, width)
+    np.maximum.accumulate(grid, axis=1, out=grid)
+    np.maximum.accumulate(grid, axis=0, out=grid)
+    out: np.ndarray = ((table[cell] <= middle) & (table[cell - 1] < middle)
+                       & (table[cell - width] < middle))
+    return out
 
 
 def _strictly_below(front: np.ndarray, middle: np.ndarray, ace_low: AceLow) -> np.ndarray:

@@ -135,9 +135,9 @@ def hand_counts(decks: int, ace_low: AceLow) -> np.ndarray | None:
 def hand_count_columns(decks: int, ace_low: AceLow) -> np.ndarray | None:
     """``hand_counts`` by rank: row r holds every table hand's count of rank r, (13, hands).
 
-    ``removal_weights`` reads one row per rank the player holds: a gather from a table of
-    ``4 × decks + 1`` logarithms. No matrix product, so no BLAS call (BLAS threads spin
-    and count as the process's CPU time).
+    ``removal_logs`` gathers from each rank's table of ``4 × decks + 1`` logarithms with
+    them. No matrix product, so no BLAS call (BLAS threads spin and count as the
+    process's CPU time).
     """
     counts = hand_counts(decks, ace_low)
     if counts is None:
@@ -146,7 +146,30 @@ def hand_count_columns(decks: int, ace_low: AceLow) -> np.ndarray | None:
     return out
 
 
-def removal_weights(columns: np.ndarray, held: np.ndarray, decks: int) -> np.ndarray:
+@cache
+def removal_logs(decks: int, ace_low: AceLow) -> np.ndarray | None:
+    """``removal_weights``' factors, gathered once: [r, m − 1] holds every table hand's
+    log factor for its count of rank r when the player holds m of that rank, (13, 4 ×
+    decks, hands) float64 (8 MB a one-deck table, 17 MB a two-deck one). A weight is
+    then a few additions and an exponential, the same numbers in the same order as a
+    gather from each rank's small table of logarithms."""
+    columns = hand_count_columns(decks, ace_low)
+    if columns is None:
+        return None
+    d = 4 * decks
+    out = np.empty((13, d, columns.shape[1]))
+    for m in range(1, d + 1):
+        left = d - m
+        # A count the pack no longer holds: −inf, whose exponential is 0 at once (a finite
+        # floor such as −1e4 gives the same 0 through libm's slower underflow path).
+        logs = np.array([math.log(math.comb(left, c) / math.comb(d, c)) if c <= left
+                         else -math.inf for c in range(d + 1)])
+        for r in range(13):
+            out[r, m - 1] = logs[columns[r]]
+    return out
+
+
+def removal_weights(logs: np.ndarray, held: np.ndarray) -> np.ndarray:
     """Weight each opponent hand by how likely its ranks are once ``held`` is out of the pack.
 
     A table hand was dealt from whole decks; at the table the other seats are dealt from what
@@ -154,17 +177,15 @@ def removal_weights(columns: np.ndarray, held: np.ndarray, decks: int) -> np.nda
     over the whole pack (D = 4 × decks copies of each rank) and ∏ C(D − m_r, c_r) once the
     player holds ``m_r`` of rank r, so each hand's weight is ∏ C(D − m_r, c_r) / C(D, c_r):
     zero for a hand that needs a card the player holds (three aces in the player's hand
-    leave no pair of aces to an opponent). Suits are not weighed. ``columns`` is
-    ``hand_count_columns``; a rank the player does not hold weighs 1 whatever the count.
+    leave no pair of aces to an opponent). Suits are not weighed. ``logs`` is
+    ``removal_logs``: the logarithms are summed rank by rank, a rank the player does not
+    hold weighing 1 whatever the count.
     """
-    d = 4 * decks
-    logw = np.zeros(columns.shape[1])
+    logw = None
     for r in range(13):
-        left = d - int(held[r])
-        if left == d:
-            continue
-        logs = np.array([math.log(math.comb(left, c) / math.comb(d, c)) if c <= left
-                         else -1e4 for c in range(d + 1)])
-        logw += logs[columns[r]]
-    w: np.ndarray = np.exp(logw)
+        m = int(held[r])
+        if m:  # from the first rank held: 0.0 + x is x
+            logw = logs[r, m - 1].copy() if logw is None else np.add(logw, logs[r, m - 1],
+                                                                      out=logw)
+    w: np.ndarray = np.exp(logw) if logw is not None else np.ones(logs.shape[2])
     return w

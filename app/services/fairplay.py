@@ -24,6 +24,7 @@ possible bot.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import uuid
@@ -33,13 +34,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Protocol
 
 from app.advisor.fairplay import VERSION, analyse
 
 __all__ = ["VERSION", "analyse_round", "cases", "cases_report", "pair_figures", "pairs_report",
            "run"]
-from app.domain.games import rules_from_dict
+from app.domain.games import AnyRules, rules_from_dict
 from app.domain.rulesets import Ruleset
 
 SCREEN_Z = 3.0
@@ -78,7 +80,7 @@ def analyse_round(row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str
             "advisor_version": VERSION, "table_id": row["table_id"],
             "played_at": row["created_at"], "stake": row["stake"]}
     head = {**base, "ruleset_name": row["ruleset_name"], "pairs": 0}
-    rules = rules_from_dict(row["ruleset"])
+    rules = _rules(json.dumps(row["ruleset"], sort_keys=True))
     if not isinstance(rules, Ruleset):
         return {**head, "evidence": {"skipped": "a banker game: no rows to choose"}}, []
     signals, evidence = analyse(row["result"], rules)
@@ -89,6 +91,13 @@ def analyse_round(row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str
                    "advised": e.advised, "advised_special": e.advised_special}
           for player, e in evidence.items()}
     return {**head, "pairs": len(pairs), "evidence": ev}, pairs
+
+
+@lru_cache(maxsize=64)
+def _rules(text: str) -> AnyRules:
+    """The rules a stored round names, read once per process: a period's rounds share a
+    few rulesets, and rules are immutable values."""
+    return rules_from_dict(json.loads(text))
 
 
 def _analyse_batch(rows: list[dict[str, Any]]

@@ -18,8 +18,10 @@ from app.domain.rulesets import PRESETS
 REPO = Path(__file__).resolve().parents[2]
 
 CACHES: tuple[Any, ...] = (arrange._scale, splits._positions, splits._subsets,
-                           splits._id_columns, splits.lookup, tables._index, tables.load,
-                           tables.rank_counts, tables.hand_counts, tables.hand_count_columns)
+                           splits._id_columns, splits._completions, splits._beside_fronts,
+                           splits._members, splits.lookup, tables._index, tables.load,
+                           tables.rank_counts, tables.hand_counts, tables.hand_count_columns,
+                           tables.removal_logs)
 
 
 def _cleared() -> None:
