@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -314,7 +313,8 @@ AUDIT_FINDINGS_EXIT = 3
               help="Rounds walked per page.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=None,
               help="Processes that walk the chains at once, each on a connection of its "
-                   "own (default: one a core).")
+                   "own (default: one a core and one more: each waits on its queries "
+                   "while the others work).")
 @click.option("--public-keys", "keys_file",
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The public keys to check signatures with, as GET /v1/audit/public-keys "
@@ -355,7 +355,7 @@ def audit_verify(checkpoint_file: Path, limit: int, jobs: int | None,
 
     pages = checkpoint_service.verify_anchored_in_processes(
         uows_here, keys, checkpoint["operator_id"], checkpoint=checkpoint,
-        jobs=jobs or os.cpu_count() or 1, limit=limit)
+        jobs=jobs or checkpoint_service.default_jobs(), limit=limit)
     findings, rounds = 0, 0
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
         for page in pages:

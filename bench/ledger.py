@@ -741,9 +741,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify-only", action="store_true",
                         help="time only the checkpoint of every chain and the verify of every "
                              "chain against it, receipts included")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="processes the verify of every chain runs in (default: one a "
-                             "core)")
+    parser.add_argument("--jobs", type=int, default=checkpoints.default_jobs(),
+                        help="processes the verify of every chain runs in (default: as "
+                             "`flask --app app audit verify`, one a core and one more)")
     parser.add_argument("--reuse", metavar="DATABASE",
                         help="time a database kept by an earlier --keep run with the same "
                              "--tables and --seats: migrate it to head, skip the load, keep it")

@@ -29,6 +29,7 @@ import hashlib
 import json
 import multiprocessing
 import multiprocessing.connection
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -354,6 +355,13 @@ def verify_anchored_in_processes(
     finally:
         for process in running.values():
             process.kill()
+
+
+def default_jobs() -> int:
+    """The processes a verify of every chain runs in by default: one a core, and one more
+    to work while the others wait on their queries (1,000,000 rounds on 2 cores: 149 s
+    in 2 processes, 112 s in 3, bench.ledger)."""
+    return (os.cpu_count() or 1) + 1
 
 
 def _verify_part(out: Any, make_uows: Callable[[], UnitOfWorkFactory], keys: PublicKeys,
