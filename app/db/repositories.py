@@ -27,7 +27,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.driver import as_sqlalchemy_errors, driver_of, send, send_sets
-from app.db.models import Chain, LedgerLine, Round, RoundPlayer, RoundRuleset
+from app.db.models import Chain, Round, RoundRuleset
 from app.services.cursors import Cursor, Page, page_limit
 from app.services.repositories import (
     EVIDENCE_LINE_PLACE,
@@ -419,28 +419,6 @@ class RoundRepository:
             .limit(limit)
         )
         return self._session.execute(stmt).all()
-
-    def money_rows(self, operator_id: str, table_id: str, rounds: Sequence[Any]
-                   ) -> tuple[dict[int, list[Any]], dict[uuid.UUID, list[Any]]]:
-        """Return the stored seats of ``rounds`` (rows of one chain) by chain_seq and their
-        lines by round id, as plain rows: what verify compares with each round."""
-        if not rounds:
-            return {}, {}
-        seats = RoundPlayer.__table__
-        lines = LedgerLine.__table__
-        seqs = [r.chain_seq for r in rounds]
-        by_seq: dict[int, list[Any]] = {}
-        for row in self._session.execute(
-                select(seats).where(seats.c.operator_id == operator_id,
-                                    seats.c.table_id == table_id,
-                                    seats.c.chain_seq.between(min(seqs), max(seqs)))):
-            by_seq.setdefault(row.chain_seq, []).append(row)
-        by_round: dict[uuid.UUID, list[Any]] = {}
-        for row in self._session.execute(
-                select(lines).where(lines.c.operator_id == operator_id,
-                                    lines.c.round_id.in_([r.id for r in rounds]))):
-            by_round.setdefault(row.round_id, []).append(row)
-        return by_seq, by_round
 
     def chain_batch(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
                     limit: int) -> ChainBatch:

@@ -421,9 +421,6 @@ class RoundRepository(Protocol):
     def chain_rows(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
                    limit: int) -> Sequence[Any]: ...
 
-    def money_rows(self, operator_id: str, table_id: str, rounds: Sequence[Any]
-                   ) -> tuple[dict[int, list[Any]], dict[uuid.UUID, list[Any]]]: ...
-
     def chain_batch(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,
                     limit: int) -> ChainBatch: ...
 
