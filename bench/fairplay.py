@@ -36,7 +36,7 @@ honest pairs the windows' cutoff assumes (a run of one pair tests few honest pai
 no-scoop pair at the cutoff of a full-size run.
 
 ``--full`` is the issue's scale: 7 runs of 5,000 hands (35,000 hands, over 10,000 honest
-pair tests, 20 or more windows per planted pair); about an hour on 2 shared cores.
+pair tests, 20 or more windows per planted pair); about 45 minutes on 2 shared cores.
 """
 
 from __future__ import annotations
