@@ -1,11 +1,13 @@
-"""No statement is prepared on the server, so no generic plan goes stale.
+"""No statement whose plan depends on the data is prepared, so no generic plan goes stale.
 
 psycopg prepares a statement after 5 runs; prepared while ``rounds`` was nearly empty, its
 cached generic plan found the Idempotency-Key by scanning the operator's rounds through
-another index, 4-5 ms of PostgreSQL a settle until autoanalyze. The engine now prepares
-nothing (``prepare_threshold=None``), so each statement is planned for the table as it is.
-The append path's functions (migration 0014) keep their statements' plans for the
-connection, all but the two lookups by key, which are planned for their values each call.
+another index, 4-5 ms of PostgreSQL a settle until autoanalyze. The engine now has psycopg
+prepare nothing (``prepare_threshold=None``), and the append path prepares only its
+functions' calls, BEGIN and COMMIT (app.db.driver.preparable), so each read of a table is
+planned for the table as it is. The append path's functions (migration 0014) keep their
+statements' plans for the connection, all but the two lookups by key, which are planned
+for their values each call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sqlalchemy.pool import NullPool
 from app.config import libpq_url
 from app.db import get_database
 from app.db.appends import _KEY_USE
+from app.db.driver import PREPARABLE
 from app.db.schema import upgrade
 from tests.worked_examples import EX_000, settle_copies
 
@@ -57,7 +60,7 @@ FROM generate_series(0, 7999) AS g
 """
 
 
-def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_grow(
+def test_settles_prepare_only_calls_and_the_key_is_found_by_its_index_once_rounds_grow(
         own_ledger):
     ledger = own_ledger(db_pool_size=1, db_max_overflow=0)
     app, owner = ledger.app, ledger.owner
@@ -69,12 +72,19 @@ def test_settles_prepare_nothing_and_the_key_is_found_by_its_index_once_rounds_g
     bulk.dispose()
     engine = get_database(app).engine
     with engine.connect() as connection:  # the pool's one connection, which ran them all
-        assert connection.exec_driver_sql(
-            "SELECT count(*) FROM pg_prepared_statements").scalar() == 0
+        prepared = dict(connection.exec_driver_sql(
+            "SELECT name, statement FROM pg_prepared_statements").all())
         driver = connection.connection.driver_connection
-        explained = driver.execute(f"EXPLAIN (FORMAT JSON) {_KEY_USE}", {
-            "operator_id": "default", "key": "bulk-key-77"}).fetchone()[0]
+        explained = psycopg.RawCursor(driver).execute(
+            b"EXPLAIN (FORMAT JSON) " + _KEY_USE, ["default", "bulk-key-77"]).fetchone()[0]
         connection.rollback()
+    # The take and the append, their BEGIN and COMMIT, the key's read: nothing that reads
+    # a table but by its primary key.
+    assert prepared, "the append path prepared nothing"
+    assert {name: PREPARABLE[statement.encode()].decode()
+            for name, statement in prepared.items()} == {name: name for name in prepared}
+    assert _KEY_USE not in PREPARABLE
+    assert not any("FROM rounds" in statement for statement in prepared.values())
     plan = _plan_of(explained)
     assert ("uq_rounds_operator_id_idempotency_key",
             "((operator_id = 'default'::text) AND (idempotency_key = 'bulk-key-77'::text))"
