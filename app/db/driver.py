@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import abc
 from psycopg.adapt import Transformer
-from psycopg.pq import ExecStatus, TransactionStatus
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
 from psycopg.waiting import Ready, Wait
 from sqlalchemy import Connection, Engine
@@ -43,6 +43,8 @@ Command = tuple[bytes, Sequence[bytes | None] | None]
 _FATAL = ExecStatus.FATAL_ERROR
 _COMMAND_OK = ExecStatus.COMMAND_OK
 _SYNC = ExecStatus.PIPELINE_SYNC
+_BAD = ConnStatus.BAD
+_SEVERITY = DiagnosticField.SEVERITY_NONLOCALIZED
 _WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
 
 
@@ -73,13 +75,25 @@ def exchange(driver: psycopg.Connection[Any], commands: Sequence[Command],
                     pgconn.send_prepare(name, sql)
                 pgconn.send_query_prepared(name, params)
             pgconn.pipeline_sync()
-            results: list[PGresult] = driver.wait(_answered(pgconn))
+            queued = len(commands) + len(preparing)
+            results: list[PGresult] = driver.wait(_answered(pgconn, queued))
         finally:
             _leave_pipeline(driver)
+    if len(results) != queued:
+        # An answer that is not one result a statement: nothing more on this connection
+        # can be trusted, and the pool discards it (a closed connection is a lost one).
+        driver.close()
+        raise psycopg.OperationalError(f"the server answered {len(results)} results to "
+                                       f"{queued} statements")
     if preparing:
         results = _prepared_by(results, len(commands), preparing, prepared)
     for result in results:
         if result.status == _FATAL:
+            if result.error_field(_SEVERITY) == b"FATAL":
+                # The server ends the session (shut down, the backend terminated, an idle
+                # transaction timed out): the connection is lost, whatever libpq has
+                # seen of its end yet.
+                driver.close()
             raise psycopg.errors.error_from_result(result, encoding=driver.info.encoding)
     return results
 
@@ -115,9 +129,12 @@ def preparable(sql: bytes) -> bytes:
     return sql
 
 
-def _answered(pgconn: PGconn) -> Any:
-    """Send what libpq still holds of the message, then read the statements' results
-    up to the Sync's (as psycopg's own generators do, for one message of several)."""
+def _answered(pgconn: PGconn, queued: int) -> Any:
+    """Send what libpq still holds of the message, then read the results of its
+    ``queued`` statements up to the Sync's (as psycopg's own generators do, for one
+    message of several). libpq ends each statement's results with a NULL; a NULL past
+    the last one, before the Sync's result, means the answer is not all in: wait for the
+    server (the connection's deadline bounds the wait) rather than ask libpq again."""
     while pgconn.flush():
         # The socket took part of it: wait until it takes more, reading meanwhile what
         # the server sends, lest both wait on each other.
@@ -126,6 +143,7 @@ def _answered(pgconn: PGconn) -> Any:
         if ready & _READY_R:
             pgconn.consume_input()
     results: list[PGresult] = []
+    ended = 0
     while True:
         while pgconn.is_busy():
             while not (yield _WAIT_R):
@@ -133,7 +151,15 @@ def _answered(pgconn: PGconn) -> Any:
             pgconn.consume_input()
         result = pgconn.get_result()
         if result is None:
-            continue  # the end of one statement's results
+            if pgconn.status == _BAD:
+                raise psycopg.OperationalError(
+                    f"consuming input failed: {pgconn.get_error_message()}")
+            ended += 1  # the end of one statement's results
+            if ended > queued:
+                while not (yield _WAIT_R):
+                    continue
+                pgconn.consume_input()  # raises if the server has gone
+            continue
         if result.status == _SYNC:
             return results
         results.append(result)

@@ -464,3 +464,23 @@ def test_a_block_that_only_appended_rolls_back_on_an_exception(sessions, engine)
         xids.append(link.first_row(result)[0])  # type: ignore[index]
         raise LookupError("refused")
     assert _xact_status(engine, xids[0]) == "aborted"
+
+
+def test_a_session_the_server_ended_is_a_lost_connection(settings):
+    """A connection whose session the server ended (here an idle transaction timed out,
+    the server's FATAL) is closed by the driver path: SQLAlchemy counts it a disconnect,
+    the pool renews, and the service runs the work again or answers 503."""
+    from app.config import libpq_url
+    from app.db.driver import exchange
+
+    with psycopg.connect(libpq_url(str(settings.database_url))) as driver, \
+            psycopg.connect(libpq_url(str(settings.database_url)), autocommit=True) as other:
+        exchange(driver, [(b"SET idle_in_transaction_session_timeout = 50", None),
+                          (b"BEGIN", None)])
+        pid = driver.pgconn.backend_pid
+        while other.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                            [pid]).fetchone() != (0,):
+            other.execute("SELECT pg_sleep(0.05)")
+        with pytest.raises(psycopg.OperationalError):
+            exchange(driver, [(b"SELECT 1", None), (b"COMMIT", None)])
+        assert driver.closed
