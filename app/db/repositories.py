@@ -109,7 +109,6 @@ WITH RECURSIVE tables AS (
      WHERE r.operator_id = :operator
          AND (CAST(:only AS text) IS NULL OR r.table_id = :only)
          AND (CAST(:after AS text) IS NULL OR r.table_id > :after)
-         AND (CAST(:from AS text) IS NULL OR r.table_id >= :from)
      ORDER BY r.table_id LIMIT 1)
     UNION ALL
     SELECT (SELECT r.table_id FROM rounds r
@@ -389,18 +388,15 @@ class RoundRepository:
         return list(self._session.scalars(stmt))
 
     def heads(self, operator_id: str, *, after_table: str | None = None,
-              from_table: str | None = None, table_id: str | None = None,
-              limit: int | None = None) -> list[ChainHead]:
+              table_id: str | None = None, limit: int | None = None) -> list[ChainHead]:
         """Return the head (last round) of each of an operator's chains, by table id.
 
         A skip scan of the chain index: one index probe per table, not a read of every
-        round. ``after_table`` starts after that table, ``from_table`` at it; ``table_id``
-        gives only that one.
+        round. ``after_table`` starts after that table; ``table_id`` gives only that one.
         """
         rows = self._session.execute(_HEADS, {
             "operator": operator_id, "after": after_table if table_id is None else None,
-            "from": from_table if table_id is None else None, "only": table_id,
-            "limit": limit})
+            "only": table_id, "limit": limit})
         return [ChainHead(*row) for row in rows]
 
     def chain_rows(self, operator_id: str, table_id: str, after_seq: int, through_seq: int,

@@ -279,12 +279,12 @@ def verify_anchored(uows: UnitOfWorkFactory, keys: PublicKeys, operator_id: str,
         tables = [t for t in tables if order[t] % only.of == only.index]
     budget = limit
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    rulesets, heads = Rulesets(), Heads()
+    rulesets = Rulesets()
     with uows(isolation_level="REPEATABLE READ", read_only=True) as uow:
         for table_id in tables:
             resume = after_seq if table_id == start_table else 0
             done, checked, last = _walk(uow, keys, operator_id, table_id, anchors[table_id],
-                                        resume, budget, report, rulesets, heads, deadline)
+                                        resume, budget, report, rulesets, deadline)
             budget -= checked
             report.rounds += checked
             if not done:
@@ -441,7 +441,7 @@ def _anchor_receipt(keys: PublicKeys, operator_id: str, receipt: Mapping[str, An
 
 def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
           anchored: Mapping[int, Anchor], after_seq: int, budget: int,
-          report: AnchoredVerification, rulesets: Rulesets, heads: Heads,
+          report: AnchoredVerification, rulesets: Rulesets,
           deadline: float | None = None) -> tuple[bool, int, int]:
     """Walk one chain from after ``after_seq`` to its head, at most ``budget`` rounds.
 
@@ -450,7 +450,7 @@ def _walk(uow: UnitOfWork, keys: PublicKeys, operator_id: str, table_id: str,
     if budget <= 0:
         return False, 0, after_seq
     found = report.findings
-    head = heads(uow, operator_id, table_id)
+    head = next(iter(uow.rounds.heads(operator_id, table_id=table_id)), None)
     if head is None:
         found.append(Finding(MISSING_TABLE, table_id, max(anchored), f"the chain of table "
                              f"{table_id} has no rounds; {_sources(anchored)} showed it at "
@@ -557,28 +557,6 @@ class Rulesets:
             self._texts[key] = (None if stored is None
                                 else orjson.Fragment(canonical_json(_loads(stored))))
         return self._texts[key]
-
-
-class Heads:
-    """The chains' heads, read in one snapshot ``Heads.CHUNK`` tables at a time in table
-    order (a walk goes in that order), not in a statement a chain."""
-
-    CHUNK = 256
-
-    def __init__(self) -> None:
-        self._heads: dict[str, ChainHead] = {}
-        # Every table from ``_first`` through ``_last`` (None: to the end) was read.
-        self._first: str | None = None
-        self._last: str | None = None
-
-    def __call__(self, uow: UnitOfWork, operator_id: str, table_id: str) -> ChainHead | None:
-        if self._first is None or table_id < self._first or (
-                self._last is not None and table_id > self._last):
-            read = uow.rounds.heads(operator_id, from_table=table_id, limit=self.CHUNK)
-            self._heads = {head.table_id: head for head in read}
-            self._first = table_id
-            self._last = read[-1].table_id if len(read) == self.CHUNK else None
-        return self._heads.get(table_id)
 
 
 def _sources(anchored: Mapping[int, Anchor]) -> str:
