@@ -184,8 +184,7 @@ class NewRound:
     receipt_signature: str = field(init=False)
     # The canonical text of the two large columns, written once: the content hash covers
     # it and the append sends it, as it is, inside the row's JSON.
-    _texts: RoundTexts = field(init=False, repr=False,
-                                                            compare=False)
+    _texts: RoundTexts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, signer: Signer) -> None:
         texts = RoundTexts(orjson.Fragment(canonical_json(self.request)),
