@@ -1,4 +1,4 @@
-"""The take reads the key's earlier use by a statement whose plan it keeps.
+"""The append path's functions with less work a settle: the key's plan kept, lines read once.
 
 ``ledger_take`` read the Idempotency-Key's earlier use with ``EXECUTE``, parsed and planned
 on every settle, because a plan made while ``rounds`` was nearly empty or never analysed
@@ -9,9 +9,16 @@ once per connection like the others, with a row comparison on (operator_id,
 idempotency_key) beside the two equalities: the key's unique index alone takes it whole,
 every other index checks it on each row, so the key's index costs least however few rows
 the statistics show. The chain's advisory lock is taken by an assignment, which PL/pgSQL
-evaluates as a simple expression, rather than by ``PERFORM``, a statement of its own. 3.21 M
-instructions a settle (``bench.load --server-instructions 100``). The rule is
-``app/db/sql/ledger_take.sql``; ``migrations/sql/0036/`` is its frozen copy with the other
+evaluates as a simple expression, rather than by ``PERFORM``, a statement of its own:
+3.21 M.
+
+``ledger_append`` read the lines from their JSON twice, to sum them and to insert them. On
+one server the seats and the lines now go in by one statement whose lines' INSERT returns
+the amounts it wrote, and ledger_append_balanced is checked on their sum (on Citus, on the
+sum of the lines its loop inserts); the round's own INSERT stays first, so a taken round id
+or key is still refused by the round's constraints, which the service answers: 3.18 M
+(``bench.load --server-instructions 100``). The rules are ``app/db/sql/ledger_take.sql``
+and ``ledger_append.sql``; ``migrations/sql/0036/`` is their frozen copy with the other
 files, unchanged.
 
 Revision ID: 0036_leaner_append
