@@ -72,10 +72,10 @@ def test_the_take_locks_the_key_then_the_chain_then_reads_the_keys_use(owner_eng
     before them; the take writes nothing (on Citus it locks the chain's row, FOR NO KEY
     UPDATE, which writes no column)."""
     definition = _definition(owner_engine, "ledger_take")
-    for chain_lock in ("PERFORM pg_advisory_xact_lock", "FOR NO KEY UPDATE"):
+    for chain_lock in (":= pg_advisory_xact_lock(", "FOR NO KEY UPDATE"):
         order = [definition.index(part) for part in (
             "pg_try_advisory_xact_lock", chain_lock,
-            "WHERE operator_id = $1 AND idempotency_key = $2")]
+            "WHERE r.operator_id = p_operator_id AND r.idempotency_key = p_key")]
         assert order == sorted(order), definition
     assert not re.search(r"\b(INSERT|UPDATE|DELETE)\b",
                          definition.replace("FOR NO KEY UPDATE", "")), definition

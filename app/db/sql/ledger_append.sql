@@ -20,7 +20,9 @@
 --   writes them. The database cannot check the signature itself (the key is outside it,
 --   on purpose): every verify does.
 -- * ledger_append_balanced: lines that do not sum to zero. Money moves between accounts;
---   a round that creates or destroys it is not a settlement.
+--   a round that creates or destroys it is not a settlement. The sum is of the lines as
+--   the statement that inserts them returns them, so they are read once; the refusal
+--   takes every row of the call away with it, as any other does.
 -- * ledger_append_chained: a round that is not at its chain's head + 1, linked to the
 --   head's hash, at a time no earlier than the head's and not past the database's clock.
 --   The chain (read by ledger_take under the chain's lock) is what makes a dropped,
@@ -47,8 +49,9 @@
 -- result is stored as the text sent (canonical JSON, never parsed here); the ruleset is
 -- parsed only when its hash is new to the operator. On Citus the seats and lines go in
 -- one INSERT ... VALUES a row, routed to the operator's node on the transaction's one
--- connection there, so the settle commits in one phase; on one server, one INSERT ...
--- SELECT a table is cheaper.
+-- connection there, so the settle commits in one phase; on one server, the round's
+-- INSERT, then one statement for the seats and the lines (an INSERT ... SELECT for each,
+-- in one WITH) is cheaper.
 -- The chain's row is read and moved by static statements, planned once per connection
 -- by its key (enable_seqscan off).
 CREATE OR REPLACE FUNCTION public.ledger_append(p_round jsonb, p_players jsonb, p_lines jsonb,
@@ -88,13 +91,6 @@ BEGIN
                         '%): a receipt is a key id of 8 hex digits and the base64 of a '
                         '64-byte signature', r.id, r.receipt_key_id, r.receipt_signature
             USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_receipt';
-    END IF;
-    SELECT coalesce(sum(amount), 0) INTO total
-        FROM jsonb_to_recordset(p_lines) AS line_(amount numeric);
-    IF total <> 0 THEN
-        RAISE EXCEPTION 'ledger_append refused: the lines of round % sum to %, not zero',
-                        r.id, total
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_balanced';
     END IF;
     -- The chain's head, read by ledger_take under the chain's lock in this transaction:
     -- the round goes at its head + 1, linked to the head's hash, no earlier than the head
@@ -156,20 +152,28 @@ BEGIN
             r.prev_hash, r.chain_seq, r.reverses_round_id, r.content_version,
             r.receipt_key_id, r.receipt_signature, txid_);
     IF NOT citus_ THEN
-        INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat, player_id,
-                                   balance_before, points, amount, fee, balance_after, foul,
-                                   special)
-        SELECT r.operator_id, r.id, r.table_id, r.chain_seq, seat, player_id, balance_before,
-               points, amount, fee, balance_after, foul, special
-        FROM jsonb_to_recordset(p_players) AS row_(seat smallint, player_id text,
-            balance_before numeric, points integer, amount numeric, fee numeric,
-            balance_after numeric, foul boolean, special text);
-        INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no, account,
-                                  kind, amount, balance_before, balance_after, txid)
-        SELECT r.id, r.operator_id, r.table_id, r.created_at, line_no, account, kind, amount,
-               balance_before, balance_after, txid_
-        FROM jsonb_to_recordset(p_lines) AS row_(line_no integer, account text, kind text,
-            amount numeric, balance_before numeric, balance_after numeric);
+        -- The seats and the lines in one statement, which sums the lines as it inserts
+        -- them. After the round's own INSERT: a round id or key already taken is refused
+        -- by the round's constraints, which the service answers, before any seat or line.
+        WITH seats_ AS (
+            INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat,
+                                       player_id, balance_before, points, amount, fee,
+                                       balance_after, foul, special)
+            SELECT r.operator_id, r.id, r.table_id, r.chain_seq, seat, player_id,
+                   balance_before, points, amount, fee, balance_after, foul, special
+            FROM jsonb_to_recordset(p_players) AS row_(seat smallint, player_id text,
+                balance_before numeric, points integer, amount numeric, fee numeric,
+                balance_after numeric, foul boolean, special text)),
+        lines_ AS (
+            INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no,
+                                      account, kind, amount, balance_before, balance_after,
+                                      txid)
+            SELECT r.id, r.operator_id, r.table_id, r.created_at, line_no, account, kind,
+                   amount, balance_before, balance_after, txid_
+            FROM jsonb_to_recordset(p_lines) AS row_(line_no integer, account text,
+                kind text, amount numeric, balance_before numeric, balance_after numeric)
+            RETURNING amount)
+        SELECT coalesce(sum(amount), 0) INTO total FROM lines_;
     ELSE
         FOR seat_ IN SELECT * FROM jsonb_to_recordset(p_players) AS row_(seat smallint,
                 player_id text, balance_before numeric, points integer, amount numeric,
@@ -181,6 +185,7 @@ BEGIN
                     seat_.balance_before, seat_.points, seat_.amount, seat_.fee,
                     seat_.balance_after, seat_.foul, seat_.special);
         END LOOP;
+        total := 0;
         FOR line_ IN SELECT * FROM jsonb_to_recordset(p_lines) AS row_(line_no integer,
                 account text, kind text, amount numeric, balance_before numeric,
                 balance_after numeric) LOOP
@@ -190,7 +195,14 @@ BEGIN
             VALUES (r.id, r.operator_id, r.table_id, r.created_at, line_.line_no,
                     line_.account, line_.kind, line_.amount, line_.balance_before,
                     line_.balance_after, txid_);
+            total := total + line_.amount;
         END LOOP;
+    END IF;
+    -- The lines' sum, as inserted (ledger_append_balanced, above).
+    IF total IS DISTINCT FROM 0 THEN
+        RAISE EXCEPTION 'ledger_append refused: the lines of round % sum to %, not zero',
+                        r.id, total
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_balanced';
     END IF;
 END;
 $function$;
