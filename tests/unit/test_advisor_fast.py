@@ -20,11 +20,20 @@ import pytest
 
 from app.advisor import model, tables
 from app.advisor.best import _strengths, _without_held, advise, choose, keep_back_split
-from app.advisor.splits import _row_columns, _skyline, _undominated, lookup, splits
+from app.advisor.splits import (
+    _positions,
+    _row_columns,
+    _skyline,
+    _strictly_below,
+    _undominated,
+    lookup,
+    monotone,
+    splits,
+)
 from app.domain.arrange import keep_back
 from app.domain.cards import DECK, parse_cards
 from app.domain.hands import AceLow
-from app.domain.rulesets import PRESETS, Ruleset, resolve_ruleset
+from app.domain.rulesets import PRESETS, FrontOrder, Ruleset, resolve_ruleset
 
 LARGEST = {"row_base": 100_000, "scoop": {"kind": "multiply", "amount": 10, "over": "all"},
            "row_bet": {"single": 100_000, "same_row": 100_000, "default_row": "back"},
@@ -61,9 +70,21 @@ def test_the_counted_path_takes_the_presets_it_can_and_leaves_the_rest() -> None
     assert model._countable(resolve_ruleset({"preset": "swap3", "overrides": LARGEST}))
 
 
-@pytest.mark.parametrize("spec", RULES, ids=_id)
+# The rules the counted path takes: against the others ``pair_points`` is
+# ``_pair_points_each`` itself, which a comparison of the two could not fault.
+COUNTED = [spec for spec in RULES if model._countable(resolve_ruleset(spec))]
+
+
+def test_the_rules_left_to_each_pair_are_not_counted() -> None:
+    left = [_id(spec) for spec in RULES if spec not in COUNTED]
+    assert left == ["dagiang4", "du4", "holding_bonus"]
+
+
+@pytest.mark.parametrize("spec", COUNTED, ids=_id)
 def test_counted_pair_points_are_those_of_each_pair_bit_for_bit(spec: Any) -> None:
     rules = resolve_ruleset(spec)
+    plan = model._plan(rules)
+    assert plan is not None
     low = rules.ace_low_straight
     category = lookup(low).category
     shipped = tables.load(rules.decks, low)
@@ -76,8 +97,9 @@ def test_counted_pair_points_are_those_of_each_pair_bit_for_bit(spec: Any) -> No
                 for joint in (False, True):
                     want = model._pair_points_each(mine, pool[:size], category, rules,
                                                    banker_side, joint)
-                    got = model.pair_points(mine, pool[:size], category, rules,
-                                            banker_side, joint)
+                    mean, p, parts = model._counted(mine, pool[:size], category, plan,
+                                                    banker_side, joint)
+                    got = (mean, p, np.stack(parts))
                     for w, g in zip(want, got, strict=True):
                         assert w.dtype == g.dtype and w.shape == g.shape
                         assert w.tobytes() == g.tobytes()
@@ -131,6 +153,45 @@ def test_the_skyline_keeps_the_splits_the_pairwise_comparison_keeps(name: str) -
         want = _undominated(st, np.zeros((len(st), 0), dtype=np.int64))
         assert (_skyline(st) == want).all()
         assert want.sum() < len(st)  # the hands prune something
+
+
+def _every_split_compared(hand: tuple[Any, ...], rules: Ruleset) -> tuple[list[Any], list[Any]]:
+    """``splits`` the direct way: every valid split of the position table, each strength
+    triple once with its first split, compared pairwise (``_undominated``), with the row
+    tables' columns when the rules are not ``monotone``."""
+    low = rules.ace_low_straight
+    front, middle, back = _row_columns(hand, low)
+    at = np.flatnonzero((front <= middle) & (middle <= back))
+    if rules.front_order is FrontOrder.STRICT:
+        at = at[_strictly_below(front[at], middle[at], low)]
+    firsts: dict[tuple[int, int, int], int] = {}
+    for i in at.tolist():
+        firsts.setdefault((int(back[i]), int(middle[i]), int(front[i])), i)
+    triples = sorted(firsts)
+    st = np.array([[f, m, b] for b, m, f in triples], dtype=np.int32)
+    if monotone(rules):
+        extra = np.zeros((len(st), 0), dtype=np.int64)
+    else:
+        cats = lookup(low).category[st]
+        extra = np.stack([np.array(table[k], dtype=np.int64)[cats[:, k]]
+                          for table in (rules.lookup.row_bonus, rules.lookup.holding,
+                                        rules.lookup.winner) for k in range(3)], axis=1)
+    keep = _undominated(st, extra)
+    return st[keep].tolist(), [firsts[t] for t, kept in zip(triples, keep, strict=True) if kept]
+
+
+@pytest.mark.parametrize("spec", RULES + [{"preset": "bonus3", "overrides": {
+    "front_order": "strict"}}], ids=_id)
+def test_splits_keeps_what_every_split_compared_pairwise_keeps(spec: Any) -> None:
+    """The backs left out before any gather (``_valid``) and the skyline lose no split the
+    direct way keeps, and keep each strength triple's first split."""
+    rules = resolve_ruleset(spec)
+    table = _positions()
+    for hand in _hands(rules, 12, f"splits-{_id(spec)}"):
+        found = splits(hand, rules)
+        strengths, firsts = _every_split_compared(hand, rules)
+        assert found.strengths.tolist() == strengths
+        assert found.positions.tolist() == table[firsts].tolist()
 
 
 @pytest.mark.parametrize("spec", RULES + [{"preset": "classic4", "overrides": {
