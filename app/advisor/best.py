@@ -324,21 +324,23 @@ def choose(cards: Sequence[Card], rules: Ruleset, players: int | None = None
         return advice.best.arrangement, claimed
     rng = random.Random(seed_of(hand, rules, n))
     claim = special_claim(hand, rules)
-    if claim is not None:
-        ranked = _ranked(hand, rules, n, rng, claim)
-        best, rows = sorted(ranked.candidates, key=lambda c: c[1] or 0.0, reverse=True)[0]
-        play = [PlayerHand(ME, ranked.keep_back, special=claim.value)]
-        pack = pack_without(hand, rules)
-        points = [score_choices(play, deal_opponents(rng, pack, rules, n), rules)[0]
-                  .players[0].points for _ in range(DEALS)]
-        return best, claim if sum(points) / len(points) > rows else None
-    found = splits(hand, rules)
-    order, _, _, _ = _fine(hand, rules, n, rng, found, None)
-    i = int(order[0])
-    if rules.front_order is FrontOrder.STRICT:  # keep_back's cards when it has the strengths
-        kb, kb_strengths = _keep_back(hand, rules, found)
-        return kb if (found.strengths[i] == kb_strengths[0]).all() else found.arrangement(i), None
-    return found.arrangement(i), None  # keep_back's own cards when it is keep_back's split
+    ranked = _ranked(hand, rules, n, rng, claim)
+    best, rows = _model_first(ranked.candidates)
+    if claim is None:
+        return best, None
+    play = [PlayerHand(ME, ranked.keep_back, special=claim.value)]
+    pack = pack_without(hand, rules)
+    points = [score_choices(play, deal_opponents(rng, pack, rules, n), rules)[0]
+              .players[0].points for _ in range(DEALS)]
+    return best, claim if sum(points) / len(points) > rows else None
+
+
+def _model_first(candidates: list[tuple[Arrangement, float]]) -> tuple[Arrangement, float]:
+    """The candidate ``_rank`` puts first without ``OVERRIDE_Z``: the most model points,
+    the first of equals. keep_back's comes last and may be it: the shortlist is the best
+    of ``FINE_SPLITS`` chosen on ``COARSE`` hands, and keep_back's split may not be among
+    those and still score more on ``FINE``."""
+    return max(candidates, key=lambda c: c[1] or 0.0)
 
 
 def advise(cards: Sequence[Card], rules: Ruleset, players: int | None = None,

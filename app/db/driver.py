@@ -19,6 +19,7 @@ answers work the same.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -124,9 +125,18 @@ PREPARABLE: dict[bytes, bytes] = {}
 
 def preparable(sql: bytes) -> bytes:
     """Let ``exchange`` prepare ``sql`` (a statement whose plan does not depend on its
-    values: a function's call, a transaction's start or end, a read by primary key)."""
-    PREPARABLE.setdefault(sql, b"thirteen_%d" % len(PREPARABLE))
+    values: a function's call, a transaction's start or end, a read by primary key).
+
+    Request threads name statements too (``begin_commands``): a name is drawn under a
+    lock, lest two texts read one count and share a name, and a connection that prepared
+    one run it in place of the other."""
+    if sql not in PREPARABLE:
+        with _NAMING:
+            PREPARABLE.setdefault(sql, b"thirteen_%d" % len(PREPARABLE))
     return sql
+
+
+_NAMING = threading.Lock()
 
 
 def _answered(pgconn: PGconn, queued: int) -> Any:

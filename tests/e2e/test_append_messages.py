@@ -484,3 +484,34 @@ def test_a_session_the_server_ended_is_a_lost_connection(settings):
         with pytest.raises(psycopg.OperationalError):
             exchange(driver, [(b"SELECT 1", None), (b"COMMIT", None)])
         assert driver.closed
+
+
+def test_a_failed_message_notes_the_statements_the_server_prepared_and_no_other(settings):
+    """A statement that fails skips the rest of its message: the preparations before it
+    stay on the connection (the server keeps them whatever the transaction did) and are
+    noted, those skipped and one the server refused are not, and the next message runs
+    what was prepared and prepares the rest."""
+    from app.config import libpq_url
+    from app.db.driver import exchange, preparable
+
+    made = preparable(b"SELECT 41 + 1")
+    failing = preparable(b"SELECT 1 / 0")
+    skipped = preparable(b"SELECT 'skipped'")
+    refused = preparable(b"SELECT no_such_function_here()")
+    with psycopg.connect(libpq_url(str(settings.database_url))) as driver:
+        prepared: set[bytes] = set()
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            exchange(driver, [(b"BEGIN", None), (made, None), (failing, None),
+                              (skipped, None), (b"COMMIT", None)], prepared)
+        assert driver.pgconn.transaction_status == pq.TransactionStatus.INERROR
+        driver.rollback()
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            exchange(driver, [(refused, None)], prepared)
+        on_server = {name.encode() for (name,) in driver.execute(
+            "SELECT name FROM pg_prepared_statements").fetchall()}
+        driver.rollback()
+        names = {PREPARABLE[sql] for sql in (made, failing, skipped, refused)}
+        assert prepared == on_server & names == {PREPARABLE[made], PREPARABLE[failing]}
+        results = exchange(driver, [(made, None), (skipped, None)], prepared)
+        assert [r.get_value(0, 0) for r in results] == [b"42", b"skipped"]
+        assert PREPARABLE[skipped] in prepared

@@ -17,10 +17,11 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
+import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import libpq_url, normalize_database_url
+from app.config import libpq_url, normalize_database_url, runtime_role_from_env
 from app.db.ledger import LedgerRepository
 from app.db.reconcile_reader import LedgerReader
 from app.db.unit_of_work import UnitOfWork
@@ -28,6 +29,7 @@ from app.services.cursors import LineCursor
 from app.services.reconcile import reconcile
 from app.services.repositories import LineFilter
 from tests.integration.ledger_rows import fresh_id, make_round
+from tests.rights import assert_refused_a_right
 
 WINNER, LOSER = "W", "L"
 
@@ -140,3 +142,32 @@ def test_a_key_is_later_than_the_chains_head_even_ahead_of_the_clock(
     with _connect(database_url) as connection, connection.transaction(force_rollback=True):
         (key,) = connection.execute("SELECT ledger_clock_key(%s)", (head,)).fetchone()
     assert key == head + timedelta(microseconds=1)
+
+
+# The clock's functions and who may call them: an append's key only the writer (inside
+# ledger_take and match_open, which run as it), the horizons the runtime role, which
+# reads the lists; none runs with its owner's rights, so calling one grants nothing.
+CLOCK_GRANTS = [("ledger_clock_key(timestamp with time zone)", "writer"),
+                ("ledger_clock_horizon()", "runtime"),
+                ("ledger_horizon(text)", "runtime")]
+
+
+@pytest.mark.parametrize(("signature", "caller"), CLOCK_GRANTS)
+def test_the_clocks_functions_are_callable_by_their_one_role_and_run_as_the_caller(
+        owner_engine: Engine, signature: str, caller: str) -> None:
+    with owner_engine.connect() as connection:
+        secdef, owner, grantees = connection.execute(text(
+            "SELECT p.prosecdef, pg_get_userbyid(p.proowner), "
+            "  array(SELECT coalesce(r.rolname, 'PUBLIC') "
+            "  FROM aclexplode(p.proacl) AS a LEFT JOIN pg_roles r ON r.oid = a.grantee "
+            "  WHERE a.privilege_type = 'EXECUTE' ORDER BY 1) "
+            "FROM pg_proc p WHERE p.oid = CAST(:signature AS regprocedure)"),
+            {"signature": signature}).one()
+    runtime = runtime_role_from_env()
+    role = {"writer": f"{runtime}_writer", "runtime": runtime}[caller]
+    assert secdef is False
+    assert sorted(grantees) == sorted({owner, role})
+
+
+def test_the_runtime_role_cannot_draw_an_appends_key(engine: Engine) -> None:
+    assert_refused_a_right(engine, "SELECT ledger_clock_key(now())")
