@@ -32,7 +32,8 @@ class Watchdog:
 
     def __init__(self, deadline_s: float) -> None:
         self.deadline_s = deadline_s
-        self._armed: dict[int, tuple[float, int]] = {}  # id(record): (deadline, fd)
+        # id(record): (deadline, fd, the socket's inode when armed)
+        self._armed: dict[int, tuple[float, int, int]] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         # The process the thread runs in: a forked child (gunicorn's workers) has no
@@ -42,8 +43,9 @@ class Watchdog:
 
     def arm(self, record: ConnectionPoolEntry, fileno: int, now: float) -> None:
         """Arm ``record``'s connection (socket ``fileno``), checked out at ``now``."""
+        inode = os.fstat(fileno).st_ino
         with self._lock:
-            self._armed[id(record)] = (now + self.deadline_s, fileno)
+            self._armed[id(record)] = (now + self.deadline_s, fileno, inode)
             if self._pid != _PROCESS.pid:
                 # Started lazily, in the process that uses the pool (after gunicorn's fork).
                 self._thread = threading.Thread(target=self._watch, name="db-deadline",
@@ -70,13 +72,14 @@ class Watchdog:
         """Shut the connections past their deadline; return the soonest deadline left."""
         with self._lock:
             now = time.monotonic()
-            due = [key for key, (at, _) in self._armed.items() if at <= now]
-            # Shut under the lock: a connection is disarmed (checkin, invalidate) before
-            # it can be closed, so its descriptor is still its own here.
+            due = [key for key, (at, _, _) in self._armed.items() if at <= now]
+            # A connection is disarmed (checkin, invalidate) after it is closed when the
+            # driver closes it itself (a FATAL, an answer cut short): for that moment its
+            # descriptor's number may be another socket's, which _shut leaves alone.
             for key in due:
-                _shut(self._armed.pop(key)[1])
-                self.cut += 1
-            return min((at for at, _ in self._armed.values()), default=now + 1.0)
+                _, fileno, inode = self._armed.pop(key)
+                self.cut += _shut(fileno, inode)
+            return min((at for at, _, _ in self._armed.values()), default=now + 1.0)
 
 
 class _Process:
@@ -93,14 +96,28 @@ _PROCESS = _Process
 os.register_at_fork(after_in_child=_Process.forked)
 
 
-def _shut(fileno: int) -> None:
+def _shut(fileno: int, inode: int) -> bool:
+    """Shut the socket at ``fileno`` if it is still the one armed (``inode``); return
+    whether it was."""
     # A duplicate of the descriptor, so closing it leaves libpq's own descriptor to libpq;
-    # shutdown acts on the socket both share, and the blocked read returns at once.
+    # shutdown acts on the socket both share, and the blocked read returns at once. The
+    # duplicate is what is checked and shut: it holds the socket it was made from.
     try:
-        with socket.fromfd(fileno, socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.shutdown(socket.SHUT_RDWR)
+        duplicate = os.dup(fileno)
     except OSError:
-        pass  # closed meanwhile: nothing left to cut
+        return False  # closed meanwhile: nothing left to cut
+    try:
+        if os.fstat(duplicate).st_ino != inode:
+            return False  # the connection closed, its number taken by another file
+        with socket.socket(fileno=duplicate) as sock:
+            duplicate = -1  # the socket object closes it
+            sock.shutdown(socket.SHUT_RDWR)
+        return True
+    except OSError:
+        return False
+    finally:
+        if duplicate >= 0:
+            os.close(duplicate)
 
 
 # What else a checkout or a checkin does, called by the deadline's own listener: each
