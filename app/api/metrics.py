@@ -21,9 +21,11 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
+from sqlalchemy.pool import QueuePool
 
 from app.api.current import current_flask, current_g, current_request
 
@@ -52,7 +54,6 @@ class Metrics:
     problems: Counter
     money: Counter
     unavailable: Counter
-    pool_in_use: Gauge
     verify_findings: Counter
     # (method, route, status) -> that series' request counter and latency histogram.
     # ``labels()`` checks and locks on every call to find the same two children each time;
@@ -122,12 +123,6 @@ def _make_metrics() -> Metrics:
             ("source", "what"),
             registry=registry,
         ),
-        pool_in_use=Gauge(
-            "db_pool_connections_in_use",
-            "Database connections checked out of the workers' pools.",
-            registry=registry,
-            multiprocess_mode="livesum",
-        ),
     )
 
 
@@ -136,10 +131,10 @@ def init_metrics(app: Flask) -> None:
     from app.db import EXTENSION as DATABASE
     from app.db.engine import Database
 
-    app.extensions[EXTENSION] = _make_metrics()
+    metrics = app.extensions[EXTENSION] = _make_metrics()
     database = app.extensions.get(DATABASE)
     if isinstance(database, Database):  # an app built for the command line has none yet
-        watch_pool(app, database.engine)
+        watch_pool(metrics.registry, database.engine)
     app.before_request(_start_timer)
     app.after_request(_observe)
 
@@ -212,17 +207,43 @@ def count_verify_findings(source: str, whats: Iterable[str]) -> None:
         counter.labels(source, what).inc()
 
 
-def watch_pool(app: Flask, engine: Engine) -> None:
-    """Keep ``db_pool_connections_in_use`` in step with ``engine``'s pool."""
-    in_use = app.extensions[EXTENSION].pool_in_use
+POOL_IN_USE = "db_pool_connections_in_use"
+POOL_IN_USE_HELP = "Database connections checked out of the workers' pools."
 
-    @event.listens_for(engine, "checkout")
-    def _out(*_: Any) -> None:
-        in_use.inc()
 
-    @event.listens_for(engine, "checkin")
-    def _in(*_: Any) -> None:
-        in_use.dec()
+def watch_pool(registry: CollectorRegistry, engine: Engine) -> None:
+    """Show ``db_pool_connections_in_use``: ``engine``'s pool as it is when scraped.
+
+    In one process the collector asks the pool at scrape time, and a checkout costs
+    nothing more. With PROMETHEUS_MULTIPROC_DIR another worker answers the scrape, from
+    the files each worker writes: there each checkout and checkin writes this worker's
+    count (``livesum``: the live workers' counts summed).
+    """
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        in_use = Gauge(POOL_IN_USE, POOL_IN_USE_HELP, registry=registry,
+                       multiprocess_mode="livesum")
+
+        @event.listens_for(engine, "checkout")
+        def _out(*_: Any) -> None:
+            in_use.inc()
+
+        @event.listens_for(engine, "checkin")
+        def _in(*_: Any) -> None:
+            in_use.dec()
+    else:
+        registry.register(_PoolInUse(engine))
+
+
+class _PoolInUse:
+    """The connections ``engine``'s pool has checked out, read when scraped."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        pool = self._engine.pool
+        checked_out = pool.checkedout() if isinstance(pool, QueuePool) else 0
+        yield GaugeMetricFamily(POOL_IN_USE, POOL_IN_USE_HELP, value=checked_out)
 
 
 class _Shown:
