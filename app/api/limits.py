@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 import orjson
-from flask import Flask, Response, request
+from flask import Flask, Request, Response, request
+from flask.ctx import _AppCtxGlobals
 from limits import RateLimitItem, parse
 from limits.storage import RedisStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
-from app.api.auth import route_template
-from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
 from app.host_counts import HOST_FILE, SLOT_EXPIRY_S, Count, HostCounts
@@ -276,11 +275,9 @@ class Limiter:
 
 
 def init_limits(app: Flask, settings: Settings) -> None:
-    """Count every API request of ``app`` against its key's limits (after authorization)."""
+    """Keep ``app``'s counts and defaults: app.api.edge counts every API request against
+    its key's limits (after authorization)."""
     app.extensions[EXTENSION] = Limiter(settings)
-    app.before_request(_count)
-    app.after_request(_headers)
-    app.teardown_request(_release)
 
 
 def _class_of(method: str, template: str) -> str | None:
@@ -300,18 +297,17 @@ def asks_for_best() -> bool:
     return isinstance(body, dict) and body.get("mode") == "best"
 
 
-def _count() -> None:
-    request = current_request()
-    rule = request.url_rule
+def count(request: Request, state: _AppCtxGlobals, app: Flask, template: str | None) -> None:
+    """Count the request against its key's limits (its address's on a public route), or
+    raise the 429 problem that refuses it. ``template``: its route, None when none matched."""
     method = request.method
-    if rule is None or method == "OPTIONS":
+    if template is None or method == "OPTIONS":
         return
-    name = _class_of(method, route_template(rule.rule))
+    name = _class_of(method, template)
     if name is None:
         return
-    limiter: Limiter = current_flask().extensions[EXTENSION]
-    state = current_g()
-    caller = state.get("caller")
+    limiter: Limiter = app.extensions[EXTENSION]
+    caller = state.__dict__.get("caller")
     if caller is None:
         who, limit = f"addr:{request.remote_addr or '-'}", limiter.defaults[PUBLIC]
     else:
@@ -354,20 +350,21 @@ def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> Prob
                  "RateLimit": f'"{policy}";r=0;t={wait}'})
 
 
-def _headers(response: Response) -> Response:
-    shown = current_g().get("limit_shown")
+def headers(response: Response, state: _AppCtxGlobals) -> None:
+    """Tell a counted request's limits in its answer's RateLimit fields."""
+    shown = state.__dict__.get("limit_shown")
     if shown is not None:
         name, limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
         response.headers["RateLimit-Policy"] = policies(name, limit)
         response.headers["RateLimit"] = f'"{name}";r={max(0, counted.remaining)};t={reset}'
-    return response
 
 
-def _release(_: BaseException | None) -> None:
-    slot = current_g().pop("limit_slot", None)
+def release(state: _AppCtxGlobals, app: Flask) -> None:
+    """Give back the slot the request took, as it ends."""
+    slot = state.__dict__.pop("limit_slot", None)
     if slot is not None:
         try:
-            current_flask().extensions[EXTENSION].counts.free_slot(slot)
+            app.extensions[EXTENSION].counts.free_slot(slot)
         except Exception:  # the store went away: the slot expires by itself
             log.warning("could not free a concurrency slot %s", slot, exc_info=True)

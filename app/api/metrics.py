@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, has_app_context
+from flask import Blueprint, Flask, Request, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
 from sqlalchemy.pool import QueuePool
-
-from app.api.current import current_flask, current_g, current_request
 
 bp = Blueprint("metrics", __name__)
 
@@ -127,7 +125,7 @@ def _make_metrics() -> Metrics:
 
 
 def init_metrics(app: Flask) -> None:
-    """Create ``app``'s instruments and time every request it handles."""
+    """Create ``app``'s instruments (app.api.edge times and counts each request)."""
     from app.db import EXTENSION as DATABASE
     from app.db.engine import Database
 
@@ -135,20 +133,11 @@ def init_metrics(app: Flask) -> None:
     database = app.extensions.get(DATABASE)
     if isinstance(database, Database):  # an app built for the command line has none yet
         watch_pool(metrics.registry, database.engine)
-    app.before_request(_start_timer)
-    app.after_request(_observe)
 
 
-def _start_timer() -> None:
-    current_g().metrics_started = time.perf_counter()
-
-
-def _observe(response: Response) -> Response:
-    started = current_g().pop("metrics_started", None)
-    if started is None:  # a before_request hook answered before ours ran
-        return response
-    metrics: Metrics = current_flask().extensions[EXTENSION]
-    request = current_request()
+def observe(response: Response, request: Request, app: Flask, started: float) -> None:
+    """Count a request answered ``response`` and its time since ``started``."""
+    metrics: Metrics = app.extensions[EXTENSION]
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED
@@ -163,7 +152,6 @@ def _observe(response: Response) -> Response:
     requests, latency = series
     requests.inc()
     latency.observe(time.perf_counter() - started)
-    return response
 
 
 def count_stored_round(body: Mapping[str, Any], operator_id: str) -> None:
