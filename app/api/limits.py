@@ -79,10 +79,17 @@ ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
 
 @dataclass(frozen=True, slots=True)
 class Limit:
-    """A class's rate (a ``limits`` item such as ``100/second``) and requests at once."""
+    """A class's rate (a ``limits`` item such as ``100/second``) and requests at once, with
+    the RateLimit-Policy field that tells them (``policies``), written once."""
 
     rate: RateLimitItem
     at_once: int
+    policy: str
+
+
+def limit_of(name: str, rate: RateLimitItem, at_once: int) -> Limit:
+    """Return class ``name``'s limit of ``rate`` and ``at_once`` requests at once."""
+    return Limit(rate, at_once, policies(name, rate, at_once))
 
 
 class SharedCounts:
@@ -179,7 +186,8 @@ class LocalCounts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._windows: dict[tuple[str, str, str], tuple[float, deque[float]]] = {}
+        # (amount, width in seconds, class, who) -> (width, the times in the window)
+        self._windows: dict[tuple[int, float, str, str], tuple[float, deque[float]]] = {}
         self._slots: dict[str, int] = {}
         self._counted = 0
 
@@ -190,7 +198,7 @@ class LocalCounts:
             self._counted += 1
             if self._counted % self.SWEEP_EVERY == 0:
                 self._sweep(now)
-            key = (str(rate), name, who)
+            key = (rate.amount, width, name, who)
             kept = self._windows.get(key)
             if kept is None:  # made only when missing: most requests find their window
                 kept = self._windows[key] = (width, deque())
@@ -261,8 +269,13 @@ class Limiter:
                 raise TypeError(f"{settings.rate_limit_storage_url} is not a synchronous "
                                 "storage")
             self.counts = SharedCounts(storage)
-        self.defaults = {name: Limit(parse(settings.rate_limits[name]),
-                                     settings.concurrency_limits[name]) for name in CLASSES}
+        self.defaults = {name: limit_of(name, parse(settings.rate_limits[name]),
+                                        settings.concurrency_limits[name])
+                         for name in CLASSES}
+        # Keys' own limits, each parsed once: (class, own rate, at once) -> its Limit.
+        self._own: dict[tuple[str, str | None, int], Limit] = {}
+
+    OWN_KEPT = 10_000
 
     def limit(self, name: str, own_rates: Mapping[str, str],
               own_concurrency: Mapping[str, int]) -> Limit:
@@ -271,7 +284,13 @@ class Limiter:
         at_once = own_concurrency.get(name, default.at_once)
         if rate is None and at_once == default.at_once:
             return default  # a key without limits of its own: the class's, as they are
-        return Limit(default.rate if rate is None else parse(rate), at_once)
+        own = self._own.get((name, rate, at_once))
+        if own is None:
+            if len(self._own) >= self.OWN_KEPT:
+                self._own.clear()
+            own = self._own[name, rate, at_once] = limit_of(
+                name, default.rate if rate is None else parse(rate), at_once)
+        return own
 
 
 def init_limits(app: Flask, settings: Settings) -> None:
@@ -329,10 +348,10 @@ def count(request: Request, state: _AppCtxGlobals, app: Flask, template: str | N
     state.limit_shown = (name, limit, counted)
 
 
-def policies(name: str, limit: Limit) -> str:
+def policies(name: str, rate: RateLimitItem, at_once: int) -> str:
     """Return the RateLimit-Policy field of a class: its rate, then its requests at once."""
-    return (f'"{name}";q={limit.rate.amount};w={limit.rate.get_expiry()}, '
-            f'"{name}-at-once";q={limit.at_once};qu="concurrent-requests"')
+    return (f'"{name}";q={rate.amount};w={rate.get_expiry()}, '
+            f'"{name}-at-once";q={at_once};qu="concurrent-requests"')
 
 
 def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> ProblemError:
@@ -346,7 +365,7 @@ def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> Prob
         f"this key is over its limit of {what} (policy {policy}); retry in {wait} s",
         [{"path": "Authorization", "message": f"over {what}", "code": "rate_limited"}],
         type_=TYPE_RATE_LIMITED,
-        headers={"Retry-After": str(wait), "RateLimit-Policy": policies(name, limit),
+        headers={"Retry-After": str(wait), "RateLimit-Policy": limit.policy,
                  "RateLimit": f'"{policy}";r=0;t={wait}'})
 
 
@@ -356,7 +375,7 @@ def headers(response: Response, state: _AppCtxGlobals) -> None:
     if shown is not None:
         name, limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
-        response.headers["RateLimit-Policy"] = policies(name, limit)
+        response.headers["RateLimit-Policy"] = limit.policy
         response.headers["RateLimit"] = f'"{name}";r={max(0, counted.remaining)};t={reset}'
 
 
