@@ -375,8 +375,11 @@ def headers(response: Response, state: _AppCtxGlobals) -> None:
     if shown is not None:
         name, limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
-        response.headers["RateLimit-Policy"] = limit.policy
-        response.headers["RateLimit"] = f'"{name}";r={max(0, counted.remaining)};t={reset}'
+        # Added, not set (which first looks for the field to replace): nothing else writes
+        # them on an answer that was counted (a refusal's are its own, and not counted).
+        fields = response.headers
+        fields.add("RateLimit-Policy", limit.policy)
+        fields.add("RateLimit", f'"{name}";r={max(0, counted.remaining)};t={reset}')
 
 
 def release(state: _AppCtxGlobals, app: Flask) -> None:

@@ -51,7 +51,7 @@ def end(response: Response, request: Request, state: _AppCtxGlobals) -> None:
     request_id = found.get("request_id")
     if request_id is None:  # not begun (a hook before ours answered)
         return
-    response.headers[HEADER] = request_id
+    response.headers.add(HEADER, request_id)  # ours alone: added, not looked for and set
     if not log.isEnabledFor(logging.INFO):  # what log.info checks first: build nothing
         return
     started = found.get("request_started", time.perf_counter())
