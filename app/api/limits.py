@@ -142,8 +142,8 @@ local limit = tonumber(ARGV[2])
 local expiry = tonumber(ARGV[3])
 local allowed = 0
 local taken = 0
-local entry = redis.call('lindex', KEYS[1], limit - 1)
-if not (entry and tonumber(entry) >= timestamp - expiry) then
+local entry = limit >= 1 and redis.call('lindex', KEYS[1], limit - 1)
+if limit >= 1 and not (entry and tonumber(entry) >= timestamp - expiry) then
     allowed = 1
     redis.call('lpush', KEYS[1], timestamp)
     redis.call('ltrim', KEYS[1], 0, limit - 1)
