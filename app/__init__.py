@@ -32,13 +32,11 @@ def create_app(settings: Settings | None = None) -> Flask:
     from app.api import register_blueprints
     from app.api.audit import KEYRING
     from app.api.auth import init_auth
-    from app.api.body import refuse_text_faults_in_url
-    from app.api.cors import init_cors
     from app.api.cpu import init_cpu_slots
+    from app.api.edge import init_edge
     from app.api.errors import register_error_handlers
     from app.api.limits import init_limits
     from app.api.metrics import init_metrics
-    from app.api.requestlog import init_request_log
     from app.cli import register_commands
     from app.console import init_console
     from app.db import EXTENSION as DATABASE
@@ -75,17 +73,13 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app,  # type: ignore[method-assign]
                                 x_for=settings.proxy_hops, x_proto=settings.proxy_hops)
     register_error_handlers(app)
-    init_request_log(app)
-    init_cors(app)
     init_metrics(app)
-    # Before auth and every view: no control character or lone surrogate reaches them.
-    app.before_request(refuse_text_faults_in_url)
-    # After metrics, so refused requests are timed and counted too.
     init_auth(app, key_cache_s=settings.api_key_cache_s)
-    # After auth: a key is counted against its own limits, an address on public routes.
     init_limits(app, settings)
-    # After the limits: a request over its key's limit is refused without waiting here.
     init_cpu_slots(app, settings)
+    # The request id and log line, metrics, URL checks, auth, limits, CPU slots and CORS,
+    # in their order, in one hook before the view, one after and one at the end.
+    init_edge(app)
     register_blueprints(app)
     init_console(app, settings)
     register_commands(app)

@@ -12,9 +12,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
@@ -24,9 +23,11 @@ _T = TypeVar("_T")
 SLOT_EXPIRY_S = 60
 
 
-@dataclass(frozen=True, slots=True)
-class Count:
-    """A request counted against a rate: allowed or not, what is left, when it resets."""
+class Count(NamedTuple):
+    """A request counted against a rate: allowed or not, what is left, when it resets.
+
+    (Immutable as a frozen dataclass, and made on every limited request at half its cost.)
+    """
 
     allowed: bool
     remaining: int
@@ -113,6 +114,7 @@ class HostCounts:
         self._counted += 1
         if self._counted % self.SWEEP_EVERY == 0:
             db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM slots WHERE taken <= 0 OR until <= ?", (now,))
         held, first = db.execute(
             "SELECT count(*), min(expires) FROM hits "
             "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
@@ -132,13 +134,13 @@ class HostCounts:
                               "WHERE slot = ? AND until > ?", (slot, now)).fetchone()[0])
 
     def free_slot(self, slot: str) -> None:
-        def free(db: sqlite3.Connection) -> None:
-            db.execute("UPDATE slots SET taken = taken - 1 WHERE slot = ? AND pid = ?",
-                       (slot, self._pid))
-            db.execute("DELETE FROM slots WHERE slot = ? AND pid = ? AND taken <= 0",
-                       (slot, self._pid))
-
-        self._write(free)
+        # One statement, which SQLite makes a transaction of its own, so no BEGIN and
+        # COMMIT around it. A slot given back to 0 stays a row, which sums to nothing,
+        # until the sweep (in ``_hit``) or ``forget`` drops it; it never goes below 0.
+        with self._lock:
+            db = self._connection()
+            db.execute("UPDATE slots SET taken = taken - 1 "
+                       "WHERE slot = ? AND pid = ? AND taken > 0", (slot, self._pid))
 
     def forget(self, pid: int) -> None:
         """Drop the slots a process held (it exited, perhaps mid-request)."""

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from flask import Flask, current_app, g, request
+from flask import Flask, Request, current_app, g, request
+from flask.ctx import _AppCtxGlobals
 
-from app.api.current import current_flask, current_g, current_request
+from app.api.current import current_flask
 from app.api.errors import TYPE_INTERNAL, ProblemError
 from app.api.extensions import SCHEMA_GATE
 from app.db import get_database
@@ -140,11 +141,10 @@ def route_template(rule: str) -> str:
 
 def init_auth(app: Flask, access: Mapping[tuple[str, str], Access] = ACCESS, *,
               key_cache_s: float = 0) -> None:
-    """Check every request of ``app`` against ``access`` before its view runs, with the
-    keys read in the last ``key_cache_s`` seconds kept in memory."""
+    """Keep ``app``'s ``access`` (app.api.edge checks every request against it before its
+    view runs) and the keys read in the last ``key_cache_s`` seconds, in memory."""
     app.extensions[EXTENSION] = dict(access)
     app.extensions[KEY_CACHE] = KeyCache(key_cache_s)
-    app.before_request(authorize)
 
 
 def allow_blueprint(app: Flask, name: str, access: Access) -> None:
@@ -166,32 +166,32 @@ def access_of(app: Flask, method: str, template: str) -> Access | None:
     return rules.get(("GET" if method == "HEAD" else method, template))
 
 
-def authorize() -> None:
-    """Let the request through, or raise the 401, 403 or 500 problem that refuses it."""
-    request = current_request()
-    rule = request.url_rule
+def authorize(request: Request, state: _AppCtxGlobals, app: Flask,
+              template: str | None) -> None:
+    """Let the request through, or raise the 401, 403 or 500 problem that refuses it.
+
+    ``template``: its route as openapi.yaml writes it, None when no route matched.
+    """
     method = request.method
     # No route matched: the 404 or 405 that follows tells nothing about anyone's data.
     # OPTIONS answers only the Allow header, which a 405 would tell as well.
-    if rule is None or method == "OPTIONS":
+    if template is None or method == "OPTIONS":
         return
-    template = route_template(rule.rule)
-    app = current_flask()
     access = access_of(app, method, template)
     if access is None:
         log.error("no access rule for %s %s: refusing until ACCESS has one", method,
                   template)
         raise ProblemError(500, "Internal Server Error", "this route has no access rule yet",
                            type_=TYPE_INTERNAL)
-    if access.public or access.session:
-        # A console page: app.console reads the key from its cookie session.
+    if not access.scopes or access.session:
+        # Public, or a console page: app.console reads the key from its cookie session.
         return
     # Keys live in the database: first make sure it holds the schema this code expects
     # (get_database connects first when the app was built for the command line).
     get_database(app)
     app.extensions[SCHEMA_GATE].ensure()
-    caller = _caller(app, request.headers.get("Authorization", ""))
-    if not caller.may(access.scopes):
+    caller = _caller(app, request.environ.get("HTTP_AUTHORIZATION", ""))
+    if not _may(caller.scopes, access.scopes):
         scopes = " ".join(s.value for s in Scope if s in access.scopes)
         named = " or ".join(s.value for s in Scope if s in access.scopes)
         raise ProblemError(
@@ -202,7 +202,22 @@ def authorize() -> None:
             type_=TYPE_INSUFFICIENT_SCOPE,
             headers={"WWW-Authenticate": f'Bearer realm="{REALM}", '
                      f'error="insufficient_scope", scope="{scopes}"'})
-    current_g().caller = caller
+    state.caller = caller
+
+
+# (a key's scopes, a route's scopes) -> whether the key may call the route. Scope's hash
+# is Enum's, a Python call for each scope looked up; a frozenset keeps its own hash, and a
+# key's Caller (with its scopes) is kept by the KeyCache, so this lookup costs little.
+# Bounded: at most 2**len(Scope) sets of scopes a key may hold, times ACCESS's few sets.
+_MAY: dict[tuple[frozenset[Scope], frozenset[Scope]], bool] = {}
+
+
+def _may(held: frozenset[Scope], needed: frozenset[Scope]) -> bool:
+    try:
+        return _MAY[held, needed]
+    except KeyError:
+        allowed = _MAY[held, needed] = Caller("", "", held).may(needed)
+        return allowed
 
 
 def current_caller() -> Caller:

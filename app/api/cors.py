@@ -8,9 +8,7 @@ Authorization header, never cookies, so ``Allow-Credentials`` is not sent.
 
 from __future__ import annotations
 
-from flask import Flask, Response
-
-from app.api.current import current_flask, current_request
+from flask import Request, Response
 
 ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-Id"
 EXPOSE_HEADERS = ("ETag, Idempotent-Replayed, RateLimit, RateLimit-Policy, Retry-After, "
@@ -19,24 +17,18 @@ ALLOW_METHODS = "GET, POST, OPTIONS"
 MAX_AGE_S = "600"
 
 
-def init_cors(app: Flask) -> None:
-    """Answer cross-origin requests of ``app`` from its settings' allowed origins."""
-    app.after_request(_cors_headers)
-
-
-def _cors_headers(response: Response) -> Response:
-    origins = current_flask().config["SETTINGS"].cors_origins
+def cors_headers(response: Response, request: Request, origins: tuple[str, ...]) -> None:
+    """Tell a listed origin (``origins``: the settings' CORS_ORIGINS) it may read the answer,
+    and answer its preflight."""
     if not origins:
-        return response
+        return
     response.vary.add("Origin")
-    request = current_request()
     origin = request.headers.get("Origin")
     if origin not in origins:
-        return response
+        return
     response.headers["Access-Control-Allow-Origin"] = origin
     response.headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
     if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
         response.headers["Access-Control-Allow-Methods"] = ALLOW_METHODS
         response.headers["Access-Control-Allow-Headers"] = ALLOW_HEADERS
         response.headers["Access-Control-Max-Age"] = MAX_AGE_S
-    return response

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Protocol, cast
 
-from flask import Flask
+from flask import Flask, Request
+from flask.ctx import _AppCtxGlobals
 
-from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
 
@@ -100,11 +100,10 @@ def slots_for(settings: Settings) -> LocalSlots | HostSlots:
 
 
 def init_cpu_slots(app: Flask, settings: Settings) -> None:
-    """Make CPU-heavy requests of ``app`` take a host-wide slot (after the per-key limits,
-    so a request over its key's limit is refused at once, without waiting)."""
+    """Keep ``app``'s host-wide slots, which app.api.edge makes CPU-heavy requests take
+    (after the per-key limits, so a request over its key's limit is refused at once,
+    without waiting)."""
     app.extensions[EXTENSION] = (slots_for(settings), settings.cpu_heavy_wait_s)
-    app.before_request(_take)
-    app.teardown_request(_give_back)
 
 
 def is_heavy(method: str, template: str) -> bool:
@@ -118,14 +117,12 @@ def is_heavy(method: str, template: str) -> bool:
     return False
 
 
-def _take() -> None:
-    from app.api.auth import route_template
-
-    request = current_request()
-    rule = request.url_rule
-    if rule is None or not is_heavy(request.method, route_template(rule.rule)):
+def take(request: Request, state: _AppCtxGlobals, app: Flask, template: str | None) -> None:
+    """Take a slot for a CPU-heavy request, waiting up to CPU_HEAVY_WAIT_S; else raise the
+    503 problem. ``template``: its route, None when none matched."""
+    if template is None or not is_heavy(request.method, template):
         return
-    slots, wait_s = current_flask().extensions[EXTENSION]
+    slots, wait_s = app.extensions[EXTENSION]
     held = slots.take(wait_s)
     if held is None:
         log.warning("no CPU slot came free in %s s for %s %s", wait_s, request.method,
@@ -134,11 +131,12 @@ def _take() -> None:
             503, "Service Unavailable",
             f"the service's CPU-heavy work is at its bound; retry in {max(1, round(wait_s))} s",
             type_=TYPE_BUSY, headers={"Retry-After": str(max(1, round(wait_s)))})
-    current_g().cpu_slot = held
+    state.cpu_slot = held
 
 
-def _give_back(_: BaseException | None) -> None:
-    held = current_g().pop("cpu_slot", None)
+def give_back(state: _AppCtxGlobals, app: Flask) -> None:
+    """Give back the slot a CPU-heavy request took, as it ends."""
+    held = state.__dict__.pop("cpu_slot", None)
     if held is not None:
-        slots, _wait = current_flask().extensions[EXTENSION]
+        slots, _wait = app.extensions[EXTENSION]
         slots.give_back(held)

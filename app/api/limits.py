@@ -25,16 +25,15 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import orjson
-from flask import Flask, Response, request
+from flask import Flask, Request, Response, request
+from flask.ctx import _AppCtxGlobals
 from limits import RateLimitItem, parse
-from limits.storage import Storage, storage_from_string
+from limits.storage import RedisStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
-from app.api.auth import route_template
-from app.api.current import current_flask, current_g, current_request
 from app.api.errors import ProblemError
 from app.config import Settings
 from app.host_counts import HOST_FILE, SLOT_EXPIRY_S, Count, HostCounts
@@ -80,18 +79,33 @@ ROUTE_CLASSES: Mapping[tuple[str, str], str] = {
 
 @dataclass(frozen=True, slots=True)
 class Limit:
-    """A class's rate (a ``limits`` item such as ``100/second``) and requests at once."""
+    """A class's rate (a ``limits`` item such as ``100/second``) and requests at once, with
+    the RateLimit-Policy field that tells them (``policies``), written once."""
 
     rate: RateLimitItem
     at_once: int
+    policy: str
+
+
+def limit_of(name: str, rate: RateLimitItem, at_once: int) -> Limit:
+    """Return class ``name``'s limit of ``rate`` and ``at_once`` requests at once."""
+    return Limit(rate, at_once, policies(name, rate, at_once))
 
 
 class SharedCounts:
-    """Counts in the ``limits`` library's storage (Redis), shared by every worker and host."""
+    """Counts in the ``limits`` library's storage (Redis), shared by every worker and host.
+
+    On a plain Redis server (``redis://``, ``rediss://``, ``redis+unix://``) a request's
+    count and its slot are one round trip (``HIT_AND_TAKE``); on other storages the
+    library's own calls, three.
+    """
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.windows = MovingWindowRateLimiter(storage)
+        # Not a cluster's storage (a subclass): there the two keys may live on two nodes.
+        self._hit_and_take = (storage.get_connection().register_script(HIT_AND_TAKE.encode())
+                              if type(storage) is RedisStorage else None)
 
     def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
         allowed = self.windows.hit(rate, name, who)
@@ -106,7 +120,57 @@ class SharedCounts:
 
     def hit_and_take(self, rate: RateLimitItem, name: str, who: str,
                      slot: str) -> tuple[Count, int]:
-        return _hit_and_take(self, rate, name, who, slot)
+        script = self._hit_and_take
+        if script is None:
+            return _hit_and_take(self, rate, name, who, slot)
+        storage = cast(RedisStorage, self.storage)
+        now, width = time.time(), rate.get_expiry()
+        allowed, oldest, held, taken = script(
+            [storage.prefixed_key(rate.key_for(name, who)), storage.prefixed_key(slot)],
+            [now, rate.amount, width, SLOT_EXPIRY_S])
+        start = now if oldest is None else float(oldest)
+        return Count(bool(allowed), rate.amount - int(held), start + width), int(taken)
+
+
+# The library's moving window (acquire_moving_window.lua, then moving_window.lua for what
+# is left and when the oldest entry leaves, with the same keys and entries) and, when the
+# request is allowed, its counter of the slot (incr_expire.lua), in one script: what
+# ``hit`` then ``take_slot`` do, in one round trip instead of three.
+HIT_AND_TAKE = """
+local timestamp = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local expiry = tonumber(ARGV[3])
+local allowed = 0
+local taken = 0
+local entry = limit >= 1 and redis.call('lindex', KEYS[1], limit - 1)
+if limit >= 1 and not (entry and tonumber(entry) >= timestamp - expiry) then
+    allowed = 1
+    redis.call('lpush', KEYS[1], timestamp)
+    redis.call('ltrim', KEYS[1], 0, limit - 1)
+    redis.call('expire', KEYS[1], expiry)
+    taken = redis.call('incrby', KEYS[2], 1)
+    if taken == 1 then
+        redis.call('expire', KEYS[2], ARGV[4])
+    end
+end
+local target = timestamp - expiry
+local low, high, index = 0, limit - 1, nil
+while low <= high do
+    local mid = math.floor((low + high) / 2)
+    local value = tonumber(redis.call('lindex', KEYS[1], mid))
+    if value and value >= target then
+        index = mid
+        low = mid + 1
+    else
+        high = mid - 1
+    end
+end
+if index then
+    local oldest = redis.call('lindex', KEYS[1], index)
+    return {allowed, tostring(tonumber(oldest)), index + 1, taken}
+end
+return {allowed, false, 0, taken}
+"""
 
 
 class LocalCounts:
@@ -122,7 +186,8 @@ class LocalCounts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._windows: dict[tuple[str, str, str], tuple[float, deque[float]]] = {}
+        # (amount, width in seconds, class, who) -> (width, the times in the window)
+        self._windows: dict[tuple[int, float, str, str], tuple[float, deque[float]]] = {}
         self._slots: dict[str, int] = {}
         self._counted = 0
 
@@ -133,7 +198,7 @@ class LocalCounts:
             self._counted += 1
             if self._counted % self.SWEEP_EVERY == 0:
                 self._sweep(now)
-            key = (str(rate), name, who)
+            key = (rate.amount, width, name, who)
             kept = self._windows.get(key)
             if kept is None:  # made only when missing: most requests find their window
                 kept = self._windows[key] = (width, deque())
@@ -204,8 +269,13 @@ class Limiter:
                 raise TypeError(f"{settings.rate_limit_storage_url} is not a synchronous "
                                 "storage")
             self.counts = SharedCounts(storage)
-        self.defaults = {name: Limit(parse(settings.rate_limits[name]),
-                                     settings.concurrency_limits[name]) for name in CLASSES}
+        self.defaults = {name: limit_of(name, parse(settings.rate_limits[name]),
+                                        settings.concurrency_limits[name])
+                         for name in CLASSES}
+        # Keys' own limits, each parsed once: (class, own rate, at once) -> its Limit.
+        self._own: dict[tuple[str, str | None, int], Limit] = {}
+
+    OWN_KEPT = 10_000
 
     def limit(self, name: str, own_rates: Mapping[str, str],
               own_concurrency: Mapping[str, int]) -> Limit:
@@ -214,15 +284,19 @@ class Limiter:
         at_once = own_concurrency.get(name, default.at_once)
         if rate is None and at_once == default.at_once:
             return default  # a key without limits of its own: the class's, as they are
-        return Limit(default.rate if rate is None else parse(rate), at_once)
+        own = self._own.get((name, rate, at_once))
+        if own is None:
+            if len(self._own) >= self.OWN_KEPT:
+                self._own.clear()
+            own = self._own[name, rate, at_once] = limit_of(
+                name, default.rate if rate is None else parse(rate), at_once)
+        return own
 
 
 def init_limits(app: Flask, settings: Settings) -> None:
-    """Count every API request of ``app`` against its key's limits (after authorization)."""
+    """Keep ``app``'s counts and defaults: app.api.edge counts every API request against
+    its key's limits (after authorization)."""
     app.extensions[EXTENSION] = Limiter(settings)
-    app.before_request(_count)
-    app.after_request(_headers)
-    app.teardown_request(_release)
 
 
 def _class_of(method: str, template: str) -> str | None:
@@ -242,18 +316,17 @@ def asks_for_best() -> bool:
     return isinstance(body, dict) and body.get("mode") == "best"
 
 
-def _count() -> None:
-    request = current_request()
-    rule = request.url_rule
+def count(request: Request, state: _AppCtxGlobals, app: Flask, template: str | None) -> None:
+    """Count the request against its key's limits (its address's on a public route), or
+    raise the 429 problem that refuses it. ``template``: its route, None when none matched."""
     method = request.method
-    if rule is None or method == "OPTIONS":
+    if template is None or method == "OPTIONS":
         return
-    name = _class_of(method, route_template(rule.rule))
+    name = _class_of(method, template)
     if name is None:
         return
-    limiter: Limiter = current_flask().extensions[EXTENSION]
-    state = current_g()
-    caller = state.get("caller")
+    limiter: Limiter = app.extensions[EXTENSION]
+    caller = state.__dict__.get("caller")
     if caller is None:
         who, limit = f"addr:{request.remote_addr or '-'}", limiter.defaults[PUBLIC]
     else:
@@ -275,10 +348,10 @@ def _count() -> None:
     state.limit_shown = (name, limit, counted)
 
 
-def policies(name: str, limit: Limit) -> str:
+def policies(name: str, rate: RateLimitItem, at_once: int) -> str:
     """Return the RateLimit-Policy field of a class: its rate, then its requests at once."""
-    return (f'"{name}";q={limit.rate.amount};w={limit.rate.get_expiry()}, '
-            f'"{name}-at-once";q={limit.at_once};qu="concurrent-requests"')
+    return (f'"{name}";q={rate.amount};w={rate.get_expiry()}, '
+            f'"{name}-at-once";q={at_once};qu="concurrent-requests"')
 
 
 def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> ProblemError:
@@ -292,24 +365,28 @@ def _refusal(name: str, limit: Limit, *, at_once: bool, reset_at: float) -> Prob
         f"this key is over its limit of {what} (policy {policy}); retry in {wait} s",
         [{"path": "Authorization", "message": f"over {what}", "code": "rate_limited"}],
         type_=TYPE_RATE_LIMITED,
-        headers={"Retry-After": str(wait), "RateLimit-Policy": policies(name, limit),
+        headers={"Retry-After": str(wait), "RateLimit-Policy": limit.policy,
                  "RateLimit": f'"{policy}";r=0;t={wait}'})
 
 
-def _headers(response: Response) -> Response:
-    shown = current_g().get("limit_shown")
+def headers(response: Response, state: _AppCtxGlobals) -> None:
+    """Tell a counted request's limits in its answer's RateLimit fields."""
+    shown = state.__dict__.get("limit_shown")
     if shown is not None:
         name, limit, counted = shown
         reset = max(0, math.ceil(counted.reset_at - time.time()))
-        response.headers["RateLimit-Policy"] = policies(name, limit)
-        response.headers["RateLimit"] = f'"{name}";r={max(0, counted.remaining)};t={reset}'
-    return response
+        # Added, not set (which first looks for the field to replace): nothing else writes
+        # them on an answer that was counted (a refusal's are its own, and not counted).
+        fields = response.headers
+        fields.add("RateLimit-Policy", limit.policy)
+        fields.add("RateLimit", f'"{name}";r={max(0, counted.remaining)};t={reset}')
 
 
-def _release(_: BaseException | None) -> None:
-    slot = current_g().pop("limit_slot", None)
+def release(state: _AppCtxGlobals, app: Flask) -> None:
+    """Give back the slot the request took, as it ends."""
+    slot = state.__dict__.pop("limit_slot", None)
     if slot is not None:
         try:
-            current_flask().extensions[EXTENSION].counts.free_slot(slot)
+            app.extensions[EXTENSION].counts.free_slot(slot)
         except Exception:  # the store went away: the slot expires by itself
             log.warning("could not free a concurrency slot %s", slot, exc_info=True)

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, has_app_context
+from flask import Blueprint, Flask, Request, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
-
-from app.api.current import current_flask, current_g, current_request
+from sqlalchemy.pool import QueuePool
 
 bp = Blueprint("metrics", __name__)
 
@@ -52,7 +52,6 @@ class Metrics:
     problems: Counter
     money: Counter
     unavailable: Counter
-    pool_in_use: Gauge
     verify_findings: Counter
     # (method, route, status) -> that series' request counter and latency histogram.
     # ``labels()`` checks and locks on every call to find the same two children each time;
@@ -122,38 +121,23 @@ def _make_metrics() -> Metrics:
             ("source", "what"),
             registry=registry,
         ),
-        pool_in_use=Gauge(
-            "db_pool_connections_in_use",
-            "Database connections checked out of the workers' pools.",
-            registry=registry,
-            multiprocess_mode="livesum",
-        ),
     )
 
 
 def init_metrics(app: Flask) -> None:
-    """Create ``app``'s instruments and time every request it handles."""
+    """Create ``app``'s instruments (app.api.edge times and counts each request)."""
     from app.db import EXTENSION as DATABASE
     from app.db.engine import Database
 
-    app.extensions[EXTENSION] = _make_metrics()
+    metrics = app.extensions[EXTENSION] = _make_metrics()
     database = app.extensions.get(DATABASE)
     if isinstance(database, Database):  # an app built for the command line has none yet
-        watch_pool(app, database.engine)
-    app.before_request(_start_timer)
-    app.after_request(_observe)
+        watch_pool(metrics.registry, database.engine)
 
 
-def _start_timer() -> None:
-    current_g().metrics_started = time.perf_counter()
-
-
-def _observe(response: Response) -> Response:
-    started = current_g().pop("metrics_started", None)
-    if started is None:  # a before_request hook answered before ours ran
-        return response
-    metrics: Metrics = current_flask().extensions[EXTENSION]
-    request = current_request()
+def observe(response: Response, request: Request, app: Flask, started: float) -> None:
+    """Count a request answered ``response`` and its time since ``started``."""
+    metrics: Metrics = app.extensions[EXTENSION]
     # The URL rule (``/v1/rounds/<uuid:round_id>``), not the path: one series per route.
     rule = request.url_rule
     route = rule.rule if rule is not None else UNMATCHED
@@ -168,7 +152,6 @@ def _observe(response: Response) -> Response:
     requests, latency = series
     requests.inc()
     latency.observe(time.perf_counter() - started)
-    return response
 
 
 def count_stored_round(body: Mapping[str, Any], operator_id: str) -> None:
@@ -212,17 +195,43 @@ def count_verify_findings(source: str, whats: Iterable[str]) -> None:
         counter.labels(source, what).inc()
 
 
-def watch_pool(app: Flask, engine: Engine) -> None:
-    """Keep ``db_pool_connections_in_use`` in step with ``engine``'s pool."""
-    in_use = app.extensions[EXTENSION].pool_in_use
+POOL_IN_USE = "db_pool_connections_in_use"
+POOL_IN_USE_HELP = "Database connections checked out of the workers' pools."
 
-    @event.listens_for(engine, "checkout")
-    def _out(*_: Any) -> None:
-        in_use.inc()
 
-    @event.listens_for(engine, "checkin")
-    def _in(*_: Any) -> None:
-        in_use.dec()
+def watch_pool(registry: CollectorRegistry, engine: Engine) -> None:
+    """Show ``db_pool_connections_in_use``: ``engine``'s pool as it is when scraped.
+
+    In one process the collector asks the pool at scrape time, and a checkout costs
+    nothing more. With PROMETHEUS_MULTIPROC_DIR another worker answers the scrape, from
+    the files each worker writes: there each checkout and checkin writes this worker's
+    count (``livesum``: the live workers' counts summed).
+    """
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        in_use = Gauge(POOL_IN_USE, POOL_IN_USE_HELP, registry=registry,
+                       multiprocess_mode="livesum")
+
+        @event.listens_for(engine, "checkout")
+        def _out(*_: Any) -> None:
+            in_use.inc()
+
+        @event.listens_for(engine, "checkin")
+        def _in(*_: Any) -> None:
+            in_use.dec()
+    else:
+        registry.register(_PoolInUse(engine))
+
+
+class _PoolInUse:
+    """The connections ``engine``'s pool has checked out, read when scraped."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        pool = self._engine.pool
+        checked_out = pool.checkedout() if isinstance(pool, QueuePool) else 0
+        yield GaugeMetricFamily(POOL_IN_USE, POOL_IN_USE_HELP, value=checked_out)
 
 
 class _Shown:

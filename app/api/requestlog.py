@@ -12,31 +12,23 @@ import os
 import re
 import time
 
-from flask import Flask, Response
-
-from app.api.current import current_g, current_request
+from flask import Request, Response
+from flask.ctx import _AppCtxGlobals
 
 log = logging.getLogger("app.request")
 
 HEADER = "X-Request-Id"
+_ENVIRON_KEY = "HTTP_X_REQUEST_ID"  # the header as the WSGI environ names it
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 
 
-def init_request_log(app: Flask) -> None:
-    """Give every request of ``app`` an id and log one line when it is answered.
-
-    Register before every other hook: the id is then set for their log records, and the
-    line is written after every other after_request hook has shaped the response.
-    """
-    app.before_request(_begin)
-    app.after_request(_end)
-
-
-def _begin() -> None:
-    given = current_request().headers.get(HEADER, "")
-    state = current_g()
-    state.request_id = given if _REQUEST_ID.fullmatch(given) else _new_id()
-    state.request_started = time.perf_counter()
+def begin(request: Request, state: _AppCtxGlobals, now: float) -> None:
+    """Give the request its id (first of the edge's steps, app.api.edge: the id is then
+    set for the others' log records) and note when it began."""
+    given = request.environ.get(_ENVIRON_KEY)
+    state.request_id = (given if given is not None and _REQUEST_ID.fullmatch(given)
+                        else _new_id())
+    state.request_started = now
 
 
 def _new_id() -> str:
@@ -52,17 +44,18 @@ def uuid4_hex(random: bytes) -> str:
     return raw.hex()
 
 
-def _end(response: Response) -> Response:
-    state = current_g()
-    request_id = state.get("request_id")
+def end(response: Response, request: Request, state: _AppCtxGlobals) -> None:
+    """Echo the request's id and log its one line (last of the edge's steps: the response
+    is then as every other step shaped it)."""
+    found = state.__dict__
+    request_id = found.get("request_id")
     if request_id is None:  # not begun (a hook before ours answered)
-        return response
-    response.headers[HEADER] = request_id
+        return
+    response.headers.add(HEADER, request_id)  # ours alone: added, not looked for and set
     if not log.isEnabledFor(logging.INFO):  # what log.info checks first: build nothing
-        return response
-    started = state.get("request_started", time.perf_counter())
-    caller = state.get("caller")
-    request = current_request()
+        return
+    started = found.get("request_started", time.perf_counter())
+    caller = found.get("caller")
     rule = request.url_rule
     method, path, status = request.method, request.path, response.status_code
     log.info("%s %s %s", method, path, status, extra={
@@ -73,4 +66,3 @@ def _end(response: Response) -> Response:
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "operator": None if caller is None else caller.operator_id,
     })
-    return response

@@ -150,6 +150,30 @@ def test_with_redis_two_workers_share_one_keys_count(make_api, make_key):
     _refused_as_rate_limited(two.get("/v1/rounds?limit=1"))
 
 
+@pytest.mark.skipif(not _redis_answers(), reason="no Redis on 127.0.0.1:6379")
+def test_with_redis_one_round_trip_counts_as_the_librarys_calls_do():
+    from limits import parse
+    from limits.storage import storage_from_string
+
+    from app.api.limits import SharedCounts, _hit_and_take
+
+    counts = SharedCounts(storage_from_string(f"redis://{REDIS[0]}:{REDIS[1]}/0"))
+    assert counts._hit_and_take is not None  # a plain Redis: the one script
+    rate = parse("3/minute")
+    seen = {}
+    for way, count in (("script", counts.hit_and_take),
+                       ("library", lambda *a: _hit_and_take(counts, *a))):
+        who = f"key:{uuid.uuid4().hex}"
+        slot = f"slots/read/{who}"
+        answers = [count(rate, "read", who, slot) for _ in range(4)]
+        seen[way] = [(c.allowed, c.remaining, round(c.reset_at - time.time()), taken)
+                     for c, taken in answers]
+        counts.free_slot(slot)
+        assert counts.take_slot(slot) == 3  # three taken, one given back, one more
+    assert seen["script"] == seen["library"] == [
+        (True, 2, 60, 1), (True, 1, 60, 2), (True, 0, 60, 3), (False, 0, 60, 0)]
+
+
 def _p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98] if len(samples) >= 2 else samples[0]
 

@@ -242,6 +242,19 @@ def test_stored_rounds_replays_conflicts_problems_and_money_are_counted(make_app
     assert metric("db_pool_connections_in_use") == 0  # every request gave its connection back
 
 
+def test_pool_connections_in_use_are_the_pools_own_count_when_scraped(make_app):
+    from app.db import get_database
+
+    app = make_app()
+    client = app.test_client()
+    held = get_database(app).engine.connect()
+    try:
+        assert _metric(client, "db_pool_connections_in_use") == 1
+    finally:
+        held.close()
+    assert _metric(client, "db_pool_connections_in_use") == 0
+
+
 def test_requests_refused_for_a_database_that_is_down_are_counted(settings):
     import socket
     from dataclasses import replace

@@ -78,6 +78,20 @@ def test_slots_are_shared_and_a_dead_processes_slots_are_forgotten(tmp_path):
     assert counts.take_slot("s") == 1
 
 
+def test_a_slot_given_back_more_often_than_taken_stays_at_none_and_is_swept(clock, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(HostCounts, "SWEEP_EVERY", 2)
+    counts = HostCounts(tmp_path / "c.sqlite3")
+    counts.take_slot("s")
+    counts.free_slot("s")
+    counts.free_slot("s")  # a second give-back must not free a place for someone else
+    assert counts.take_slot("s") == 1
+    counts.free_slot("s")
+    for n in range(2):
+        counts.hit(parse("5/second"), "public", f"addr:{n}")
+    assert counts._connection().execute("SELECT count(*) FROM slots").fetchone()[0] == 0
+
+
 def test_leaked_slots_expire(clock, tmp_path):
     counts = HostCounts(tmp_path / "c.sqlite3")
     counts.take_slot("s")
