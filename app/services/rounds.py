@@ -221,16 +221,34 @@ def round_content(round_: RoundColumns, players: Iterable[Row] = (),
     }
     if round_.content_version >= 2:
         content["content_version"] = round_.content_version
-        content["players"] = sorted((content_row(p, PLAYER_COLUMNS) for p in players),
-                                    key=_BY_SEAT)
-        content["lines"] = sorted((content_row(line, LINE_COLUMNS) for line in lines),
-                                  key=_BY_LINE_NO)
+        content["players"] = (players.content if players.__class__ is WrittenRows else sorted(
+            (content_row(p, PLAYER_COLUMNS) for p in players), key=_BY_SEAT))
+        content["lines"] = (lines.content if lines.__class__ is WrittenRows else sorted(
+            (content_row(line, LINE_COLUMNS) for line in lines), key=_BY_LINE_NO))
     return content
 
 
+class WrittenRows(list[dict[str, Any]]):
+    """Seats' or lines' rows (by seat, by line number) with ``content``, the same rows as a
+    round's content holds them (``content_row``'s), written alongside in one pass:
+    ``round_content`` takes those as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[dict[str, Any]] = []
+
+
+def column_value(value: Any) -> Any:
+    """A column's value as the content holds it: money as its decimal text (zero without a
+    sign, as PostgreSQL's numeric stores it), anything else as it is."""
+    if value.__class__ is not Decimal:
+        return value
+    text = format(value, "f")
+    return text[1:] if text[0] == "-" and value.is_zero() else text
+
+
 def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
-    """A seat's or a line's columns as the content holds them: money as its decimal text
-    (zero without a sign, as PostgreSQL's numeric stores it)."""
+    """A seat's or a line's columns as the content holds them (``column_value``)."""
     if row.__class__ is tuple:
         # A verify's row (ChainBatch): the columns in order, read as the database's text.
         return dict(zip(names, row))  # noqa: B905 (the row's copies of its round follow)
@@ -239,9 +257,7 @@ def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
     values: Sequence[Any] = (
         [row[name] for name in names] if not isinstance(row, tuple) and isinstance(
             row, Mapping) else _getter(names)(row))
-    return {name: (format(value.copy_abs() if value.is_zero() else value, "f")
-                   if value.__class__ is Decimal else value)
-            for name, value in zip(names, values, strict=True)}
+    return {name: column_value(value) for name, value in zip(names, values, strict=True)}
 
 
 _BY_SEAT = itemgetter("seat")
@@ -465,32 +481,43 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _player_rows(played: PlayedRound) -> list[dict[str, Any]]:
+def _player_rows(played: PlayedRound) -> WrittenRows:
+    """The round's seats, and as its content holds them."""
     settlement = played.settlement
     fouls: dict[str, tuple[bool, str | None]] = {}
     if isinstance(played.result, RoundResult):
         fouls = {p.player_id: (p.foul, None if p.special is None else p.special.value)
                  for p in played.result.score.players}
-    rows = []
+    rows = WrittenRows()
     for seat, money in enumerate(settlement.players):
         foul, special = fouls.get(money.player_id, (False, None))
-        rows.append({
+        before, amount, fee, after = (money.balance_before, money.amount, money.fee,
+                                      money.balance_after)
+        points = played.points_of(seat, money.player_id)
+        rows.append({"seat": seat, "player_id": money.player_id, "balance_before": before,
+                     "points": points, "amount": amount, "fee": fee, "balance_after": after,
+                     "foul": foul, "special": special})
+        rows.content.append({
             "seat": seat, "player_id": money.player_id,
-            "balance_before": money.balance_before,
-            "points": played.points_of(seat, money.player_id),
-            "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
-            "foul": foul, "special": special,
-        })
+            "balance_before": column_value(before), "points": points,
+            "amount": column_value(amount), "fee": column_value(fee),
+            "balance_after": column_value(after), "foul": foul, "special": special})
     return rows
 
 
-def _line_rows(played: PlayedRound) -> list[dict[str, Any]]:
-    return [
-        {"line_no": n, "account": line.account, "kind": line.kind.value,
-         "amount": line.amount, "balance_before": line.balance_before,
-         "balance_after": line.balance_after}
-        for n, line in enumerate(played.settlement.lines, start=1)
-    ]
+def _line_rows(played: PlayedRound) -> WrittenRows:
+    """The round's ledger lines, and as its content holds them."""
+    rows = WrittenRows()
+    for n, line in enumerate(played.settlement.lines, start=1):
+        account, kind, amount = line.account, line.kind.value, line.amount
+        before, after = line.balance_before, line.balance_after
+        rows.append({"line_no": n, "account": account, "kind": kind, "amount": amount,
+                     "balance_before": before, "balance_after": after})
+        rows.content.append({"line_no": n, "account": account, "kind": kind,
+                             "amount": column_value(amount),
+                             "balance_before": column_value(before),
+                             "balance_after": column_value(after)})
+    return rows
 
 
 def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None,
