@@ -41,7 +41,7 @@ from app.domain.games import (
 )
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
-from app.json_codec import as_stored, canonical_json
+from app.json_codec import as_stored, canonical_json, stored_and_text
 from app.services import cursors
 from app.services.answer_order import in_answer_order
 from app.services.balance_breaks import refuse_breaks, stored_breaks, table_breaks
@@ -178,6 +178,10 @@ class NewRound:
     players: Sequence[Mapping[str, Any]]
     lines: Sequence[Mapping[str, Any]]
     signer: InitVar[Signer]
+    # The canonical text of ``request`` and of ``ruleset`` when the caller has it written
+    # already (a preset's ruleset is written once): the same bytes as writing them again.
+    request_text: InitVar[bytes | None] = None
+    ruleset_text: InitVar[bytes | None] = None
     content_version: int = field(init=False, default=CONTENT_VERSION)
     content_hash: str = field(init=False)
     receipt_key_id: str = field(init=False)
@@ -186,9 +190,13 @@ class NewRound:
     # it and the append sends it, as it is, inside the row's JSON.
     _texts: RoundTexts = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self, signer: Signer) -> None:
-        texts = RoundTexts(orjson.Fragment(canonical_json(self.request)),
-                           orjson.Fragment(canonical_json(self.result)))
+    def __post_init__(self, signer: Signer, request_text: bytes | None,
+                      ruleset_text: bytes | None) -> None:
+        texts = RoundTexts(
+            orjson.Fragment(canonical_json(self.request) if request_text is None
+                            else request_text),
+            orjson.Fragment(canonical_json(self.result)),
+            None if ruleset_text is None else orjson.Fragment(ruleset_text))
         object.__setattr__(self, "_texts", texts)
         hashed = content_hash(self, self.players, self.lines, texts)
         object.__setattr__(self, "content_hash", hashed)
@@ -388,6 +396,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     submitted = {p: b for p, b in played.input.balances.items()
                  if p != played.input.house_seat}
     written = rules_json(rules)  # the result's ruleset: written once per rules object
+    request, request_text = stored_and_text(data)  # what re-scoring the round reads
     with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key, list(submitted))
         if start is None:
@@ -402,10 +411,11 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=written.parameters,
             ruleset_hash=written.hash, stake=played.input.stake,
-            request=stored_input(data), result=result, idempotency_key=key,
+            request=request, result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),
-            lines=_line_rows(played), signer=signer,
+            lines=_line_rows(played), signer=signer, request_text=request_text,
+            ruleset_text=written.text,
         )
         try:
             # Without a check nothing follows the rows: the append commits in its round trip.
