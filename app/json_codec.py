@@ -56,11 +56,17 @@ def as_stored(value: Any) -> Any:
     range it reads exactly); a value it refuses to write goes through the standard
     library both ways.
     """
+    return stored_and_text(value)[0]
+
+
+def stored_and_text(value: Any) -> tuple[Any, bytes]:
+    """Return ``as_stored(value)`` and its canonical text (``canonical_json`` of either)."""
     try:
         text = orjson.dumps(value, default=str, option=_CANONICAL)
     except orjson.JSONEncodeError:
-        return json.loads(stdlib_canonical_json(value))
-    return orjson.loads(text)
+        text = stdlib_canonical_json(value)
+        return json.loads(text), text
+    return orjson.loads(text), text
 
 
 def stdlib_canonical_json(value: Any) -> bytes:

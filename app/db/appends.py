@@ -217,7 +217,7 @@ def _rows(rows: Sequence[Mapping[str, Any]], names: Sequence[str],
           keys: frozenset[str]) -> Sequence[Mapping[str, Any]]:
     """Seats' or lines' rows with the columns ``names`` alone: as they are when each is a
     dict of those columns and no other (a copy would be equal), else copies."""
-    if rows.__class__ is list or rows.__class__ is tuple:
+    if isinstance(rows, list | tuple):
         for row in rows:
             if row.__class__ is not dict or row.keys() != keys:
                 break

@@ -18,7 +18,7 @@ from app.domain.banker_games import table_problems as banker_table_problems
 from app.domain.cards import Card, copy_problems, has_copies, parse_card, parse_cards
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError
 from app.domain.games import AnyRules, BankerRules, resolve
-from app.domain.hands import ROWS, Arrangement, Row, arrangement
+from app.domain.hands import ROW_NAMES, ROWS, Arrangement, Row, arrangement
 from app.domain.matches import HOUSE_SEAT_BALANCE, house_seat_allowed
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PlayerHand, hand_error, table_problems
@@ -135,7 +135,7 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     """Read a player's 13 cards or three rows: the hand when whole, each card list that
     parsed, and the problems found (unknown cards, sizes). Copies are the table's check.
     """
-    names = ("cards",) if "cards" in raw else [row.value for row in ROWS if row.value in raw]
+    names = ("cards",) if "cards" in raw else [name for name in ROW_NAMES if name in raw]
     parsed: dict[str, tuple[Card, ...]] = {}
     problems: list[Problem] = []
     for name in names:
@@ -155,7 +155,7 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     if "cards" in parsed:
         return None, parsed["cards"], parsed, problems
     if len(parsed) == len(ROWS):
-        return arrangement(*(parsed[row.value] for row in ROWS)), None, parsed, problems
+        return arrangement(*(parsed[name] for name in ROW_NAMES)), None, parsed, problems
     return None, None, parsed, problems
 
 

@@ -41,7 +41,7 @@ from app.domain.games import (
 )
 from app.domain.rounds import RoundResult
 from app.domain.settlement import money_text
-from app.json_codec import as_stored, canonical_json
+from app.json_codec import as_stored, canonical_json, stored_and_text
 from app.services import cursors
 from app.services.answer_order import in_answer_order
 from app.services.balance_breaks import refuse_breaks, stored_breaks, table_breaks
@@ -178,6 +178,10 @@ class NewRound:
     players: Sequence[Mapping[str, Any]]
     lines: Sequence[Mapping[str, Any]]
     signer: InitVar[Signer]
+    # The canonical text of ``request`` and of ``ruleset`` when the caller has it written
+    # already (a preset's ruleset is written once): the same bytes as writing them again.
+    request_text: InitVar[bytes | None] = None
+    ruleset_text: InitVar[bytes | None] = None
     content_version: int = field(init=False, default=CONTENT_VERSION)
     content_hash: str = field(init=False)
     receipt_key_id: str = field(init=False)
@@ -186,9 +190,13 @@ class NewRound:
     # it and the append sends it, as it is, inside the row's JSON.
     _texts: RoundTexts = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self, signer: Signer) -> None:
-        texts = RoundTexts(orjson.Fragment(canonical_json(self.request)),
-                           orjson.Fragment(canonical_json(self.result)))
+    def __post_init__(self, signer: Signer, request_text: bytes | None,
+                      ruleset_text: bytes | None) -> None:
+        texts = RoundTexts(
+            orjson.Fragment(canonical_json(self.request) if request_text is None
+                            else request_text),
+            orjson.Fragment(canonical_json(self.result)),
+            None if ruleset_text is None else orjson.Fragment(ruleset_text))
         object.__setattr__(self, "_texts", texts)
         hashed = content_hash(self, self.players, self.lines, texts)
         object.__setattr__(self, "content_hash", hashed)
@@ -221,16 +229,34 @@ def round_content(round_: RoundColumns, players: Iterable[Row] = (),
     }
     if round_.content_version >= 2:
         content["content_version"] = round_.content_version
-        content["players"] = sorted((content_row(p, PLAYER_COLUMNS) for p in players),
-                                    key=_BY_SEAT)
-        content["lines"] = sorted((content_row(line, LINE_COLUMNS) for line in lines),
-                                  key=_BY_LINE_NO)
+        content["players"] = (players.content if players.__class__ is WrittenRows else sorted(
+            (content_row(p, PLAYER_COLUMNS) for p in players), key=_BY_SEAT))
+        content["lines"] = (lines.content if lines.__class__ is WrittenRows else sorted(
+            (content_row(line, LINE_COLUMNS) for line in lines), key=_BY_LINE_NO))
     return content
 
 
+class WrittenRows(list[dict[str, Any]]):
+    """Seats' or lines' rows (by seat, by line number) with ``content``, the same rows as a
+    round's content holds them (``content_row``'s), written alongside in one pass:
+    ``round_content`` takes those as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[dict[str, Any]] = []
+
+
+def column_value(value: Any) -> Any:
+    """A column's value as the content holds it: money as its decimal text (zero without a
+    sign, as PostgreSQL's numeric stores it), anything else as it is."""
+    if value.__class__ is not Decimal:
+        return value
+    text = format(value, "f")
+    return text[1:] if text[0] == "-" and value.is_zero() else text
+
+
 def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
-    """A seat's or a line's columns as the content holds them: money as its decimal text
-    (zero without a sign, as PostgreSQL's numeric stores it)."""
+    """A seat's or a line's columns as the content holds them (``column_value``)."""
     if row.__class__ is tuple:
         # A verify's row (ChainBatch): the columns in order, read as the database's text.
         return dict(zip(names, row))  # noqa: B905 (the row's copies of its round follow)
@@ -239,9 +265,7 @@ def content_row(row: Row, names: Sequence[str]) -> dict[str, Any]:
     values: Sequence[Any] = (
         [row[name] for name in names] if not isinstance(row, tuple) and isinstance(
             row, Mapping) else _getter(names)(row))
-    return {name: (format(value.copy_abs() if value.is_zero() else value, "f")
-                   if value.__class__ is Decimal else value)
-            for name, value in zip(names, values, strict=True)}
+    return {name: column_value(value) for name, value in zip(names, values, strict=True)}
 
 
 _BY_SEAT = itemgetter("seat")
@@ -372,6 +396,7 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
     submitted = {p: b for p, b in played.input.balances.items()
                  if p != played.input.house_seat}
     written = rules_json(rules)  # the result's ruleset: written once per rules object
+    request, request_text = stored_and_text(data)  # what re-scoring the round reads
     with uows() as uow:
         start = uow.appends.start(operator_id, table_id, key, list(submitted))
         if start is None:
@@ -386,10 +411,11 @@ def _append(played: PlayedRound, data: Mapping[str, Any], operator_id: str, key:
             id=round_id, operator_id=operator_id, table_id=table_id, kind=ROUND_KIND,
             ruleset_name=rules.name, ruleset=written.parameters,
             ruleset_hash=written.hash, stake=played.input.stake,
-            request=stored_input(data), result=result, idempotency_key=key,
+            request=request, result=result, idempotency_key=key,
             body_hash=body_hash, created_at=start.created_at, prev_hash=start.prev_hash,
             chain_seq=start.seq, reverses_round_id=None, players=_player_rows(played),
-            lines=_line_rows(played), signer=signer,
+            lines=_line_rows(played), signer=signer, request_text=request_text,
+            ruleset_text=written.text,
         )
         try:
             # Without a check nothing follows the rows: the append commits in its round trip.
@@ -465,32 +491,43 @@ def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _player_rows(played: PlayedRound) -> list[dict[str, Any]]:
+def _player_rows(played: PlayedRound) -> WrittenRows:
+    """The round's seats, and as its content holds them."""
     settlement = played.settlement
     fouls: dict[str, tuple[bool, str | None]] = {}
     if isinstance(played.result, RoundResult):
         fouls = {p.player_id: (p.foul, None if p.special is None else p.special.value)
                  for p in played.result.score.players}
-    rows = []
+    rows = WrittenRows()
     for seat, money in enumerate(settlement.players):
         foul, special = fouls.get(money.player_id, (False, None))
-        rows.append({
+        before, amount, fee, after = (money.balance_before, money.amount, money.fee,
+                                      money.balance_after)
+        points = played.points_of(seat, money.player_id)
+        rows.append({"seat": seat, "player_id": money.player_id, "balance_before": before,
+                     "points": points, "amount": amount, "fee": fee, "balance_after": after,
+                     "foul": foul, "special": special})
+        rows.content.append({
             "seat": seat, "player_id": money.player_id,
-            "balance_before": money.balance_before,
-            "points": played.points_of(seat, money.player_id),
-            "amount": money.amount, "fee": money.fee, "balance_after": money.balance_after,
-            "foul": foul, "special": special,
-        })
+            "balance_before": column_value(before), "points": points,
+            "amount": column_value(amount), "fee": column_value(fee),
+            "balance_after": column_value(after), "foul": foul, "special": special})
     return rows
 
 
-def _line_rows(played: PlayedRound) -> list[dict[str, Any]]:
-    return [
-        {"line_no": n, "account": line.account, "kind": line.kind.value,
-         "amount": line.amount, "balance_before": line.balance_before,
-         "balance_after": line.balance_after}
-        for n, line in enumerate(played.settlement.lines, start=1)
-    ]
+def _line_rows(played: PlayedRound) -> WrittenRows:
+    """The round's ledger lines, and as its content holds them."""
+    rows = WrittenRows()
+    for n, line in enumerate(played.settlement.lines, start=1):
+        account, kind, amount = line.account, line.kind.value, line.amount
+        before, after = line.balance_before, line.balance_after
+        rows.append({"line_no": n, "account": account, "kind": kind, "amount": amount,
+                     "balance_before": before, "balance_after": after})
+        rows.content.append({"line_no": n, "account": account, "kind": kind,
+                             "amount": column_value(amount),
+                             "balance_before": column_value(before),
+                             "balance_after": column_value(after)})
+    return rows
 
 
 def round_json(round_: StoredColumns, *, reversed_by: uuid.UUID | None,

@@ -109,12 +109,10 @@ class Signer:
         public, self._secret = nacl.bindings.crypto_sign_seed_keypair(
             private_key.private_bytes_raw())
         self.verifier = Verifier(public)
+        # Named on every receipt: hashed once, not once a round.
+        self.key_id: str = self.verifier.key_id
         self.keys = keys if keys is not None else PublicKeys((
             PublishedKey(self.verifier, datetime.min.replace(tzinfo=UTC), None),))
-
-    @property
-    def key_id(self) -> str:
-        return self.verifier.key_id
 
     def sign(self, message: bytes) -> str:
         """Return the base64 Ed25519 signature of ``message``."""
