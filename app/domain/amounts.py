@@ -181,6 +181,8 @@ def units_decimal(units: int, precision: int) -> Decimal:
 def ratio_decimal(numerator: int, denominator: int) -> Decimal:
     """Return ``numerator`` / ``denominator`` (> 0) as a Decimal with as few decimals as it
     has: exactly when it terminates, else to 34 digits."""
+    if denominator == 1:  # a whole amount: what the general path makes of it, directly
+        return Decimal(numerator)
     common = gcd(numerator, denominator)
     numerator, denominator = numerator // common, denominator // common
     den = denominator

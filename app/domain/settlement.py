@@ -107,13 +107,6 @@ class Debt:
     amount: Decimal
 
 
-@dataclass(frozen=True, slots=True)
-class _Owed:
-    debtor: str
-    creditor: str
-    amount: Exact
-
-
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
     """Settle one round: payout rule, rounding toward zero, fee, ledger lines.
 
@@ -123,11 +116,11 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     """
     exact_held = check_balances(balances, money.precision)
     owed = _check_debts(debts, exact_held)
-    den = lcm(*(v.denominator for v in exact_held.values()),
-              *(debt.amount.denominator for debt in owed))
+    den = lcm(*[v.denominator for v in exact_held.values()],
+              *[amount.denominator for _, _, amount in owed])
     held = {pid: v.numerator * (den // v.denominator) for pid, v in exact_held.items()}
-    parts = [(debt.debtor, debt.creditor, debt.amount.numerator * (den // debt.amount.denominator))
-             for debt in owed]
+    parts = [(debtor, creditor, amount.numerator * (den // amount.denominator))
+             for debtor, creditor, amount in owed]
     ids = list(held)
 
     gross: dict[str, int] = dict.fromkeys(ids, 0)
@@ -158,23 +151,33 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
+    zero = unit(0, p)
+    by_pair = money.fee_basis is FeeBasis.PAIR
     for pid in ids:
-        rounded = toward_zero(payable[pid], scale, den)  # per player (§5)
-        fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
+        owes = payable[pid]
+        rounded = toward_zero(owes, scale, den)  # per player (§5)
+        fee = pair_fees[pid] if by_pair else _fee_units(rounded, rate)
         before = toward_zero(held[pid], scale, den)  # exact: at most `precision` decimals
         after_result = before + rounded
-        after = after_result - fee
         fee_units_total += fee
         rounded_units_total += rounded
-        # Each amount is written once and shared by the player's record and its lines.
+        # Each amount is written once and shared by the player's record and its lines
+        # (Decimals are immutable): with no fee, the amount is the rounded result and the
+        # balance after is the one after the result.
         before_text, rounded_text = unit(before, p), unit(rounded, p)
-        result_text, after_text = unit(after_result, p), unit(after, p)
+        result_text = unit(after_result, p)
+        if fee:
+            fee_text, amount_text = unit(fee, p), unit(rounded - fee, p)
+            after_text = unit(after_result - fee, p)
+        else:
+            fee_text, amount_text, after_text = zero, rounded_text, result_text
+        net = gross[pid]
+        gross_text = ratio_decimal(net, den)
         players.append(PlayerSettlement(
-            player_id=pid, balance_before=before_text,
-            gross=ratio_decimal(gross[pid], den),
-            payable=ratio_decimal(payable[pid].numerator, payable[pid].denominator * den),
-            rounded=rounded_text, fee=unit(fee, p),
-            amount=unit(rounded - fee, p), balance_after=after_text))
+            player_id=pid, balance_before=before_text, gross=gross_text,
+            payable=gross_text if owes == net else ratio_decimal(owes.numerator,
+                                                                 owes.denominator * den),
+            rounded=rounded_text, fee=fee_text, amount=amount_text, balance_after=after_text))
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
         lines.append(LedgerLine(pid, kind, rounded_text, before_text, result_text))
         if fee:
@@ -241,15 +244,18 @@ def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> Mapping[str, P
     return {pid: Fraction(v * wins, losses) if v < 0 else v for pid, v in capped.items()}
 
 
-def _check_debts(debts: Sequence[Debt], held: Mapping[str, Exact]) -> list[_Owed]:
+def _check_debts(debts: Sequence[Debt],
+                 held: Mapping[str, Exact]) -> list[tuple[str, str, Exact]]:
+    """Return each debt as (debtor, creditor, exact amount); refuse any that is not money
+    owed by one seated player to another."""
     problems: list[Problem] = []
-    owed: list[_Owed] = []
+    owed: list[tuple[str, str, Exact]] = []
     for i, debt in enumerate(debts):
         given = debt.amount
         if (given.__class__ is Decimal and given.is_finite() and given > 0
                 and debt.debtor != debt.creditor and debt.debtor in held
                 and debt.creditor in held):  # the common debt: no path written
-            owed.append(_Owed(debt.debtor, debt.creditor, Exact(*given.as_integer_ratio())))
+            owed.append((debt.debtor, debt.creditor, Exact(*given.as_integer_ratio())))
             continue
         path = f"debts[{i}]"
         before = len(problems)
@@ -266,7 +272,7 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Exact]) -> list[_Owed
             problems.append(Problem(f"{path}.amount", f"a debt must be positive, got "
                                     f"{debt.amount}", "bad_debt"))
         if len(problems) == before and amount is not None:
-            owed.append(_Owed(debt.debtor, debt.creditor, amount))
+            owed.append((debt.debtor, debt.creditor, amount))
     if problems:
         raise SettlementError(problems)
     return owed
