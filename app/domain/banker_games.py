@@ -21,6 +21,7 @@ from app.domain.blackjack import Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies, has_copies
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
+from app.domain.records import maker
 from app.domain.settlement import (
     Debt,
     Settlement,
@@ -92,6 +93,12 @@ class BankerRoundResult:
         return -sum(c.points for c in self.comparisons)
 
 
+# A round builds an evaluation per seat and a comparison per player: without a frozen
+# __init__'s cost.
+_evaluation, _comparison = maker(Evaluation), maker(Comparison)
+_banker_pair, _round_result = maker(BankerPair), maker(BankerRoundResult)
+
+
 def _sign(x: int) -> int:
     return (x > 0) - (x < 0)
 
@@ -102,7 +109,7 @@ def _evaluate21(hand: Hand, rules: BankerRules) -> Evaluation:
     h = evaluate21(cast(tuple[Card, ...], hand))
     # Within points the total decides; within charlies it may (charlie_ties).
     key = h.total if h.category in (Category21.POINTS, Category21.FIVE_CARD_CHARLIE) else 0
-    return Evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
+    return _evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
 
 
 def _compare21(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
@@ -143,7 +150,7 @@ def _check_cards(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Proble
 
 def _evaluate_tiles(hand: Hand, rules: BankerRules) -> Evaluation:
     h = evaluate_tiles(cast(tuple[Tile, ...], hand), TwoEight(rules.option("two_eight")))
-    return Evaluation(h.category.value, h.value_text, None, h.strength, h.tiles)
+    return _evaluation(h.category.value, h.value_text, None, h.strength, h.tiles)
 
 
 def _compare_tiles(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
@@ -313,14 +320,14 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         multiplier = rules.multiplier(winner.category) if outcome else 1
         bet = s.bet_multiple or 1
         points = outcome * bet * grab * multiplier
-        comparisons.append(Comparison(
+        comparisons.append(_comparison(
             banker.player_id, s.player_id,
             None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
             grab, multiplier, points, exact_product(stake, abs(points))))
-        pairs.append(BankerPair(banker.player_id, s.player_id, points, stake))
+        pairs.append(_banker_pair(banker.player_id, s.player_id, points, stake))
     debts, settlement = settle_banker(pairs, seated, rules.money)
-    return BankerRoundResult(rules, stake, tuple(seats), evaluations, tuple(comparisons),
-                             debts, settlement)
+    return _round_result(rules, stake, tuple(seats), evaluations, tuple(comparisons),
+                         debts, settlement)
 
 
 def _cover_errors(seats: Sequence[BankerSeat], rules: BankerRules, stake: Decimal,

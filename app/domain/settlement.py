@@ -65,6 +65,7 @@ from app.domain.money_rules import (
     MoneyRules,
     Payout,
 )
+from app.domain.records import maker
 
 __all__ = [
     "HOUSE",
@@ -105,6 +106,10 @@ class Debt:
     debtor: str
     creditor: str
     amount: Decimal
+
+
+# A round builds a record per player and per line: built without a frozen __init__'s cost.
+_player, _line, _settlement = maker(PlayerSettlement), maker(LedgerLine), maker(Settlement)
 
 
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
@@ -173,21 +178,21 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
             fee_text, amount_text, after_text = zero, rounded_text, result_text
         net = gross[pid]
         gross_text = ratio_decimal(net, den)
-        players.append(PlayerSettlement(
+        players.append(_player(
             player_id=pid, balance_before=before_text, gross=gross_text,
             payable=gross_text if owes == net else ratio_decimal(owes.numerator,
                                                                  owes.denominator * den),
             rounded=rounded_text, fee=fee_text, amount=amount_text, balance_after=after_text))
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
-        lines.append(LedgerLine(pid, kind, rounded_text, before_text, result_text))
+        lines.append(_line(pid, kind, rounded_text, before_text, result_text))
         if fee:
-            lines.append(LedgerLine(pid, LineKind.FEE, unit(-fee, p), result_text, after_text))
+            lines.append(_line(pid, LineKind.FEE, unit(-fee, p), result_text, after_text))
     if fee_units_total:
-        lines.append(LedgerLine(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
     if rounded_units_total:
-        lines.append(LedgerLine(HOUSE, LineKind.ROUNDING, unit(-rounded_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.ROUNDING, unit(-rounded_units_total, p)))
 
-    settlement = Settlement(
+    settlement = _settlement(
         payout=money.payout, precision=p, players=tuple(players),
         fees=unit(fee_units_total, p), rounding=unit(-rounded_units_total, p),
         lines=tuple(lines))
