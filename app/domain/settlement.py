@@ -28,7 +28,6 @@ from app.domain.amounts import (
     MAX_PRECISION,
     PARAMETER_DIGITS,
     PARAMETER_EXPONENT,
-    Exact,
     InvariantError,
     Parts,
     cut_toward_zero,
@@ -39,7 +38,7 @@ from app.domain.amounts import (
     ratio_decimal,
     read_money,
     toward_zero,
-    units_decimal,
+    units_writer,
 )
 from app.domain.errors import Problem, SettlementError
 from app.domain.ledger import (
@@ -121,11 +120,9 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     """
     exact_held = check_balances(balances, money.precision)
     owed = _check_debts(debts, exact_held)
-    den = lcm(*[v.denominator for v in exact_held.values()],
-              *[amount.denominator for _, _, amount in owed])
-    held = {pid: v.numerator * (den // v.denominator) for pid, v in exact_held.items()}
-    parts = [(debtor, creditor, amount.numerator * (den // amount.denominator))
-             for debtor, creditor, amount in owed]
+    den = lcm(*[d for _, d in exact_held.values()], *[d for _, _, (_, d) in owed])
+    held = {pid: n * (den // d) for pid, (n, d) in exact_held.items()}
+    parts = [(debtor, creditor, n * (den // d)) for debtor, creditor, (n, d) in owed]
     ids = list(held)
 
     gross: dict[str, int] = dict.fromkeys(ids, 0)
@@ -144,7 +141,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
 
     p = money.precision
     scale = 10 ** p
-    unit = units_decimal
+    unit = units_writer(p)
     rate = _fraction(money.fee_rate)
     pair_fees = dict.fromkeys(ids, 0)
     if money.fee_basis is FeeBasis.PAIR:
@@ -156,7 +153,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
-    zero = unit(0, p)
+    zero = unit(0)
     by_pair = money.fee_basis is FeeBasis.PAIR
     for pid in ids:
         owes = payable[pid]
@@ -169,11 +166,11 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         # Each amount is written once and shared by the player's record and its lines
         # (Decimals are immutable): with no fee, the amount is the rounded result and the
         # balance after is the one after the result.
-        before_text, rounded_text = unit(before, p), unit(rounded, p)
-        result_text = unit(after_result, p)
+        before_text, rounded_text = unit(before), unit(rounded)
+        result_text = unit(after_result)
         if fee:
-            fee_text, amount_text = unit(fee, p), unit(rounded - fee, p)
-            after_text = unit(after_result - fee, p)
+            fee_text, amount_text = unit(fee), unit(rounded - fee)
+            after_text = unit(after_result - fee)
         else:
             fee_text, amount_text, after_text = zero, rounded_text, result_text
         net = gross[pid]
@@ -186,15 +183,16 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
         lines.append(_line(pid, kind, rounded_text, before_text, result_text))
         if fee:
-            lines.append(_line(pid, LineKind.FEE, unit(-fee, p), result_text, after_text))
+            lines.append(_line(pid, LineKind.FEE, unit(-fee), result_text, after_text))
+    fees_text, rounding_text = unit(fee_units_total), unit(-rounded_units_total)
     if fee_units_total:
-        lines.append(_line(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.FEE, fees_text))
     if rounded_units_total:
-        lines.append(_line(HOUSE, LineKind.ROUNDING, unit(-rounded_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.ROUNDING, rounding_text))
 
     settlement = _settlement(
         payout=money.payout, precision=p, players=tuple(players),
-        fees=unit(fee_units_total, p), rounding=unit(-rounded_units_total, p),
+        fees=fees_text, rounding=rounding_text,
         lines=tuple(lines))
     check_settlement(settlement)
     return settlement
@@ -249,18 +247,18 @@ def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> Mapping[str, P
     return {pid: Fraction(v * wins, losses) if v < 0 else v for pid, v in capped.items()}
 
 
-def _check_debts(debts: Sequence[Debt],
-                 held: Mapping[str, Exact]) -> list[tuple[str, str, Exact]]:
-    """Return each debt as (debtor, creditor, exact amount); refuse any that is not money
-    owed by one seated player to another."""
+def _check_debts(debts: Sequence[Debt], held: Mapping[str, tuple[int, int]]
+                 ) -> list[tuple[str, str, tuple[int, int]]]:
+    """Return each debt as (debtor, creditor, exact (numerator, denominator)); refuse any
+    that is not money owed by one seated player to another."""
     problems: list[Problem] = []
-    owed: list[tuple[str, str, Exact]] = []
+    owed: list[tuple[str, str, tuple[int, int]]] = []
     for i, debt in enumerate(debts):
         given = debt.amount
         if (given.__class__ is Decimal and given.is_finite() and given > 0
                 and debt.debtor != debt.creditor and debt.debtor in held
                 and debt.creditor in held):  # the common debt: no path written
-            owed.append((debt.debtor, debt.creditor, Exact(*given.as_integer_ratio())))
+            owed.append((debt.debtor, debt.creditor, given.as_integer_ratio()))
             continue
         path = f"debts[{i}]"
         before = len(problems)
