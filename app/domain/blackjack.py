@@ -30,7 +30,12 @@ class Category21(IntEnum):
 
     @property
     def label(self) -> str:
-        return self.name.lower()
+        return _LABELS_21[self]
+
+
+# Looked up, not rebuilt: every hand of a round is labelled (Enum.name is a Python-level
+# property).
+_LABELS_21 = {c: c.name.lower() for c in Category21}
 
 
 @dataclass(frozen=True, slots=True)
