@@ -7,8 +7,10 @@ kin cut, toward zero, at a ruleset's precision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import MAX_PREC, ROUND_DOWN, Context, Decimal, Inexact, Rounded
 from fractions import Fraction
+from functools import partial
 from math import gcd
 from typing import NamedTuple, TypeAlias
 
@@ -29,6 +31,8 @@ def exact_product(amount: Decimal, *factors: int) -> Decimal:
     In ``EXACT`` a product is never rounded; one past the default exponents (10^999999)
     raises Inexact, as one that would be rounded would.
     """
+    if len(factors) == 1:  # the common product: a stake by a number of points
+        return EXACT.multiply(amount, factors[0])
     product = amount
     for factor in factors:
         product = EXACT.multiply(product, factor)
@@ -172,15 +176,30 @@ def whole_units(exact: Exact, precision: int) -> bool:
 
 def units_decimal(units: int, precision: int) -> Decimal:
     """Return ``units`` of 10**-precision as a Decimal with exactly ``precision`` decimals."""
-    # Decimal(int) is exact in any context, and EXACT's scaleb never rounds (nor reads
-    # the integer as text, which Python refuses past 4,300 digits); at precision 0 it is
-    # the amount itself.
-    return Decimal(units) if precision == 0 else Decimal(units).scaleb(-precision, EXACT)
+    # 10**-precision × units in EXACT: the product's coefficient is the integer's digits
+    # and its exponent -precision, never rounded (nor the integer read as text, which
+    # Python refuses past 4,300 digits). One call, where Decimal(units).scaleb made two.
+    return EXACT.multiply(_step(precision), units)
+
+
+def units_writer(precision: int) -> Callable[[int], Decimal]:
+    """Return ``units_decimal`` at ``precision`` as one C call (no Python frame): for a
+    settlement, which writes every amount of a round at one precision."""
+    return partial(EXACT.multiply, _step(precision))
+
+
+def _step(precision: int) -> Decimal:
+    """Return 10**-precision, exactly."""
+    if 0 <= precision <= MAX_PRECISION:
+        return _STEPS[precision]
+    return Decimal(1).scaleb(-precision, EXACT)
 
 
 def ratio_decimal(numerator: int, denominator: int) -> Decimal:
     """Return ``numerator`` / ``denominator`` (> 0) as a Decimal with as few decimals as it
     has: exactly when it terminates, else to 34 digits."""
+    if denominator == 1:  # a whole amount: what the general path makes of it, directly
+        return Decimal(numerator)
     common = gcd(numerator, denominator)
     numerator, denominator = numerator // common, denominator // common
     den = denominator

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.domain.errors import Problem, SettlementError
+from app.domain.records import maker
 from app.domain.settlement import Debt, MoneyRules, Settlement, exact_product, money_text, settle
 
 
@@ -35,14 +36,17 @@ class BankerPair:
         return exact_product(self.price, abs(self.points))
 
 
+_debt = maker(Debt)
+
+
 def banker_debts(pairs: Sequence[BankerPair]) -> tuple[Debt, ...]:
     """Return what each pair's loser owes its winner; a push owes nothing."""
     debts: list[Debt] = []
     for pair in pairs:
         if pair.points > 0:
-            debts.append(Debt(debtor=pair.banker, creditor=pair.player, amount=pair.gross))
+            debts.append(_debt(debtor=pair.banker, creditor=pair.player, amount=pair.gross))
         elif pair.points < 0:
-            debts.append(Debt(debtor=pair.player, creditor=pair.banker, amount=pair.gross))
+            debts.append(_debt(debtor=pair.player, creditor=pair.banker, amount=pair.gross))
     return tuple(debts)
 
 

@@ -21,6 +21,7 @@ from app.domain.blackjack import Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies, has_copies
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
+from app.domain.records import maker
 from app.domain.settlement import (
     Debt,
     Settlement,
@@ -32,6 +33,9 @@ from app.domain.tiles import COPIES as TILE_COPIES
 from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
+# What a hand is in each game, for cast: made once here, not subscripted on every call.
+Cards = tuple[Card, ...]
+Tiles = tuple[Tile, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,12 @@ class BankerRoundResult:
         return -sum(c.points for c in self.comparisons)
 
 
+# A round builds an evaluation per seat and a comparison per player: without a frozen
+# __init__'s cost.
+_evaluation, _comparison = maker(Evaluation), maker(Comparison)
+_banker_pair, _round_result = maker(BankerPair), maker(BankerRoundResult)
+
+
 def _sign(x: int) -> int:
     return (x > 0) - (x < 0)
 
@@ -99,10 +109,10 @@ def _sign(x: int) -> int:
 # --- 搶莊21點 ------------------------------------------------------------------------------
 
 def _evaluate21(hand: Hand, rules: BankerRules) -> Evaluation:
-    h = evaluate21(cast(tuple[Card, ...], hand))
+    h = evaluate21(cast(Cards, hand))
     # Within points the total decides; within charlies it may (charlie_ties).
     key = h.total if h.category in (Category21.POINTS, Category21.FIVE_CARD_CHARLIE) else 0
-    return Evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
+    return _evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
 
 
 def _compare21(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
@@ -125,11 +135,11 @@ def _check_cards(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Proble
     problems: list[Problem] = []
     for i, s in enumerate(seats):
         try:
-            check_draws(cast(tuple[Card, ...], s.hand), s.timed_out,
+            check_draws(cast(Cards, s.hand), s.timed_out,
                         int(rules.option("auto_stand_at")))
         except CardError as err:
             problems.extend(err.under(f"players[{i}]").problems)
-    if not has_copies([cast(Card, c) for s in seats for c in s.hand]):
+    if not has_copies(cast(list[Card], [c for s in seats for c in s.hand])):
         return problems  # only a card given twice pays for the paths
     try:
         check_copies([(f"players[{i}].cards[{j}]", cast(Card, c)) for i, s in enumerate(seats)
@@ -142,12 +152,12 @@ def _check_cards(seats: Sequence[BankerSeat], rules: BankerRules) -> list[Proble
 # --- 二八槓 ---------------------------------------------------------------------------------
 
 def _evaluate_tiles(hand: Hand, rules: BankerRules) -> Evaluation:
-    h = evaluate_tiles(cast(tuple[Tile, ...], hand), TwoEight(rules.option("two_eight")))
-    return Evaluation(h.category.value, h.value_text, None, h.strength, h.tiles)
+    h = evaluate_tiles(cast(Tiles, hand), TwoEight(rules.option("two_eight")))
+    return _evaluation(h.category.value, h.value_text, None, h.strength, h.tiles)
 
 
 def _compare_tiles(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    banker_tiles, player_tiles = cast(tuple[Tile, ...], b.hand), cast(tuple[Tile, ...], p.hand)
+    banker_tiles, player_tiles = cast(Tiles, b.hand), cast(Tiles, p.hand)
     if sorted(banker_tiles) == sorted(player_tiles):
         return (-1 if rules.option("identical") == "banker_wins" else 0), "identical"
     if b.strength != p.strength:
@@ -313,14 +323,14 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         multiplier = rules.multiplier(winner.category) if outcome else 1
         bet = s.bet_multiple or 1
         points = outcome * bet * grab * multiplier
-        comparisons.append(Comparison(
+        comparisons.append(_comparison(
             banker.player_id, s.player_id,
             None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
             grab, multiplier, points, exact_product(stake, abs(points))))
-        pairs.append(BankerPair(banker.player_id, s.player_id, points, stake))
+        pairs.append(_banker_pair(banker.player_id, s.player_id, points, stake))
     debts, settlement = settle_banker(pairs, seated, rules.money)
-    return BankerRoundResult(rules, stake, tuple(seats), evaluations, tuple(comparisons),
-                             debts, settlement)
+    return _round_result(rules, stake, tuple(seats), evaluations, tuple(comparisons),
+                         debts, settlement)
 
 
 def _cover_errors(seats: Sequence[BankerSeat], rules: BankerRules, stake: Decimal,

@@ -30,7 +30,12 @@ class Category21(IntEnum):
 
     @property
     def label(self) -> str:
-        return self.name.lower()
+        return _LABELS_21[self]
+
+
+# Looked up, not rebuilt: every hand of a round is labelled (Enum.name is a Python-level
+# property).
+_LABELS_21 = {c: c.name.lower() for c in Category21}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +47,25 @@ class Hand21:
     total: int
 
 
+# Each rank's points with an ace as 1: 2-10 their number, J Q K 10 (a table: every card of
+# a round is counted, most of them several times by the draw check).
+_POINTS = {rank: 1 if rank is Rank.ACE else min(int(rank), 10) for rank in Rank}
+
+
 def card_points(card: Card) -> int:
     """Return a card's points with an ace as 1: 2-10 their number, J Q K 10."""
-    if card.rank is Rank.ACE:
-        return 1
-    return min(int(card.rank), 10)
+    return _POINTS[card.rank]
 
 
 def hard_total(cards: Sequence[Card]) -> int:
     """Return the total with every ace as 1."""
-    return sum(card_points(c) for c in cards)
+    return sum([_POINTS[c.rank] for c in cards])
 
 
 def total(cards: Sequence[Card]) -> int:
     """Return the hand's total: aces as 1, plus 10 when an ace can count 11 without busting."""
     hard = hard_total(cards)
-    if hard + 10 <= TWENTY_ONE and any(c.rank is Rank.ACE for c in cards):
+    if hard + 10 <= TWENTY_ONE and Rank.ACE in [c.rank for c in cards]:
         return hard + 10
     return hard
 

@@ -13,7 +13,6 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from app.domain.amounts import (
-    Exact,
     check_decimals,
     money_text,
     ratio_decimal,
@@ -80,7 +79,8 @@ def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Dec
         return
     needed = Fraction(limit.amount(stake))
     for i, (pid, value) in enumerate(held.items()):
-        if value.numerator * needed.denominator < needed.numerator * value.denominator:
+        numerator, denominator = value
+        if numerator * needed.denominator < needed.numerator * denominator:
             problems.append(Problem(
                 f"players[{i}].balance",
                 f"player {pid} holds "
@@ -91,15 +91,18 @@ def check_continue(money: MoneyRules, stake: Decimal, balances: Mapping[str, Dec
         raise SettlementError(problems)
 
 
-def check_balances(balances: Mapping[str, Decimal], precision: int) -> dict[str, Exact]:
+def check_balances(balances: Mapping[str, Decimal],
+                   precision: int) -> dict[str, tuple[int, int]]:
+    """Return each balance as its exact (numerator, denominator), lowest terms; refuse
+    ids and amounts that cannot hold a seat, naming each."""
     problems: list[Problem] = []
-    held: dict[str, Exact] = {}
+    held: dict[str, tuple[int, int]] = {}
     scale = 10 ** precision
     for i, (pid, value) in enumerate(balances.items()):
         if (value.__class__ is Decimal and pid.__class__ is str and pid and pid != HOUSE
                 and pid != CASHIER and value.is_finite()):  # the common balance: no path
-            ratio = Exact(*value.as_integer_ratio())
-            if ratio.numerator >= 0 and scale % ratio.denominator == 0:
+            ratio = value.as_integer_ratio()  # the pair itself: no Exact built per balance
+            if ratio[0] >= 0 and scale % ratio[1] == 0:
                 held[pid] = ratio
                 continue
         path = f"players[{i}]"

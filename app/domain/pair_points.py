@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.domain.hands import ROWS
+from app.domain.records import maker
 from app.domain.rulesets import Aggregation, EffectKind, Over, Ruleset
 from app.domain.seats import Seat
 
@@ -22,6 +23,10 @@ class Item:
 
     name: str
     points: int
+
+
+# A pair's parts are built for every pair of a round: without a frozen __init__'s cost.
+_item = maker(Item)
 
 
 class Pair:
@@ -71,26 +76,26 @@ def score_pair(a: Seat, b: Seat, p: Pair, r: Ruleset) -> tuple[list[Item], int]:
         else:
             base = r.row_base * ((wins > 0) - (wins < 0))
         if base:
-            items.append(Item("rows", base))
+            items.append(_item("rows", base))
         if compared and r.row_bet is not None:
             bet = _row_bet(a.bet_row, b.bet_row, res, r)
             if bet:
-                items.append(Item("row_bet", bet))
+                items.append(_item("row_bet", bet))
                 base += bet
         for name, effect, _ in effects:
             if effect.kind is EffectKind.MULTIPLY and effect.over is Over.BASE:
-                items.append(Item(name, base * (effect.amount - 1)))
+                items.append(_item(name, base * (effect.amount - 1)))
                 base *= effect.amount
         total = base
         if compared:
             total += _row_bonuses(a, b, res, r, items)
         for name, effect, _ in effects:
             if effect.kind is EffectKind.MULTIPLY and effect.over is Over.ALL:
-                items.append(Item(name, total * (effect.amount - 1)))
+                items.append(_item(name, total * (effect.amount - 1)))
                 total *= effect.amount
     for name, effect, sign in effects:
         if effect.kind is EffectKind.ADD and effect.amount:
-            items.append(Item(name, sign * effect.amount))
+            items.append(_item(name, sign * effect.amount))
     if p.rows is not None:
         _winner(a, b, r, items)
         _holding(a, b, r, items)
@@ -124,7 +129,7 @@ def _row_bonuses(a: Seat, b: Seat, res: tuple[int, int, int], r: Ruleset,
             winner = a if bonus > 0 else b
             cats = winner.cats
             label = cats[k].label if cats is not None else ""
-            items.append(Item(f"row_bonus.{ROWS[k].value}.{label}", bonus))
+            items.append(_item(f"row_bonus.{ROWS[k].value}.{label}", bonus))
             total += bonus
     return total
 
@@ -140,7 +145,7 @@ def _holding(a: Seat, b: Seat, r: Ruleset, items: list[Item]) -> None:
                 continue
             bonus = table[k][seat.cats[k]]
             if bonus:
-                items.append(Item(f"holding.{ROWS[k].value}.{seat.cats[k].label}",
+                items.append(_item(f"holding.{ROWS[k].value}.{seat.cats[k].label}",
                                   sign * bonus))
 
 
@@ -158,7 +163,7 @@ def _winner(a: Seat, b: Seat, r: Ruleset, items: list[Item]) -> None:
     for k in range(3):
         bonus = table[k][winner.cats[k]]
         if bonus:
-            items.append(Item(f"winner.{ROWS[k].value}.{winner.cats[k].label}", sign * bonus))
+            items.append(_item(f"winner.{ROWS[k].value}.{winner.cats[k].label}", sign * bonus))
 
 
 def double_split(hr: HomeRun, pairs: list[Pair], points: list[tuple[list[Item], int]]) -> None:
@@ -179,5 +184,5 @@ def double_split(hr: HomeRun, pairs: list[Pair], points: list[tuple[list[Item], 
         items, value = points[k]
         new = sign * owed[loser]
         if new != value:
-            items = [*items, Item("home_run", new - value)]
+            items = [*items, _item("home_run", new - value)]
         points[k] = (items, new)

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from app.domain.banker import BankerPair, settle_banker
 from app.domain.errors import DomainError, Problem, SettlementError, gather
+from app.domain.records import maker
 from app.domain.rulesets import Ruleset, Topology
 from app.domain.scoring import PlayerHand, RoundScore, score_round
 from app.domain.settlement import (
@@ -28,6 +29,9 @@ class RoundResult:
     stake: Decimal
     debts: tuple[Debt, ...]
     settlement: Settlement
+
+
+_debt, _result = maker(Debt), maker(RoundResult)
 
 
 def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
@@ -64,17 +68,17 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
         pairs = [BankerPair(banker=pair.first, player=pair.second, points=-pair.points,
                             price=bets[pair.second] or stake) for pair in score.pairs]
         banker_owed, settlement = settle_banker(pairs, seated, ruleset.money)
-        return RoundResult(score, stake, banker_owed, settlement)
+        return _result(score, stake, banker_owed, settlement)
     debts: list[Debt] = []
     for pair in score.pairs:
         if not pair.points:
             continue
         winner, loser = (pair.first, pair.second) if pair.points > 0 else (
             pair.second, pair.first)
-        debts.append(Debt(debtor=loser, creditor=winner,
+        debts.append(_debt(debtor=loser, creditor=winner,
                           amount=exact_product(stake, abs(pair.points))))
     settlement = settle(seated, debts, ruleset.money)
-    return RoundResult(score, stake, tuple(debts), settlement)
+    return _result(score, stake, tuple(debts), settlement)
 
 
 def _seat_balances(players: Sequence[PlayerHand],

@@ -18,6 +18,7 @@ from app.domain.comparison import compare, find_home_run
 from app.domain.errors import CardError, DomainError, RoundError, gather
 from app.domain.hands import ROWS, Arrangement, Category, Row, Strength
 from app.domain.pair_points import Item, double_split, score_pair
+from app.domain.records import maker
 from app.domain.rulesets import EffectKind, Ruleset, Topology
 from app.domain.seats import PlayerHand, Seat, card_problems, hand_error, prepare, table_problems
 from app.domain.specials import SpecialName
@@ -80,6 +81,11 @@ class RoundScore:
     @property
     def totals(self) -> dict[str, int]:
         return {p.player_id: p.points for p in self.players}
+
+
+# A round builds a record per pair and per player: without a frozen __init__'s cost.
+_pair_score, _player_record = maker(PairScore), maker(PlayerScore)
+_round_score = maker(RoundScore)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -163,12 +169,12 @@ def _score(seats: list[Seat], ruleset: Ruleset) -> RoundScore:
     for p, (items, value) in zip(pairs, points, strict=True):
         totals[p.a] += value
         totals[p.b] -= value
-        records.append(PairScore(
+        records.append(_pair_score(
             seats[p.a].hand.player_id, seats[p.b].hand.player_id, p.kind, p.rows,
             None if p.scooper is None else seats[p.scooper].hand.player_id,
             None if hr is None or p.home_run_by is None else seats[hr.player].hand.player_id,
             tuple(items), value))
-    return RoundScore(
+    return _round_score(
         tuple(_player_score(s, totals[s.index], ruleset) for s in seats), tuple(records),
         None if hr is None else seats[hr.player].hand.player_id)
 
@@ -176,5 +182,5 @@ def _score(seats: list[Seat], ruleset: Ruleset) -> RoundScore:
 def _player_score(s: Seat, points: int, r: Ruleset) -> PlayerScore:
     h = s.hand
     bet_row = ROWS[s.bet_row] if r.row_bet is not None else None
-    return PlayerScore(h.player_id, s.submitted, s.used, s.auto, s.strengths, s.cats, s.foul,
-                       s.foul_rows, s.special, s.value, h.banker, h.bet, bet_row, points)
+    return _player_record(h.player_id, s.submitted, s.used, s.auto, s.strengths, s.cats, s.foul,
+                          s.foul_rows, s.special, s.value, h.banker, h.bet, bet_row, points)

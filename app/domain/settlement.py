@@ -28,7 +28,6 @@ from app.domain.amounts import (
     MAX_PRECISION,
     PARAMETER_DIGITS,
     PARAMETER_EXPONENT,
-    Exact,
     InvariantError,
     Parts,
     cut_toward_zero,
@@ -39,7 +38,7 @@ from app.domain.amounts import (
     ratio_decimal,
     read_money,
     toward_zero,
-    units_decimal,
+    units_writer,
 )
 from app.domain.errors import Problem, SettlementError
 from app.domain.ledger import (
@@ -65,6 +64,7 @@ from app.domain.money_rules import (
     MoneyRules,
     Payout,
 )
+from app.domain.records import maker
 
 __all__ = [
     "HOUSE",
@@ -107,11 +107,8 @@ class Debt:
     amount: Decimal
 
 
-@dataclass(frozen=True, slots=True)
-class _Owed:
-    debtor: str
-    creditor: str
-    amount: Exact
+# A round builds a record per player and per line: built without a frozen __init__'s cost.
+_player, _line, _settlement = maker(PlayerSettlement), maker(LedgerLine), maker(Settlement)
 
 
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
@@ -123,11 +120,9 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     """
     exact_held = check_balances(balances, money.precision)
     owed = _check_debts(debts, exact_held)
-    den = lcm(*(v.denominator for v in exact_held.values()),
-              *(debt.amount.denominator for debt in owed))
-    held = {pid: v.numerator * (den // v.denominator) for pid, v in exact_held.items()}
-    parts = [(debt.debtor, debt.creditor, debt.amount.numerator * (den // debt.amount.denominator))
-             for debt in owed]
+    den = lcm(*[d for _, d in exact_held.values()], *[d for _, _, (_, d) in owed])
+    held = {pid: n * (den // d) for pid, (n, d) in exact_held.items()}
+    parts = [(debtor, creditor, n * (den // d)) for debtor, creditor, (n, d) in owed]
     ids = list(held)
 
     gross: dict[str, int] = dict.fromkeys(ids, 0)
@@ -146,7 +141,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
 
     p = money.precision
     scale = 10 ** p
-    unit = units_decimal
+    unit = units_writer(p)
     rate = _fraction(money.fee_rate)
     pair_fees = dict.fromkeys(ids, 0)
     if money.fee_basis is FeeBasis.PAIR:
@@ -158,35 +153,46 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     lines: list[LedgerLine] = []
     fee_units_total = 0
     rounded_units_total = 0
+    zero = unit(0)
+    by_pair = money.fee_basis is FeeBasis.PAIR
     for pid in ids:
-        rounded = toward_zero(payable[pid], scale, den)  # per player (§5)
-        fee = pair_fees[pid] if money.fee_basis is FeeBasis.PAIR else _fee_units(rounded, rate)
+        owes = payable[pid]
+        rounded = toward_zero(owes, scale, den)  # per player (§5)
+        fee = pair_fees[pid] if by_pair else _fee_units(rounded, rate)
         before = toward_zero(held[pid], scale, den)  # exact: at most `precision` decimals
         after_result = before + rounded
-        after = after_result - fee
         fee_units_total += fee
         rounded_units_total += rounded
-        # Each amount is written once and shared by the player's record and its lines.
-        before_text, rounded_text = unit(before, p), unit(rounded, p)
-        result_text, after_text = unit(after_result, p), unit(after, p)
-        players.append(PlayerSettlement(
-            player_id=pid, balance_before=before_text,
-            gross=ratio_decimal(gross[pid], den),
-            payable=ratio_decimal(payable[pid].numerator, payable[pid].denominator * den),
-            rounded=rounded_text, fee=unit(fee, p),
-            amount=unit(rounded - fee, p), balance_after=after_text))
-        kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
-        lines.append(LedgerLine(pid, kind, rounded_text, before_text, result_text))
+        # Each amount is written once and shared by the player's record and its lines
+        # (Decimals are immutable): with no fee, the amount is the rounded result and the
+        # balance after is the one after the result.
+        before_text, rounded_text = unit(before), unit(rounded)
+        result_text = unit(after_result)
         if fee:
-            lines.append(LedgerLine(pid, LineKind.FEE, unit(-fee, p), result_text, after_text))
+            fee_text, amount_text = unit(fee), unit(rounded - fee)
+            after_text = unit(after_result - fee)
+        else:
+            fee_text, amount_text, after_text = zero, rounded_text, result_text
+        net = gross[pid]
+        gross_text = ratio_decimal(net, den)
+        players.append(_player(
+            player_id=pid, balance_before=before_text, gross=gross_text,
+            payable=gross_text if owes == net else ratio_decimal(owes.numerator,
+                                                                 owes.denominator * den),
+            rounded=rounded_text, fee=fee_text, amount=amount_text, balance_after=after_text))
+        kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
+        lines.append(_line(pid, kind, rounded_text, before_text, result_text))
+        if fee:
+            lines.append(_line(pid, LineKind.FEE, unit(-fee), result_text, after_text))
+    fees_text, rounding_text = unit(fee_units_total), unit(-rounded_units_total)
     if fee_units_total:
-        lines.append(LedgerLine(HOUSE, LineKind.FEE, unit(fee_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.FEE, fees_text))
     if rounded_units_total:
-        lines.append(LedgerLine(HOUSE, LineKind.ROUNDING, unit(-rounded_units_total, p)))
+        lines.append(_line(HOUSE, LineKind.ROUNDING, rounding_text))
 
-    settlement = Settlement(
+    settlement = _settlement(
         payout=money.payout, precision=p, players=tuple(players),
-        fees=unit(fee_units_total, p), rounding=unit(-rounded_units_total, p),
+        fees=fees_text, rounding=rounding_text,
         lines=tuple(lines))
     check_settlement(settlement)
     return settlement
@@ -241,15 +247,18 @@ def _capped(held: Mapping[str, int], gross: Mapping[str, int]) -> Mapping[str, P
     return {pid: Fraction(v * wins, losses) if v < 0 else v for pid, v in capped.items()}
 
 
-def _check_debts(debts: Sequence[Debt], held: Mapping[str, Exact]) -> list[_Owed]:
+def _check_debts(debts: Sequence[Debt], held: Mapping[str, tuple[int, int]]
+                 ) -> list[tuple[str, str, tuple[int, int]]]:
+    """Return each debt as (debtor, creditor, exact (numerator, denominator)); refuse any
+    that is not money owed by one seated player to another."""
     problems: list[Problem] = []
-    owed: list[_Owed] = []
+    owed: list[tuple[str, str, tuple[int, int]]] = []
     for i, debt in enumerate(debts):
         given = debt.amount
         if (given.__class__ is Decimal and given.is_finite() and given > 0
                 and debt.debtor != debt.creditor and debt.debtor in held
                 and debt.creditor in held):  # the common debt: no path written
-            owed.append(_Owed(debt.debtor, debt.creditor, Exact(*given.as_integer_ratio())))
+            owed.append((debt.debtor, debt.creditor, given.as_integer_ratio()))
             continue
         path = f"debts[{i}]"
         before = len(problems)
@@ -266,7 +275,7 @@ def _check_debts(debts: Sequence[Debt], held: Mapping[str, Exact]) -> list[_Owed
             problems.append(Problem(f"{path}.amount", f"a debt must be positive, got "
                                     f"{debt.amount}", "bad_debt"))
         if len(problems) == before and amount is not None:
-            owed.append(_Owed(debt.debtor, debt.creditor, amount))
+            owed.append((debt.debtor, debt.creditor, amount))
     if problems:
         raise SettlementError(problems)
     return owed

@@ -17,6 +17,7 @@ from app.domain.deal import DealRecord, check_deal
 from app.domain.errors import DomainError, Problem, RoundError, gather
 from app.domain.games import AnyRules, BankerRules, Game, game_of
 from app.domain.matches import as_house_seat
+from app.domain.records import maker
 from app.domain.rounds import RoundResult, play_round
 from app.domain.scoring import PlayerHand
 from app.domain.settlement import Settlement
@@ -44,6 +45,9 @@ class PlayedRound:
         if isinstance(self.result, BankerRoundResult):
             return self.result.points_of(player_id)
         return self.result.score.players[seat].points
+
+
+_played = maker(PlayedRound)
 
 
 def parse_round(data: Mapping[str, Any], ruleset: AnyRules | None = None) -> RoundInput:
@@ -88,7 +92,7 @@ def play(round_input: RoundInput) -> PlayedRound:
                                      "deal is an exchange of 十三支", "no_deal"))
         seats = tuple(p for p in r.players if isinstance(p, BankerSeat))
         banker = play_banker_round(seats, r.ruleset, r.stake, r.balances, r.limits_enforced)
-        return PlayedRound(round_input, banker, None)
+        return _played(round_input, banker, None)
     hands = tuple(p for p in r.players if isinstance(p, PlayerHand))
     result = play_round(hands, r.ruleset, r.stake, r.balances, r.limits_enforced)
     if r.house_seat is not None:
@@ -96,7 +100,7 @@ def play(round_input: RoundInput) -> PlayedRound:
     deal = None
     if r.deal is not None:
         deal = check_deal(r.deal, final_hands(hands), r.ruleset.exchange)
-    return PlayedRound(round_input, result, deal)
+    return _played(round_input, result, deal)
 
 
 def final_hands(players: Sequence[PlayerHand]) -> dict[str, tuple[Card, ...]]:

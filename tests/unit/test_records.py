@@ -1,0 +1,97 @@
+"""A record's maker builds what its class builds: same type, fields, equality, frozen."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from decimal import Decimal
+
+import pytest
+
+from app.domain.ledger import LedgerLine, LineKind, PlayerSettlement
+from app.domain.pair_points import Item
+from app.domain.records import maker
+from app.domain.settlement import Debt
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sample:
+    name: str
+    count: int = 1
+    note: str | None = None
+
+
+CASES = [
+    pytest.param(LedgerLine, ("p1", LineKind.WIN, Decimal("10.00")), {}, id="defaults-left"),
+    pytest.param(LedgerLine, ("p1", LineKind.FEE, Decimal("-0.50"), Decimal("10.00")),
+                 {"balance_after": Decimal("9.50")}, id="positional-and-keyword"),
+    pytest.param(PlayerSettlement, (), {
+        "player_id": "p", "balance_before": Decimal("1.00"), "gross": Decimal(2),
+        "payable": Decimal(2), "rounded": Decimal("2.00"), "fee": Decimal("0.00"),
+        "amount": Decimal("2.00"), "balance_after": Decimal("3.00")}, id="keywords"),
+    pytest.param(Debt, ("a", "b", Decimal(5)), {}, id="debt"),
+    pytest.param(Item, ("rows", -3), {}, id="item"),
+    pytest.param(_Sample, ("x",), {"note": "n"}, id="keyword-after-default"),
+]
+
+
+@pytest.mark.parametrize(("cls", "args", "kwargs"), CASES)
+def test_a_made_record_is_the_record_its_class_builds(cls, args, kwargs):
+    made, built = maker(cls)(*args, **kwargs), cls(*args, **kwargs)
+    assert type(made) is cls
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert dataclasses.astuple(made) == dataclasses.astuple(built)
+    assert pickle.loads(pickle.dumps(made)) == built
+    assert dataclasses.replace(made) == built
+
+
+@pytest.mark.parametrize(("cls", "args", "kwargs"), CASES)
+def test_a_made_record_is_frozen(cls, args, kwargs):
+    made = maker(cls)(*args, **kwargs)
+    name = dataclasses.fields(cls)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(made, name, "changed")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(made, name)
+    with pytest.raises(AttributeError):
+        made.__dict__  # noqa: B018 - slotted: no instance dictionary to write through
+
+
+def test_a_maker_refuses_missing_and_unknown_arguments_as_the_class_does():
+    make = maker(_Sample)
+    with pytest.raises(TypeError):
+        make()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        make("x", colour="red")  # type: ignore[call-arg]
+
+
+@dataclasses.dataclass(slots=True)
+class _Mutable:
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _NoSlots:
+    name: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Checked:
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a name")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Factory:
+    names: list[str] = dataclasses.field(default_factory=list)
+
+
+@pytest.mark.parametrize("cls", [_Mutable, _NoSlots, _Checked, _Factory, int],
+                         ids=["mutable", "no-slots", "post-init", "default-factory",
+                              "not-dataclass"])
+def test_a_maker_refuses_a_class_whose_init_does_more_than_assign(cls):
+    with pytest.raises(TypeError):
+        maker(cls)
