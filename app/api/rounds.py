@@ -199,7 +199,7 @@ def list_rounds() -> Response:
     query = RoundQuerySchema().load(request.args.to_dict())
     created_from: datetime | None = query.get("from_")
     # Strings, integers and nulls: written by orjson, the bytes jsonify writes.
-    return json_response(rounds.list_rounds(
+    return json_response(round_reads.list_rounds(
         operator_id=operator_id(), uows=get_database().uows,
         table_id=query.get("table_id"), player_id=query.get("player_id"),
         created_from=created_from, created_to=query.get("to"), limit=query["limit"],

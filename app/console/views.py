@@ -298,7 +298,7 @@ def tables() -> Response:
                        created_to=_now() + timedelta(minutes=1), operator_id=caller.operator_id)
     rows = []
     for table in report.tables:
-        newest = rounds.list_rounds(
+        newest = round_reads.list_rounds(
             operator_id=caller.operator_id, uows=database.uows, table_id=table.table_id,
             player_id=None, created_from=None, created_to=None, limit=1, cursor=None)["items"]
         rows.append({"report": table.to_json(),
@@ -328,14 +328,14 @@ def _table_page(table_id: str, verification: Mapping[str, Any] | None,
         return _invalid(error)
     uows = get_database().uows
     try:
-        page = rounds.list_rounds(
+        page = round_reads.list_rounds(
             operator_id=caller.operator_id, uows=uows, table_id=table_id,
             player_id=query.get("player_id"), created_from=query.get("from_"),
             created_to=query.get("to"), limit=query["limit"], cursor=query.get("cursor"),
             kind=query.get("kind"), game=query.get("game"))
     except InvalidCursor:
         return _invalid_cursor()
-    newest = rounds.list_rounds(operator_id=caller.operator_id, uows=uows,
+    newest = round_reads.list_rounds(operator_id=caller.operator_id, uows=uows,
                                 table_id=table_id, player_id=None, created_from=None,
                                 created_to=None, limit=1, cursor=None)["items"]
     if not newest:
@@ -444,7 +444,7 @@ def recent() -> Response:
     reconcile:read lands (the tables overview is a reconciliation)."""
     args = {k: v for k, v in request.args.items() if k == "cursor" and v}
     try:
-        page = rounds.list_rounds(
+        page = round_reads.list_rounds(
             operator_id=_caller().operator_id, uows=get_database().uows, table_id=None,
             player_id=None, created_from=None, created_to=None, limit=RECENT,
             cursor=args.get("cursor"))
