@@ -22,7 +22,7 @@ from app.api.current import current_flask
 from app.api.errors import TYPE_INTERNAL, ProblemError
 from app.api.extensions import SCHEMA_GATE
 from app.db import get_database
-from app.services.keys import Caller, InvalidToken, KeyCache, Scope, authenticate
+from app.services.keys import Caller, InvalidToken, KeyCache, Scope, authenticate, holds
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ def authorize(request: Request, state: _AppCtxGlobals, app: Flask,
     get_database(app)
     app.extensions[SCHEMA_GATE].ensure()
     caller = _caller(app, request.environ.get("HTTP_AUTHORIZATION", ""))
-    if not _may(caller.scopes, access.scopes):
+    if not holds(caller.scopes, access.scopes):
         scopes = " ".join(s.value for s in Scope if s in access.scopes)
         named = " or ".join(s.value for s in Scope if s in access.scopes)
         raise ProblemError(
@@ -203,21 +203,6 @@ def authorize(request: Request, state: _AppCtxGlobals, app: Flask,
             headers={"WWW-Authenticate": f'Bearer realm="{REALM}", '
                      f'error="insufficient_scope", scope="{scopes}"'})
     state.caller = caller
-
-
-# (a key's scopes, a route's scopes) -> whether the key may call the route. Scope's hash
-# is Enum's, a Python call for each scope looked up; a frozenset keeps its own hash, and a
-# key's Caller (with its scopes) is kept by the KeyCache, so this lookup costs little.
-# Bounded: at most 2**len(Scope) sets of scopes a key may hold, times ACCESS's few sets.
-_MAY: dict[tuple[frozenset[Scope], frozenset[Scope]], bool] = {}
-
-
-def _may(held: frozenset[Scope], needed: frozenset[Scope]) -> bool:
-    try:
-        return _MAY[held, needed]
-    except KeyError:
-        allowed = _MAY[held, needed] = Caller("", "", held).may(needed)
-        return allowed
 
 
 def current_caller() -> Caller:

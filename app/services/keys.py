@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 
 from app.services.key_repositories import KeyCheck, NewApiKey, StoredKey
 from app.services.uow import UnitOfWorkFactory
@@ -109,7 +110,15 @@ class Caller:
 
     def may(self, needed: Iterable[Scope]) -> bool:
         """Tell whether the key holds one of ``needed`` (``admin`` holds them all)."""
-        return Scope.ADMIN in self.scopes or not self.scopes.isdisjoint(needed)
+        return holds(self.scopes, frozenset(needed))
+
+
+@lru_cache(maxsize=1024)
+def holds(held: frozenset[Scope], needed: frozenset[Scope]) -> bool:
+    """Tell whether scopes ``held`` let a key call what one of ``needed`` allows (``admin``
+    holds them all). Kept per pair: Scope's hash is Enum's, a Python call a scope, while a
+    frozenset keeps its own; a key holds one of few sets, and ACCESS names few."""
+    return Scope.ADMIN in held or not held.isdisjoint(needed)
 
 
 def parse_scopes(names: Iterable[str]) -> frozenset[Scope]:
