@@ -37,6 +37,7 @@ missing, no database can be had, or a server fails to start.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -705,8 +706,9 @@ class InProcess:
     url: str
 
 
-# What --instructions counts in process: the settle, and the database work alone.
-ROUTES = {"settle": "/v1/rounds", "db": "/bench/settle-db"}
+# What --instructions counts in process: the settle, and the database work alone, through
+# the Flask test client; and the settle with the app called as a WSGI server calls it.
+ROUTES = {"settle": "/v1/rounds", "db": "/bench/settle-db", "served": "/v1/rounds"}
 
 
 @contextmanager
@@ -738,8 +740,24 @@ def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
 
         # Encoded once, so the client's own JSON work is not counted as the service's.
         encoded = [json.dumps(b, separators=(",", ":")).encode() for b in bodies]
+        if route == "served":
+            settle = _served(app, path, encoded, authorization)
+        else:
+            settle = _through_client(client, path, encoded, authorization)
+        for n in range(20):  # fill the pool and the caches before measuring
+            settle(n, "warm")
+        try:
+            yield InProcess(settle, app, url)
+        finally:
+            get_database(app).dispose()  # so the database can be dropped
 
-        def settle(n: int, tag: str) -> None:
+
+def _through_client(client: Any, path: str, encoded: Sequence[bytes],
+                    authorization: str) -> Callable[[int, str], None]:
+    """Settle the n-th body through the Flask test client, which builds the request and
+    reads the answer (about 0.5 M instructions of its own a request)."""
+
+    def settle(n: int, tag: str) -> None:
             answer = client.post(path, data=encoded[n % len(encoded)],
                                  content_type="application/json",
                                  headers={"Idempotency-Key": f"profile-{tag}-{n}",
@@ -747,12 +765,33 @@ def in_process(args: argparse.Namespace, server: tuple[str, str] | None = None,
             if answer.status_code != 201:
                 raise BenchError(f"settle answered {answer.status_code}: {answer.get_data()!r}")
 
-        for n in range(20):  # fill the pool and the caches before measuring
-            settle(n, "warm")
-        try:
-            yield InProcess(settle, app, url)
-        finally:
-            get_database(app).dispose()  # so the database can be dropped
+    return settle
+
+
+def _served(app: Any, path: str, encoded: Sequence[bytes],
+            authorization: str) -> Callable[[int, str], None]:
+    """Settle the n-th body with the app called as a WSGI server calls it: each body's
+    environ built once (as a server parses a request, uncounted), a copy with its own
+    Idempotency-Key and input stream per request, the answer's chunks joined."""
+    from werkzeug.test import EnvironBuilder
+
+    environs = [EnvironBuilder(path=path, method="POST", data=body,
+                               content_type="application/json",
+                               headers={"Authorization": authorization}).get_environ()
+                for body in encoded]
+
+    def settle(n: int, tag: str) -> None:
+        environ = dict(environs[n % len(environs)])
+        environ["wsgi.input"] = io.BytesIO(encoded[n % len(encoded)])
+        environ["HTTP_IDEMPOTENCY_KEY"] = f"profile-{tag}-{n}"
+        answered: list[str] = []
+        chunks = app(environ, lambda status, *_: answered.append(status))
+        body = b"".join(chunks)
+        getattr(chunks, "close", lambda: None)()
+        if answered != ["201 CREATED"]:
+            raise BenchError(f"settle answered {answered}: {body[:500]!r}")
+
+    return settle
 
 
 def profile(args: argparse.Namespace) -> int:
@@ -812,7 +851,7 @@ def settle_loop(args: argparse.Namespace) -> int:
 def instructions(args: argparse.Namespace) -> int:
     """Count a settle's instructions in process, and its database work's alone (bench.db_app's
     route, the same app and bodies): valgrind's callgrind over a run of N requests less one
-    of none, each from the same start (the same bodies, a fixed hash seed), all four at once
+    of none, each from the same start (the same bodies, a fixed hash seed), all six at once
     on two cores. Instructions, unlike seconds, do not move with the machine's load; a
     start's own count wanders by well under 1% between runs."""
     valgrind = shutil.which("valgrind")
@@ -840,9 +879,12 @@ def instructions(args: argparse.Namespace) -> int:
             counts[route, n] = total
     per = {route: (counts[route, args.instructions] - counts[route, 0]) / args.instructions
            for route in ROUTES}
-    print(f"instructions a settle in process (callgrind, {args.instructions} settles less "
-          f"none, {args.rounds} bodies, PYTHONHASHSEED=0): {per['settle'] / 1e6:.2f} M "
+    print(f"instructions a settle in process through the test client (callgrind, "
+          f"{args.instructions} settles less none, {args.rounds} bodies, PYTHONHASHSEED=0): "
+          f"{per['settle'] / 1e6:.2f} M "
           f"({counts['settle', args.instructions]:,} - {counts['settle', 0]:,})")
+    print(f"the same settles with the app called as a WSGI server calls it (no test client): "
+          f"{per['served'] / 1e6:.2f} M")
     print(f"instructions of its database work alone ({ROUTES['db']}, bench.db_app): "
           f"{per['db'] / 1e6:.2f} M; the database work's share of a settle: "
           f"{per['db'] / per['settle']:.0%} (in process: PostgreSQL's own work, which "

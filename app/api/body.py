@@ -8,8 +8,8 @@ stay exact Decimals. Every refusal is a problem+json answer (415, 413, 400 or 42
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeVar
 
 from flask import request
 from werkzeug.exceptions import UnsupportedMediaType
@@ -18,6 +18,8 @@ from app.api.current import current_request
 from app.api.errors import TYPE_MALFORMED, TYPE_VALIDATION, ProblemError, join_path
 from app.json_codec import NOT_READ, loads_body, loads_decimal
 from app.text import text_fault
+
+T = TypeVar("T")
 
 
 def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -29,12 +31,39 @@ def json_body(*, newlines_at: frozenset[str] = frozenset()) -> dict[str, Any]:
     Decimals stay exact (``parse_float=Decimal``); NaN and Infinity are refused, as JSON
     itself does not have them.
     """
+    raw = _raw_body()
+    return _checked(raw, loads_body(raw), newlines_at)
+
+
+def json_body_vouched(vouch: Callable[[Any], T | None]) -> tuple[dict[str, Any], T | None]:
+    """Return the request's JSON object as ``json_body`` does, and ``vouch(value)``.
+
+    ``vouch`` reads the value as orjson read it, and returns something only for a value
+    it checked whole: an object whose every string app.text passes, nesting no deeper
+    than MAX_JSON_DEPTH, without a float. Its answer then stands for json_body's walk of
+    the body (the common round request, app.api.fast_round); None leaves the body to
+    that walk, and the answer None.
+    """
+    raw = _raw_body()
+    value = loads_body(raw)
+    if value.__class__ is dict:
+        vouched = vouch(value)
+        if vouched is not None:
+            return value, vouched
+    return _checked(raw, value, frozenset()), None
+
+
+def _raw_body() -> bytes:
     if not _is_json(request.mimetype):
         raise UnsupportedMediaType(
             f"send the body as application/json, not {request.mimetype or 'no content type'}"
         )
-    raw = request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
-    value = loads_body(raw)
+    return request.get_data(cache=True)  # raises 413 past MAX_CONTENT_LENGTH
+
+
+def _checked(raw: bytes, value: Any, newlines_at: frozenset[str]) -> dict[str, Any]:
+    """The JSON object ``raw`` holds (``value``: as orjson read it, or NOT_READ), or the
+    problem that refuses it."""
     shape = _Shape(0, True, []) if value is NOT_READ else _shape(value)
     if shape.floats:  # orjson read a fraction, an exponent or a big integer as a float
         value = _loads_exactly(raw)

@@ -7,6 +7,11 @@ of exactly that shape whose every value marshmallow would accept is loaded here,
 same values marshmallow returns (defaults included); anything else, and every refusal,
 is marshmallow's (tests/unit/test_fast_round_request.py holds the two equal). The bounds
 are the schemas' own constants.
+
+It checks each value of the body it loads, so it also vouches for what the body reader
+checks (app.api.body.json_body_vouched): no float, four levels deep at most, and every
+string passing app.text's rule (keys are its own, ids and money match their patterns,
+and the preset's name and the cards are checked here). A body it loads is read once.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from app.api.schemas import (
 )
 from app.domain.games import Game, game_of_preset
 from app.domain.rulesets import MAX_PRESET_NAME
-from app.text import IDENTIFIER
+from app.text import IDENTIFIER, text_fault
 
 _ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players", "limits_enforced"})
 _REQUIRED_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players"})
@@ -40,6 +45,7 @@ _PLAYER_KEYS: dict[Game, tuple[frozenset[str], frozenset[str]]] = {
     Game.ERBAGANG: (frozenset({"player_id", "balance", "banker", "bet_multiple", "tiles"}),
                     frozenset({"player_id", "balance", "tiles"})),
 }
+_FREE_TEXT = {Game.THIRTEEN: ROW_FIELDS, Game.QIANG21: ("cards",), Game.ERBAGANG: ("tiles",)}
 _HAND_SIZES = {Game.QIANG21: ("cards", 1, MAX_21_CARDS),
                Game.ERBAGANG: ("tiles", TILES_PER_HAND, TILES_PER_HAND)}
 
@@ -64,6 +70,13 @@ def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     game = game_of_preset(ruleset)
     loaded = [_fast_player(p, game) for p in players]
     if None in loaded:
+        return None
+    # The strings no pattern here bounds, checked by app.text's rule at once.
+    texts = [ruleset]
+    for name in _FREE_TEXT[game]:
+        for player in loaded:
+            texts += player[name]
+    if text_fault(" ".join(texts)) is not None:
         return None
     return {"ruleset": ruleset, "table_id": table_id, "stake": stake, "players": loaded,
             "limits_enforced": limits}

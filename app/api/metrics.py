@@ -58,6 +58,9 @@ class Metrics:
     # the app never removes a child, so the ones it found stay the ones it would find.
     request_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = field(
         default_factory=dict)
+    # The same for the stored rounds' counters: (game, ruleset, kind) and (operator, kind).
+    round_series: dict[tuple[str, str, str], Counter] = field(default_factory=dict)
+    money_series: dict[tuple[str, str], Counter] = field(default_factory=dict)
 
 
 def _make_metrics() -> Metrics:
@@ -157,14 +160,22 @@ def observe(response: Response, request: Request, app: Flask, started: float) ->
 def count_stored_round(body: Mapping[str, Any], operator_id: str) -> None:
     """Count a round just stored (after its transaction committed): kind, game, money."""
     metrics: Metrics = current_app.extensions[EXTENSION]
-    metrics.rounds_settled.labels(body["game"], body["ruleset"]["name"], body["kind"]).inc()
+    labels = (body["game"], body["ruleset"]["name"], body["kind"])
+    settled = metrics.round_series.get(labels)
+    if settled is None:
+        settled = metrics.round_series.setdefault(labels, metrics.rounds_settled.labels(*labels))
+    settled.inc()
     scale = 10 ** int(body["ruleset"]["parameters"].get("precision", 0))
     moved: dict[str, Decimal] = {}
     for line in body["lines"]:
         moved[line["kind"]] = moved.get(line["kind"], Decimal(0)) + abs(Decimal(line["amount"]))
     for kind, amount in moved.items():
         if amount:
-            metrics.money.labels(operator_id, kind).inc(float(amount * scale))
+            series = metrics.money_series.get((operator_id, kind))
+            if series is None:
+                series = metrics.money_series.setdefault(
+                    (operator_id, kind), metrics.money.labels(operator_id, kind))
+            series.inc(float(amount * scale))
 
 
 def count_replay(route: str) -> None:

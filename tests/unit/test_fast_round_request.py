@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
+from app.api.body import MAX_JSON_DEPTH
 from app.api.fast_round import fast_round_request
 from app.api.schemas import RoundRequestSchema
+from app.text import text_fault
 from bench.load import make_bodies
 
 SCHEMA = RoundRequestSchema()
@@ -95,3 +97,59 @@ def test_whatever_the_fast_check_takes_marshmallow_takes_to_the_same_values(
         raise AssertionError(f"the fast check took what marshmallow refuses: {error.messages}"
                              ) from None
     assert typed(fast) == typed(loaded)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [*value, *(s for v in value.values() for s in _strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict | list):
+        children = value.values() if isinstance(value, dict) else value
+        return 1 + max((_depth(v) for v in children), default=0)
+    return 0
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edited())
+def test_whatever_the_fast_check_takes_passes_the_body_readers_checks(
+        body: dict[str, Any]) -> None:
+    # It vouches for json_body's walk (app.api.body.json_body_vouched): no float, no deep
+    # nesting, every key and string clean by app.text's rule.
+    if fast_round_request(body) is None:
+        return
+    assert _depth(body) <= MAX_JSON_DEPTH
+    assert not any(isinstance(v, float) for v in _leaves(body))
+    assert all(text_fault(s) is None for s in _strings(body))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+FAULTS = ["\x00", "\x1f", "\x7f", "\x85", "\ud800", "a\nb"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("ruleset", ["classic4", "qiang21", "erbagang"])
+def test_a_card_or_a_preset_name_holding_a_fault_is_left_to_the_body_reader(
+        fault: str, ruleset: str) -> None:
+    body = next(b for b in BODIES if b["ruleset"] == ruleset)
+    assert fast_round_request(body) is not None
+    hand = {"classic4": "middle", "qiang21": "cards", "erbagang": "tiles"}[ruleset]
+    for edit in ("card", "preset"):
+        faulty = copy.deepcopy(body)
+        if edit == "card":
+            faulty["players"][-1][hand][0] += fault
+        else:
+            faulty["ruleset"] += fault
+        assert fast_round_request(faulty) is None, edit
