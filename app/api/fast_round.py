@@ -74,7 +74,7 @@ def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     # The strings no pattern here bounds, checked by app.text's rule at once.
     texts = [ruleset]
     for name in _FREE_TEXT[game]:
-        for player in loaded:
+        for player in players:  # each a player loaded above, its hand its own list
             texts += player[name]
     if text_fault(" ".join(texts)) is not None:
         return None
