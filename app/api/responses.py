@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import codecs
 from collections.abc import Callable
 from typing import Any
 
@@ -53,20 +53,31 @@ def _written(provider: Any, text: bytes) -> Response:
     return response
 
 
-# What the standard library's ensure_ascii escapes besides what orjson does: DEL and every
-# character past it. Outside strings JSON text is ASCII, so the whole text may be searched.
-_PAST_TILDE = re.compile("[\x7f-\U0010ffff]")
-
-
 def _escaped(text: bytes) -> bytes:
     """Write each character past ``~`` as ``\\u`` and four lowercase hex digits (a pair of
-    surrogates past U+FFFF), as ``json.dumps(ensure_ascii=True)`` does."""
-    return _PAST_TILDE.sub(_escape, text.decode()).encode()
+    surrogates past U+FFFF), as ``json.dumps(ensure_ascii=True)`` does.
+
+    Outside strings JSON text is ASCII, so the whole text may be escaped: the ASCII codec
+    runs through it in C and hands each run of other characters to ``_json_escapes``; DEL,
+    which it passes, is written as a plain replace (it only ever stands in a string).
+    """
+    written = text.decode().encode("ascii", _JSON_ESCAPES)
+    return written.replace(b"\x7f", b"\\u007f") if b"\x7f" in written else written
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(map(_escape, error.object[error.start:error.end])), error.end
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
     if code < 0x10000:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+
+
+_JSON_ESCAPES = "app.json_escapes"
+codecs.register_error(_JSON_ESCAPES, _json_escapes)

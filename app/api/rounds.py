@@ -123,10 +123,26 @@ def _stored(settled: rounds.Settled, route: str) -> Response:
         count_stored_round(settled.body, operator_id())
     response = json_response(settled.body)
     response.status_code = settled.status
-    response.headers["Location"] = url_for("rounds.get_round", round_id=settled.body["round_id"])
+    response.headers["Location"] = round_location(settled.body["round_id"])
     if settled.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return response
+
+
+def round_location(round_id: str) -> str:
+    """The path of a round's read, as ``url_for`` writes it: the text before the id is the
+    same for every round under one script root, worked out once for each."""
+    root = request.script_root
+    prefix = _LOCATIONS.get(root)
+    if prefix is None:
+        prefix = url_for("rounds.get_round", round_id=_NIL)[:-len(str(_NIL))]
+        if len(_LOCATIONS) < 16:  # one or two in practice; never more kept than this
+            _LOCATIONS[root] = prefix
+    return prefix + round_id
+
+
+_NIL = uuid.UUID(int=0)
+_LOCATIONS: dict[str, str] = {}
 
 
 class ReversalRequestSchema(Schema):

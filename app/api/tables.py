@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, url_for
+from flask import Blueprint, Response
 from marshmallow import Schema, ValidationError, fields, validate
 
 from app.api.audit import signer
@@ -11,7 +11,7 @@ from app.api.context import operator_id
 from app.api.errors import validation_problem
 from app.api.metrics import count_replay, count_stored_round
 from app.api.responses import json_response
-from app.api.rounds import _idempotency_key
+from app.api.rounds import _idempotency_key, round_location
 from app.api.schemas import IDENTIFIER_FIELD, Money, RulesetField
 from app.db import get_database
 from app.domain.cash import Movement
@@ -61,8 +61,7 @@ def move_cash(table_id: str) -> Response:
         count_stored_round(settled.body, operator_id())
     response = json_response(settled.body)
     response.status_code = settled.status
-    response.headers["Location"] = url_for("rounds.get_round",
-                                           round_id=settled.body["round_id"])
+    response.headers["Location"] = round_location(settled.body["round_id"])
     if settled.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return response

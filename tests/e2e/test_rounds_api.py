@@ -274,3 +274,18 @@ def test_an_idempotency_key_outside_printable_ascii_is_refused(
     assert response.status_code == 400
     assert response.get_json()["errors"][0]["path"] == "Idempotency-Key"
     assert count_rows() == before
+
+
+@pytest.mark.parametrize("root", ["", "/ledger", "/mounted/at/two"])
+def test_the_location_is_url_fors_under_any_script_root(client: Any, root: str) -> None:
+    from flask import url_for
+
+    for _ in range(2):  # the second settle under the root takes the prefix kept
+        response = client.post("/v1/rounds", json=round_request(CASES[0], _new_table()),
+                               headers=_headers(), environ_overrides={"SCRIPT_NAME": root})
+        assert response.status_code == 201, response.get_json()
+        round_id = response.get_json()["round_id"]
+        with client.application.test_request_context(environ_overrides={"SCRIPT_NAME": root}):
+            assert response.headers["Location"] == url_for("rounds.get_round",
+                                                           round_id=uuid.UUID(round_id))
+        assert response.headers["Location"] == f"{root}/v1/rounds/{round_id}"
