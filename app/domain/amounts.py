@@ -12,6 +12,7 @@ from decimal import MAX_PREC, ROUND_DOWN, Context, Decimal, Inexact, Rounded
 from fractions import Fraction
 from functools import partial
 from math import gcd
+from operator import methodcaller
 from typing import NamedTuple, TypeAlias
 
 from app.domain.errors import Problem
@@ -87,6 +88,19 @@ def money_text(amount: Decimal, precision: int) -> str:
             and not (amount.is_zero() and amount.is_signed())):
         return format(amount, "f")
     return format(quantize(amount, precision), "f")
+
+
+# str writes a Decimal of exponent -p in plain form while p <= 6 (past that, a small
+# amount such as 0E-7 in exponent form), at a third of format's cost.
+_STR_PLAIN = 6
+_PLAIN = methodcaller("__format__", "f")
+
+
+def plain_writer(precision: int) -> Callable[[Decimal], str]:
+    """Return a writer of amounts that have exactly ``precision`` decimals and no signed
+    zero (a settlement's): their plain text, ``format(amount, "f")``, which is then also
+    ``money_text`` at ``precision``; one C call (no Python frame)."""
+    return str if 0 <= precision <= _STR_PLAIN else _PLAIN
 
 
 def money(value: Decimal) -> str:

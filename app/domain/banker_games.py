@@ -30,7 +30,14 @@ from app.domain.settlement import (
     exact_product,
 )
 from app.domain.tiles import COPIES as TILE_COPIES
-from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
+from app.domain.tiles import (
+    TILE_TEXT,
+    TILES_PER_HAND,
+    Tile,
+    TwoEight,
+    check_tile_copies,
+    evaluate_tiles,
+)
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
 # What a hand is in each game, for cast: made once here, not subscripted on every call.
@@ -94,6 +101,20 @@ class BankerRoundResult:
         if own:
             return own[0]
         return -sum(c.points for c in self.comparisons)
+
+    def points_by_player(self) -> dict[str, int]:
+        """Return ``points_of`` of every seat at once."""
+        banker = -sum(c.points for c in self.comparisons)
+        points: dict[str, int] = {}
+        for c in self.comparisons:
+            points.setdefault(c.player, c.points)
+        return {s.player_id: points.get(s.player_id, banker) for s in self.seats}
+
+
+def hand_text(hand: Hand) -> list[str]:
+    """Write a hand as its cards' or tiles' text, as ``str`` writes each."""
+    return [c.text if c.__class__ is Card else TILE_TEXT[c]  # type: ignore[index]
+            for c in hand]
 
 
 # A round builds an evaluation per seat and a comparison per player: without a frozen

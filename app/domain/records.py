@@ -30,7 +30,8 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
 
     ``cls`` must be a frozen, slotted dataclass whose ``__init__`` only assigns its fields
     (no ``__post_init__``, no ``InitVar``, no ``default_factory``): anything else is
-    refused here, when the module that asks for a maker is imported.
+    refused here, when the module that asks for a maker is imported. A field that is not
+    an argument (``init=False``) takes its default, as in ``cls(...)``.
     """
     if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
@@ -42,10 +43,12 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
     fields = dataclasses.fields(cls)
     spec: list[Any] = []
     for f in fields:
-        if not f.init or f.default_factory is not dataclasses.MISSING:
+        if f.default_factory is not dataclasses.MISSING or (
+                not f.init and f.default is dataclasses.MISSING):
             raise TypeError(f"{cls.__name__}.{f.name} is not a plain field")
         spec.append((f.name, f.type) if f.default is dataclasses.MISSING
-                    else (f.name, f.type, dataclasses.field(default=f.default, kw_only=f.kw_only)))
+                    else (f.name, f.type, dataclasses.field(default=f.default, init=f.init,
+                                                            kw_only=f.kw_only)))
     twin = dataclasses.make_dataclass(cls.__name__, spec, slots=True, eq=False, repr=False,
                                       match_args=False)
     if twin.__slots__ != cls.__slots__:  # type: ignore[attr-defined]

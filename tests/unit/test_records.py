@@ -21,6 +21,12 @@ class _Sample:
     note: str | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Derived:
+    name: str
+    seen: str | None = dataclasses.field(default=None, init=False, compare=False)
+
+
 CASES = [
     pytest.param(LedgerLine, ("p1", LineKind.WIN, Decimal("10.00")), {}, id="defaults-left"),
     pytest.param(LedgerLine, ("p1", LineKind.FEE, Decimal("-0.50"), Decimal("10.00")),
@@ -32,6 +38,7 @@ CASES = [
     pytest.param(Debt, ("a", "b", Decimal(5)), {}, id="debt"),
     pytest.param(Item, ("rows", -3), {}, id="item"),
     pytest.param(_Sample, ("x",), {"note": "n"}, id="keyword-after-default"),
+    pytest.param(_Derived, ("x",), {}, id="not-an-argument"),
 ]
 
 
@@ -89,9 +96,15 @@ class _Factory:
     names: list[str] = dataclasses.field(default_factory=list)
 
 
-@pytest.mark.parametrize("cls", [_Mutable, _NoSlots, _Checked, _Factory, int],
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Unset:
+    name: str
+    seen: str = dataclasses.field(init=False)
+
+
+@pytest.mark.parametrize("cls", [_Mutable, _NoSlots, _Checked, _Factory, _Unset, int],
                          ids=["mutable", "no-slots", "post-init", "default-factory",
-                              "not-dataclass"])
+                              "not-an-argument-without-default", "not-dataclass"])
 def test_a_maker_refuses_a_class_whose_init_does_more_than_assign(cls):
     with pytest.raises(TypeError):
         maker(cls)
