@@ -16,6 +16,7 @@ from app.domain.cards import (
     parse_cards,
 )
 from app.domain.errors import CardError, Problem
+from app.domain.records import maker
 
 
 class Category(IntEnum):
@@ -188,10 +189,14 @@ class Arrangement:
         return {name: format_cards(cards) for name, cards in zip(ROW_NAMES, self.rows, strict=True)}
 
 
+# Each hand read from rows builds one: without a frozen __init__'s cost.
+_arrangement = maker(Arrangement)
+
+
 def arrangement(front: Iterable[Card], middle: Iterable[Card],
                 back: Iterable[Card]) -> Arrangement:
     """Build an arrangement from rows already checked, putting each row in canonical order."""
-    return Arrangement(canonical(front), canonical(middle), canonical(back))
+    return _arrangement(canonical(front), canonical(middle), canonical(back))
 
 
 def parse_arrangement(rows: dict[str, object], decks: int = 1) -> Arrangement:

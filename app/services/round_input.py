@@ -20,6 +20,7 @@ from app.domain.errors import CardError, DomainError, Problem, RoundError, Settl
 from app.domain.games import AnyRules, BankerRules, resolve
 from app.domain.hands import ROW_NAMES, ROWS, Arrangement, Row, arrangement
 from app.domain.matches import HOUSE_SEAT_BALANCE, house_seat_allowed
+from app.domain.records import maker
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PlayerHand, hand_error, table_problems
 from app.domain.settlement import MoneyRules, check_amounts, check_continue
@@ -39,6 +40,10 @@ class RoundInput:
     deal: Mapping[str, Any] | None
     house_seat: str | None = None  # the player id of the system's seat (matches.md §2)
 
+
+# A request reads a record per seat: built without a frozen __init__'s cost.
+_round_input, _player_hand_record = maker(RoundInput), maker(PlayerHand)
+_banker_seat_record = maker(BankerSeat)
 
 
 def _clean(refused: Collection[str], path: str) -> bool:
@@ -105,7 +110,7 @@ def _thirteen_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]
     except DomainError as error:
         errors.append(error)
     if not errors and _complete(data, refused, hands):
-        return RoundInput(
+        return _round_input(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(h for h in hands if h is not None),
             balances={p["player_id"]: HOUSE_SEAT_BALANCE if p["player_id"] == house
@@ -181,7 +186,7 @@ def _seat_ok(raw: Mapping[str, Any], at: str, refused: Collection[str],
 
 def _player_hand(raw: Mapping[str, Any], arrangement: Arrangement | None,
                  cards: tuple[Card, ...] | None) -> PlayerHand:
-    return PlayerHand(
+    return _player_hand_record(
         player_id=raw["player_id"],
         arrangement=arrangement,
         cards=cards,
@@ -282,7 +287,7 @@ def _banker_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
                      if _seat_ok(raw, at, refused, _BANKER_SEAT_FIELDS) else None)
     errors: list[DomainError] = [CardError(problems)] if problems else []
     if not errors and _complete(data, refused, seats):
-        return RoundInput(
+        return _round_input(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(s for s in seats if s is not None),
             balances={p["player_id"]: p["balance"] for p in players},
@@ -304,7 +309,7 @@ def _banker_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
 
 
 def _banker_seat(raw: Mapping[str, Any], hand: Any) -> BankerSeat:
-    return BankerSeat(
+    return _banker_seat_record(
         player_id=raw["player_id"], hand=hand, banker=raw.get("banker", False),
         bet_multiple=raw.get("bet_multiple"), grab_multiple=raw.get("grab_multiple"),
         timed_out=raw.get("timed_out", False))
