@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from app.domain.amounts import EXACT, InvariantError, money_text, units_decimal
@@ -151,19 +152,22 @@ class Settlement:
         }
 
 
+_AMOUNT, _FEE = attrgetter("amount"), attrgetter("fee")
+
+
 def check_settlement(settlement: Settlement) -> None:
     """Refuse a settlement that breaks a money invariant (§5, §6); raise, never assert."""
     p = settlement.precision
     # Exact: these are sums and differences of money, which EXACT never rounds.
     with localcontext(EXACT):
-        total = sum((line.amount for line in settlement.lines), Decimal(0))
+        total = sum(map(_AMOUNT, settlement.lines), Decimal(0))
         if total != 0:
             raise InvariantError(f"the lines of the round sum to {total}, not 0")
         unit = units_decimal(1, p)
         if abs(settlement.rounding) >= len(settlement.players) * unit:
             raise InvariantError(f"rounding {settlement.rounding} is not below "
                                  f"{len(settlement.players)} × {unit}")
-        fees = sum((s.fee for s in settlement.players), Decimal(0))
+        fees = sum(map(_FEE, settlement.players), Decimal(0))
         if fees != settlement.fees:
             raise InvariantError(f"house fees {settlement.fees} differ from the players' "
                                  f"fees {fees}")

@@ -147,7 +147,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     p = money.precision
     scale = 10 ** p
     unit = units_writer(p)
-    rate = _fraction(money.fee_rate)
+    rate = _rate(money.fee_rate)
     pair_fees = dict.fromkeys(ids, 0)
     if money.fee_basis is FeeBasis.PAIR:
         # Each won pair's amount after payout, toward zero at the precision, then its fee
@@ -168,9 +168,13 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     by_pair = money.fee_basis is FeeBasis.PAIR
     for pid in ids:
         owes = payable[pid]
-        rounded = toward_zero(owes, scale, den)  # per player (§5)
+        if owes.__class__ is int:  # toward_zero's integer case, without its call
+            units = owes * scale
+            rounded = units // den if units >= 0 else -(-units // den)
+        else:
+            rounded = toward_zero(owes, scale, den)  # per player (§5)
         fee = pair_fees[pid] if by_pair else _fee_units(rounded, rate)
-        before = toward_zero(held[pid], scale, den)  # exact: at most `precision` decimals
+        before = held[pid] * scale // den  # exact (at most `precision` decimals), >= 0
         after_result = before + rounded
         fee_units_total += fee
         rounded_units_total += rounded
@@ -186,7 +190,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
             fee_d, amount_d, after_d = zero, rounded_d, result_d
             fee_t, amount_t, after_t = zero_text, rounded_t, result_t
         net = gross[pid]
-        gross_d = ratio_decimal(net, den)
+        gross_d = Decimal(net) if den == 1 else ratio_decimal(net, den)
         players.append(_player(
             player_id=pid, balance_before=before_d, gross=gross_d,
             payable=gross_d if owes == net else ratio_decimal(owes.numerator,
@@ -221,17 +225,20 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
 
 
 @lru_cache(maxsize=64)
-def _fraction(rate: Decimal) -> Fraction:
-    """A fee rate as an exact fraction, made once per rate (rulesets share a few)."""
-    return Fraction(rate)
+def _rate(rate: Decimal) -> tuple[int, int]:
+    """A fee rate as an exact ratio n / d in lowest terms, d > 0: made once per rate
+    (rulesets share a few), read as two ints (a Fraction's are properties)."""
+    exact = Fraction(rate)
+    return exact.numerator, exact.denominator
 
 
-def _fee_units(won_units: int, rate: Fraction) -> int:
+def _fee_units(won_units: int, rate: tuple[int, int]) -> int:
     """Return the fee on a won amount in units of the precision, half-up; none on no win."""
     if won_units <= 0:
         return 0
     # floor(won × n/d + 1/2), in integers: (2 × won × n + d) // 2d
-    return (2 * won_units * rate.numerator + rate.denominator) // (2 * rate.denominator)
+    numerator, denominator = rate
+    return (2 * won_units * numerator + denominator) // (2 * denominator)
 
 
 def _proportional(held: Mapping[str, int],
