@@ -80,13 +80,20 @@ def cut_toward_zero(amount: Fraction, precision: int) -> Decimal:
 def money_text(amount: Decimal, precision: int) -> str:
     """Write money as JSON text with exactly ``precision`` decimals: ``"8205"``, ``"-85.71"``."""
     # Most amounts already have exactly ``precision`` decimals (the settlement makes them
-    # so): written as they are, with no quantize. A leading digit below 10^55 keeps the
-    # text short, as quantize's guard does; a negative zero goes on to lose its sign.
+    # so): written as they are, with no quantize; the others are cut as ``quantize`` cuts
+    # them, here without its call. A leading digit below 10^55 keeps the text short, as
+    # quantize's guard does; a negative zero or a non-finite value goes on to ``quantize``.
     if (type(amount) is Decimal and 0 <= precision <= MAX_PRECISION
-            and amount.same_quantum(_STEPS[precision])
-            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1
-            and not (amount.is_zero() and amount.is_signed())):
-        return format(amount, "f")
+            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
+        step = _STEPS[precision]
+        if amount.same_quantum(step):
+            if not (amount.is_zero() and amount.is_signed()):
+                return str(amount) if precision <= _STR_PLAIN else format(amount, "f")
+        elif amount.is_finite():
+            cut = amount.quantize(step, context=_TOWARD_ZERO)
+            if cut.is_zero():
+                cut = cut.copy_abs()  # no "-0.00"
+            return str(cut) if precision <= _STR_PLAIN else format(cut, "f")
     return format(quantize(amount, precision), "f")
 
 

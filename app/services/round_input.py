@@ -68,7 +68,7 @@ def read_round(data: Mapping[str, Any], refused: Collection[str],
         return None, []  # cards, players and money all need the rules
     raw = data.get("players")
     players: list[Mapping[str, Any]] = raw if isinstance(raw, list) else []
-    if not all(isinstance(p, Mapping) for p in players):
+    if not all(p.__class__ is dict or isinstance(p, Mapping) for p in players):
         players = []  # not the request's seats: no path could name one
     if isinstance(rules, BankerRules):
         return _banker_round(data, players, refused, rules)

@@ -561,7 +561,12 @@ def _money_text_by_fraction(amount: Decimal, precision: int) -> str:
                  st.decimals(places=12, allow_nan=False, allow_infinity=False),
                  st.sampled_from([Decimal("-0"), Decimal("-0.001"), Decimal("0E-20"),
                                   Decimal("1E+30"), Decimal("10") ** 30, Decimal("-85.715"),
-                                  Decimal("99999999999999.99999999"), Decimal("1E-100")])),
+                                  Decimal("99999999999999.99999999"), Decimal("1E-100"),
+                                  # at a precision's own quantum, 6 and 7 on each side of
+                                  # where str would turn to exponent form
+                                  Decimal("0E-6"), Decimal("0E-7"), Decimal("-0E-8"),
+                                  Decimal("0.0000001"), Decimal("-12.340000"),
+                                  Decimal("1.00000000")])),
        st.integers(0, 8))
 def test_money_text_by_quantize_is_money_text_by_fraction(amount: Decimal, precision: int) -> None:
     from app.domain.settlement import money_text
