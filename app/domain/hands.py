@@ -34,11 +34,11 @@ class Category(IntEnum):
     @property
     def label(self) -> str:
         """The name used in JSON and in ruleset tables, such as ``full_house``."""
-        return _CATEGORY_LABELS[self]
+        return CATEGORY_LABELS[self]
 
 
 # Looked up, not rebuilt: a round's explanation labels every row.
-_CATEGORY_LABELS = {c: c.name.lower() for c in Category}
+CATEGORY_LABELS = {c: c.name.lower() for c in Category}
 CATEGORY_BY_LABEL = {c.label: c for c in Category}
 
 

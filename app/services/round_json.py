@@ -11,7 +11,7 @@ from typing import Any
 from app.domain.banker_games import BankerRoundResult, hand_text
 from app.domain.cards import format_cards
 from app.domain.games import AnyRules, overrides_of, rules_json
-from app.domain.hands import ROW_NAMES, Arrangement
+from app.domain.hands import CATEGORY_LABELS, ROW_NAMES, Arrangement
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PairScore, PlayerHand, PlayerScore
 from app.domain.settlement import Settlement, SettlementTexts, money_text
@@ -129,16 +129,26 @@ def rows_json(arrangement: Arrangement | None) -> dict[str, list[str]] | None:
 
 def _player_json(seat: int, hand: PlayerHand, score: PlayerScore, money: dict[str, str],
                  precision: int) -> dict[str, Any]:
-    submitted: dict[str, list[str]] | None = rows_json(score.submitted)
-    if submitted is None and hand.cards is not None:
-        submitted = {"cards": format_cards(hand.cards)}
+    used = score.used
+    arranged: dict[str, list[str]] | None = None
     rows = None
-    if score.used is not None and score.categories is not None:
-        rows = {
-            name: {"cards": format_cards(cards), "category": category.label}
-            for name, cards, category in zip(ROW_NAMES, score.used.rows, score.categories,
-                                             strict=True)
-        }
+    if used is not None:
+        # Each row's text written once; "arrangement" and "submitted" show copies of it.
+        front, middle, back = ([c.text for c in used.front], [c.text for c in used.middle],
+                               [c.text for c in used.back])
+        arranged = {"front": front[:], "middle": middle[:], "back": back[:]}
+        if score.categories is not None:
+            first, second, third = score.categories
+            rows = {"front": {"cards": front, "category": CATEGORY_LABELS[first]},
+                    "middle": {"cards": middle, "category": CATEGORY_LABELS[second]},
+                    "back": {"cards": back, "category": CATEGORY_LABELS[third]}}
+    submitted: dict[str, list[str]] | None
+    if score.submitted is None:
+        submitted = None if hand.cards is None else {"cards": format_cards(hand.cards)}
+    elif score.submitted is used:
+        submitted = {"front": front[:], "middle": middle[:], "back": back[:]}
+    else:
+        submitted = rows_json(score.submitted)
     return {
         "player_id": hand.player_id,
         "seat": seat,
@@ -146,7 +156,7 @@ def _player_json(seat: int, hand: PlayerHand, score: PlayerScore, money: dict[st
         "bet": None if score.bet is None else money_text(score.bet, precision),
         "row_bet": None if score.row_bet is None else score.row_bet.value,
         "submitted": submitted,
-        "arrangement": rows_json(score.used),
+        "arrangement": arranged,
         "auto_arranged": score.auto_arranged,
         "rows": rows,
         "foul": score.foul,
