@@ -92,7 +92,8 @@ def _thirteen_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]
             hands.append(None)  # rows or cards? The schema refused the mix; no guessing
             continue
         arrangement, cards, parsed, problems = _hand(raw)
-        card_problems += (p.under(at) for p in problems)
+        if problems:
+            card_problems += (p.under(at) for p in problems)
         for name, seen in parsed.items():
             read.append((i, name))
             everything += seen
@@ -140,7 +141,13 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     """Read a player's 13 cards or three rows: the hand when whole, each card list that
     parsed, and the problems found (unknown cards, sizes). Copies are the table's check.
     """
-    names = ("cards",) if "cards" in raw else [name for name in ROW_NAMES if name in raw]
+    names: Sequence[str]
+    if "cards" in raw:
+        names = ("cards",)
+    elif "front" in raw and "middle" in raw and "back" in raw:  # the common hand
+        names = ROW_NAMES
+    else:
+        names = [name for name in ROW_NAMES if name in raw]
     parsed: dict[str, tuple[Card, ...]] = {}
     problems: list[Problem] = []
     for name in names:
@@ -160,7 +167,8 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     if "cards" in parsed:
         return None, parsed["cards"], parsed, problems
     if len(parsed) == len(ROWS):
-        return arrangement(*(parsed[name] for name in ROW_NAMES)), None, parsed, problems
+        return (arrangement(parsed["front"], parsed["middle"], parsed["back"]), None, parsed,
+                problems)
     return None, None, parsed, problems
 
 
