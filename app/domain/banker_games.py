@@ -98,9 +98,9 @@ class BankerRoundResult:
 
     def points_of(self, player_id: str) -> int:
         """Return a player's net result in stakes (the banker's is the sum of its pairs)."""
-        own = [c.points for c in self.comparisons if c.player == player_id]
-        if own:
-            return own[0]
+        for c in self.comparisons:
+            if c.player == player_id:
+                return c.points
         return -sum(c.points for c in self.comparisons)
 
     def points_by_player(self) -> dict[str, int]:
