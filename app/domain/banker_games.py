@@ -18,7 +18,7 @@ from typing import cast
 
 from app.domain.amounts import EXACT
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
-from app.domain.blackjack import Category21, check_draws, evaluate21
+from app.domain.blackjack import LABELS_21, Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies, has_copies
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
@@ -134,18 +134,23 @@ def _evaluate21(hand: Hand, rules: BankerRules) -> Evaluation:
     h = evaluate21(cast(Cards, hand))
     # Within points the total decides; within charlies it may (charlie_ties).
     key = h.total if h.category in (Category21.POINTS, Category21.FIVE_CARD_CHARLIE) else 0
-    return _evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
+    return _evaluation(LABELS_21[h.category], str(h.total), h.total, (int(h.category), key),
+                       hand)
+
+
+# The labels a comparison reads, looked up once.
+_BUST, _POINTS, _CHARLIE = (LABELS_21[Category21.BUST], LABELS_21[Category21.POINTS],
+                            LABELS_21[Category21.FIVE_CARD_CHARLIE])
 
 
 def _compare21(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    bust = Category21.BUST.label
-    if b.category == bust and p.category == bust:
+    if b.category == _BUST and p.category == _BUST:
         return (-1 if rules.option("double_bust") == "banker_wins" else 0), "double_bust"
     if b.strength[0] != p.strength[0]:
         return _sign(p.strength[0] - b.strength[0]), "category"
-    if p.category == Category21.POINTS.label:
+    if p.category == _POINTS:
         return _sign(p.strength[1] - b.strength[1]), "total"
-    if p.category == Category21.FIVE_CARD_CHARLIE.label:
+    if p.category == _CHARLIE:
         if rules.option("charlie_ties") == "lower_total_wins":
             return _sign(b.strength[1] - p.strength[1]), "charlie_ties"
         return 0, "charlie_ties"
