@@ -67,7 +67,7 @@ def quantize(amount: Decimal, precision: int) -> Decimal:
     """Return ``amount`` with exactly ``precision`` decimals, extra digits cut toward zero."""
     if (isinstance(amount, Decimal) and amount.is_finite() and 0 <= precision <= MAX_PRECISION
             and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
-        cut = amount.quantize(_STEPS[precision], context=_TOWARD_ZERO)
+        cut = _TOWARD_ZERO.quantize(amount, _STEPS[precision])  # no keyword to parse
         return cut.copy_abs() if cut.is_zero() else cut  # no "-0.00"
     return cut_toward_zero(Fraction(amount), precision)
 
@@ -90,7 +90,7 @@ def money_text(amount: Decimal, precision: int) -> str:
             if not (amount.is_zero() and amount.is_signed()):
                 return str(amount) if precision <= _STR_PLAIN else format(amount, "f")
         elif amount.is_finite():
-            cut = amount.quantize(step, context=_TOWARD_ZERO)
+            cut = _TOWARD_ZERO.quantize(amount, step)
             if cut.is_zero():
                 cut = cut.copy_abs()  # no "-0.00"
             return str(cut) if precision <= _STR_PLAIN else format(cut, "f")
