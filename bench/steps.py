@@ -10,6 +10,8 @@ counted, and run several times faster. The steps:
 
 - ``play``: ``app.services.play.play`` on bench.load's bodies (``--rounds 60``, the same
   seed), read into domain values before counting: scoring and settlement alone.
+- ``explain``: ``app.services.round_json.round_body`` of the same bodies, played before
+  counting: the answer's explanation of a played round alone.
 - ``sign`` / ``verify``: ``Signer.sign`` and ``Verifier.verify`` of a receipt's statement
   (``receipt_statement``), with the service's own code; ``sign-cryptography``,
   ``verify-cryptography``, ``sign-pynacl`` and ``verify-pynacl`` call each library alone.
@@ -50,9 +52,9 @@ from typing import Any
 
 from bench.load import REPO, BenchError
 
-STEPS = ("play", "sign", "verify", "sign-cryptography", "verify-cryptography", "sign-pynacl",
-         "verify-pynacl", "rules", "driver", "read", "read-first", "list", "edge", "edge-host",
-         "edge-redis")
+STEPS = ("play", "explain", "sign", "verify", "sign-cryptography", "verify-cryptography",
+         "sign-pynacl", "verify-pynacl", "rules", "driver", "read", "read-first", "list", "edge",
+         "edge-host", "edge-redis")
 DEFAULT_STEPS = ("play", "sign", "verify", "rules", "driver")
 
 
@@ -76,6 +78,15 @@ def _step(name: str, args: argparse.Namespace) -> Iterator[Callable[[int], Any]]
         inputs = [parse_round(round_request(b))
                   for b in make_bodies(args.rounds, args.seed, args.tables)]
         yield lambda n: play(inputs[n % len(inputs)])
+    elif name == "explain":
+        from app.api.rounds import round_request
+        from app.services.play import parse_round, play
+        from app.services.round_json import round_body
+        from bench.load import make_bodies
+
+        played = [play(parse_round(round_request(b)))
+                  for b in make_bodies(args.rounds, args.seed, args.tables)]
+        yield lambda n: round_body(played[n % len(played)])
     elif name in ("sign", "verify"):
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

@@ -12,6 +12,7 @@ from decimal import MAX_PREC, ROUND_DOWN, Context, Decimal, Inexact, Rounded
 from fractions import Fraction
 from functools import partial
 from math import gcd
+from operator import methodcaller
 from typing import NamedTuple, TypeAlias
 
 from app.domain.errors import Problem
@@ -66,7 +67,7 @@ def quantize(amount: Decimal, precision: int) -> Decimal:
     """Return ``amount`` with exactly ``precision`` decimals, extra digits cut toward zero."""
     if (isinstance(amount, Decimal) and amount.is_finite() and 0 <= precision <= MAX_PRECISION
             and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
-        cut = amount.quantize(_STEPS[precision], context=_TOWARD_ZERO)
+        cut = _TOWARD_ZERO.quantize(amount, _STEPS[precision])  # no keyword to parse
         return cut.copy_abs() if cut.is_zero() else cut  # no "-0.00"
     return cut_toward_zero(Fraction(amount), precision)
 
@@ -79,14 +80,34 @@ def cut_toward_zero(amount: Fraction, precision: int) -> Decimal:
 def money_text(amount: Decimal, precision: int) -> str:
     """Write money as JSON text with exactly ``precision`` decimals: ``"8205"``, ``"-85.71"``."""
     # Most amounts already have exactly ``precision`` decimals (the settlement makes them
-    # so): written as they are, with no quantize. A leading digit below 10^55 keeps the
-    # text short, as quantize's guard does; a negative zero goes on to lose its sign.
+    # so): written as they are, with no quantize; the others are cut as ``quantize`` cuts
+    # them, here without its call. A leading digit below 10^55 keeps the text short, as
+    # quantize's guard does; a negative zero or a non-finite value goes on to ``quantize``.
     if (type(amount) is Decimal and 0 <= precision <= MAX_PRECISION
-            and amount.same_quantum(_STEPS[precision])
-            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1
-            and not (amount.is_zero() and amount.is_signed())):
-        return format(amount, "f")
+            and amount.adjusted() < _TOWARD_ZERO.prec - MAX_PRECISION - 1):
+        step = _STEPS[precision]
+        if amount.same_quantum(step):
+            if not (amount.is_zero() and amount.is_signed()):
+                return str(amount) if precision <= _STR_PLAIN else format(amount, "f")
+        elif amount.is_finite():
+            cut = _TOWARD_ZERO.quantize(amount, step)
+            if cut.is_zero():
+                cut = cut.copy_abs()  # no "-0.00"
+            return str(cut) if precision <= _STR_PLAIN else format(cut, "f")
     return format(quantize(amount, precision), "f")
+
+
+# str writes a Decimal of exponent -p in plain form while p <= 6 (past that, a small
+# amount such as 0E-7 in exponent form), at a third of format's cost.
+_STR_PLAIN = 6
+_PLAIN = methodcaller("__format__", "f")
+
+
+def plain_writer(precision: int) -> Callable[[Decimal], str]:
+    """Return a writer of amounts that have exactly ``precision`` decimals and no signed
+    zero (a settlement's): their plain text, ``format(amount, "f")``, which is then also
+    ``money_text`` at ``precision``; one C call (no Python frame)."""
+    return str if 0 <= precision <= _STR_PLAIN else _PLAIN
 
 
 def money(value: Decimal) -> str:

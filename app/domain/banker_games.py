@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import cast
 
+from app.domain.amounts import EXACT
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
-from app.domain.blackjack import Category21, check_draws, evaluate21
+from app.domain.blackjack import LABELS_21, Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies, has_copies
 from app.domain.errors import CardError, DomainError, Problem, RoundError, SettlementError, gather
 from app.domain.games import BankerRules, Game
@@ -30,7 +31,14 @@ from app.domain.settlement import (
     exact_product,
 )
 from app.domain.tiles import COPIES as TILE_COPIES
-from app.domain.tiles import TILES_PER_HAND, Tile, TwoEight, check_tile_copies, evaluate_tiles
+from app.domain.tiles import (
+    TILE_TEXT,
+    TILES_PER_HAND,
+    Tile,
+    TwoEight,
+    check_tile_copies,
+    evaluate_tiles,
+)
 
 Hand = tuple[Card, ...] | tuple[Tile, ...]
 # What a hand is in each game, for cast: made once here, not subscripted on every call.
@@ -90,10 +98,24 @@ class BankerRoundResult:
 
     def points_of(self, player_id: str) -> int:
         """Return a player's net result in stakes (the banker's is the sum of its pairs)."""
-        own = [c.points for c in self.comparisons if c.player == player_id]
-        if own:
-            return own[0]
+        for c in self.comparisons:
+            if c.player == player_id:
+                return c.points
         return -sum(c.points for c in self.comparisons)
+
+    def points_by_player(self) -> dict[str, int]:
+        """Return ``points_of`` of every seat at once."""
+        banker = -sum(c.points for c in self.comparisons)
+        points: dict[str, int] = {}
+        for c in self.comparisons:
+            points.setdefault(c.player, c.points)
+        return {s.player_id: points.get(s.player_id, banker) for s in self.seats}
+
+
+def hand_text(hand: Hand) -> list[str]:
+    """Write a hand as its cards' or tiles' text, as ``str`` writes each."""
+    return [c.text if c.__class__ is Card else TILE_TEXT[c]  # type: ignore[index]
+            for c in hand]
 
 
 # A round builds an evaluation per seat and a comparison per player: without a frozen
@@ -112,18 +134,23 @@ def _evaluate21(hand: Hand, rules: BankerRules) -> Evaluation:
     h = evaluate21(cast(Cards, hand))
     # Within points the total decides; within charlies it may (charlie_ties).
     key = h.total if h.category in (Category21.POINTS, Category21.FIVE_CARD_CHARLIE) else 0
-    return _evaluation(h.category.label, str(h.total), h.total, (int(h.category), key), hand)
+    return _evaluation(LABELS_21[h.category], str(h.total), h.total, (int(h.category), key),
+                       hand)
+
+
+# The labels a comparison reads, looked up once.
+_BUST, _POINTS, _CHARLIE = (LABELS_21[Category21.BUST], LABELS_21[Category21.POINTS],
+                            LABELS_21[Category21.FIVE_CARD_CHARLIE])
 
 
 def _compare21(b: Evaluation, p: Evaluation, rules: BankerRules) -> tuple[int, str]:
-    bust = Category21.BUST.label
-    if b.category == bust and p.category == bust:
+    if b.category == _BUST and p.category == _BUST:
         return (-1 if rules.option("double_bust") == "banker_wins" else 0), "double_bust"
     if b.strength[0] != p.strength[0]:
         return _sign(p.strength[0] - b.strength[0]), "category"
-    if p.category == Category21.POINTS.label:
+    if p.category == _POINTS:
         return _sign(p.strength[1] - b.strength[1]), "total"
-    if p.category == Category21.FIVE_CARD_CHARLIE.label:
+    if p.category == _CHARLIE:
         if rules.option("charlie_ties") == "lower_total_wins":
             return _sign(b.strength[1] - p.strength[1]), "charlie_ties"
         return 0, "charlie_ties"
@@ -326,7 +353,7 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         comparisons.append(_comparison(
             banker.player_id, s.player_id,
             None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
-            grab, multiplier, points, exact_product(stake, abs(points))))
+            grab, multiplier, points, EXACT.multiply(stake, abs(points))))  # exact_product
         pairs.append(_banker_pair(banker.player_id, s.player_id, points, stake))
     debts, settlement = settle_banker(pairs, seated, rules.money)
     return _round_result(rules, stake, tuple(seats), evaluations, tuple(comparisons),

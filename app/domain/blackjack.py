@@ -13,6 +13,7 @@ from enum import IntEnum
 
 from app.domain.cards import Card, Rank
 from app.domain.errors import CardError, Problem
+from app.domain.records import maker
 
 MIN_CARDS = 2
 MAX_CARDS = 5
@@ -30,12 +31,12 @@ class Category21(IntEnum):
 
     @property
     def label(self) -> str:
-        return _LABELS_21[self]
+        return LABELS_21[self]
 
 
 # Looked up, not rebuilt: every hand of a round is labelled (Enum.name is a Python-level
 # property).
-_LABELS_21 = {c: c.name.lower() for c in Category21}
+LABELS_21 = {c: c.name.lower() for c in Category21}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,10 @@ class Hand21:
     cards: tuple[Card, ...]
     category: Category21
     total: int
+
+
+# Every hand of a round is evaluated: built without a frozen __init__'s cost.
+_hand21 = maker(Hand21)
 
 
 # Each rank's points with an ace as 1: 2-10 their number, J Q K 10 (a table: every card of
@@ -83,7 +88,7 @@ def evaluate21(cards: Sequence[Card]) -> Hand21:
         category = Category21.TWENTY_ONE
     else:
         category = Category21.POINTS
-    return Hand21(tuple(cards), category, points)
+    return _hand21(tuple(cards), category, points)
 
 
 def check_draws(cards: Sequence[Card], timed_out: bool, stand_at: int) -> None:

@@ -16,6 +16,7 @@ from app.domain.cards import (
     parse_cards,
 )
 from app.domain.errors import CardError, Problem
+from app.domain.records import maker
 
 
 class Category(IntEnum):
@@ -33,11 +34,11 @@ class Category(IntEnum):
     @property
     def label(self) -> str:
         """The name used in JSON and in ruleset tables, such as ``full_house``."""
-        return _CATEGORY_LABELS[self]
+        return CATEGORY_LABELS[self]
 
 
 # Looked up, not rebuilt: a round's explanation labels every row.
-_CATEGORY_LABELS = {c: c.name.lower() for c in Category}
+CATEGORY_LABELS = {c: c.name.lower() for c in Category}
 CATEGORY_BY_LABEL = {c.label: c for c in Category}
 
 
@@ -188,10 +189,14 @@ class Arrangement:
         return {name: format_cards(cards) for name, cards in zip(ROW_NAMES, self.rows, strict=True)}
 
 
+# Each hand read from rows builds one: without a frozen __init__'s cost.
+_arrangement = maker(Arrangement)
+
+
 def arrangement(front: Iterable[Card], middle: Iterable[Card],
                 back: Iterable[Card]) -> Arrangement:
     """Build an arrangement from rows already checked, putting each row in canonical order."""
-    return Arrangement(canonical(front), canonical(middle), canonical(back))
+    return _arrangement(canonical(front), canonical(middle), canonical(back))
 
 
 def parse_arrangement(rows: dict[str, object], decks: int = 1) -> Arrangement:

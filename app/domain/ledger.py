@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from enum import StrEnum
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from app.domain.amounts import EXACT, InvariantError, money_text, units_decimal
 from app.domain.money_rules import Payout
@@ -84,9 +85,32 @@ class PlayerSettlement:
         }
 
 
+class SettlementTexts(NamedTuple):
+    """A settlement's money as text at its precision, each amount written once.
+
+    ``players`` holds per player (in the settlement's order) the text of its
+    ``balance_before``, ``rounded``, ``fee``, ``amount`` and ``balance_after``; ``lines``
+    per line its kind's value and the text of its ``amount``, ``balance_before`` and
+    ``balance_after`` (None where the line has none). Each text is ``money_text`` of the
+    amount at the precision.
+    """
+
+    players: tuple[tuple[str, str, str, str, str], ...]
+    lines: tuple[tuple[str, str, str | None, str | None], ...]
+    fees: str
+    rounding: str
+
+
 @dataclass(frozen=True, slots=True)
 class Settlement:
-    """A settled round: per player (in ``balances`` order), the house totals, the lines."""
+    """A settled round: per player (in ``balances`` order), the house totals, the lines.
+
+    ``written`` is the money's text as ``settle`` wrote it, with each amount: each text
+    is then also the amount's own plain form (``format(amount, "f")``: every amount has
+    exactly ``precision`` decimals, and no zero a sign), what a stored column holds. It
+    is not an argument: a settlement made otherwise, or changed by ``replace``, has none,
+    and ``texts()`` writes them then.
+    """
 
     payout: Payout
     precision: int
@@ -94,6 +118,22 @@ class Settlement:
     fees: Decimal
     rounding: Decimal
     lines: tuple[LedgerLine, ...] = field(default=())
+    written: SettlementTexts | None = field(default=None, init=False, repr=False,
+                                            compare=False)
+
+    def texts(self) -> SettlementTexts:
+        """Return the money's text at the precision: as ``settle`` wrote it, else now."""
+        if self.written is not None:
+            return self.written
+        p = self.precision
+        return SettlementTexts(
+            tuple((money_text(s.balance_before, p), money_text(s.rounded, p),
+                   money_text(s.fee, p), money_text(s.amount, p),
+                   money_text(s.balance_after, p)) for s in self.players),
+            tuple((line.kind.value, money_text(line.amount, p),
+                   _optional_text(line.balance_before, p),
+                   _optional_text(line.balance_after, p)) for line in self.lines),
+            money_text(self.fees, p), money_text(self.rounding, p))
 
     def player(self, player_id: str) -> PlayerSettlement:
         for p in self.players:
@@ -112,19 +152,22 @@ class Settlement:
         }
 
 
+_AMOUNT, _FEE = attrgetter("amount"), attrgetter("fee")
+
+
 def check_settlement(settlement: Settlement) -> None:
     """Refuse a settlement that breaks a money invariant (§5, §6); raise, never assert."""
     p = settlement.precision
     # Exact: these are sums and differences of money, which EXACT never rounds.
     with localcontext(EXACT):
-        total = sum((line.amount for line in settlement.lines), Decimal(0))
+        total = sum(map(_AMOUNT, settlement.lines), Decimal(0))
         if total != 0:
             raise InvariantError(f"the lines of the round sum to {total}, not 0")
         unit = units_decimal(1, p)
         if abs(settlement.rounding) >= len(settlement.players) * unit:
             raise InvariantError(f"rounding {settlement.rounding} is not below "
                                  f"{len(settlement.players)} × {unit}")
-        fees = sum((s.fee for s in settlement.players), Decimal(0))
+        fees = sum(map(_FEE, settlement.players), Decimal(0))
         if fees != settlement.fees:
             raise InvariantError(f"house fees {settlement.fees} differ from the players' "
                                  f"fees {fees}")

@@ -6,8 +6,9 @@ four times what building the same record costs without it (bench.steps ``play``:
 builds some forty records, most of them in its settlement and its pairs).
 
 ``maker(cls)`` returns a function that takes ``cls``'s arguments and returns the record
-``cls(...)`` would: it fills a mutable twin of ``cls``, a class of the same slots whose
-``__init__`` assigns plainly, then makes the object a ``cls`` (an assignment to
+``cls(...)`` would: generated from the fields as dataclasses generates ``__init__`` (one
+Python frame, no packing of arguments), it fills a blank twin of ``cls``, a mutable class
+of the same slots, by plain stores, then makes the object a ``cls`` (an assignment to
 ``__class__``, which CPython allows between classes of one layout). The record is then
 exactly ``cls``'s: its type, equality, hash, repr, and frozen against change. ``cls``
 itself is untouched (``cls(...)``, ``replace``, pickling work as before); only the callers
@@ -30,7 +31,8 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
 
     ``cls`` must be a frozen, slotted dataclass whose ``__init__`` only assigns its fields
     (no ``__post_init__``, no ``InitVar``, no ``default_factory``): anything else is
-    refused here, when the module that asks for a maker is imported.
+    refused here, when the module that asks for a maker is imported. A field that is not
+    an argument (``init=False``) takes its default, as in ``cls(...)``.
     """
     if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
@@ -40,23 +42,40 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
     if hasattr(cls, "__post_init__") or cls.__bases__ != (object,):
         raise TypeError(f"{cls.__name__} does more than assign its fields")
     fields = dataclasses.fields(cls)
-    spec: list[Any] = []
     for f in fields:
-        if not f.init or f.default_factory is not dataclasses.MISSING:
+        if f.default_factory is not dataclasses.MISSING or (
+                not f.init and f.default is dataclasses.MISSING):
             raise TypeError(f"{cls.__name__}.{f.name} is not a plain field")
-        spec.append((f.name, f.type) if f.default is dataclasses.MISSING
-                    else (f.name, f.type, dataclasses.field(default=f.default, kw_only=f.kw_only)))
-    twin = dataclasses.make_dataclass(cls.__name__, spec, slots=True, eq=False, repr=False,
-                                      match_args=False)
+    # Its slots only: its __init__ is never called.
+    twin = dataclasses.make_dataclass(cls.__name__, [(f.name, f.type) for f in fields],
+                                      slots=True, eq=False, repr=False, match_args=False)
     if twin.__slots__ != cls.__slots__:  # type: ignore[attr-defined]
         raise TypeError(f"{cls.__name__}'s slots are not its fields")
-    record: Any = cls
-
-    def make(*args: P.args, **kwargs: P.kwargs) -> T:
-        obj = twin(*args, **kwargs)
-        obj.__class__ = record
-        return obj  # type: ignore[no-any-return]
-
-    make.__name__ = make.__qualname__ = f"make_{cls.__name__}"
+    # One generated function a class, as dataclasses writes __init__: its signature, then
+    # a blank twin filled by plain slot stores and made a ``cls`` (one Python frame).
+    scope: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_record": cls}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for f in fields:
+        if f.name in ("_new", "_twin", "_record", "_made"):
+            raise TypeError(f"{cls.__name__}.{f.name} is a name the maker uses")
+        if f.default is not dataclasses.MISSING:
+            scope[f"_default_{f.name}"] = f.default
+        if not f.init:
+            body.append(f"_made.{f.name} = _default_{f.name}")
+            continue
+        param = f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
+        (keyword if f.kw_only else positional).append(param)
+        body.append(f"_made.{f.name} = {f.name}")
+    signature = ", ".join(positional + (["*", *keyword] if keyword else []))
+    source = (f"def make_{cls.__name__}({signature}):\n"
+              "    _made = _new(_twin)\n"
+              + "".join(f"    {line}\n" for line in body)
+              + "    _made.__class__ = _record\n"
+              "    return _made\n")
+    exec(source, scope)  # noqa: S102 - the source is made of the dataclass's field names
+    make: Callable[P, T] = scope[f"make_{cls.__name__}"]
+    make.__qualname__ = f"make_{cls.__name__}"
     make.__doc__ = f"Build a {cls.__name__} as {cls.__name__}(...) does."
     return make

@@ -166,7 +166,8 @@ def _score(seats: list[Seat], ruleset: Ruleset) -> RoundScore:
         double_split(hr, pairs, points)
     totals = [0] * len(seats)
     records = []
-    for p, (items, value) in zip(pairs, points, strict=True):
+    for k, p in enumerate(pairs):  # by index: zip(strict=True) parses its keyword a call
+        items, value = points[k]
         totals[p.a] += value
         totals[p.b] -= value
         records.append(_pair_score(

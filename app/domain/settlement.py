@@ -34,6 +34,7 @@ from app.domain.amounts import (
     exact_product,
     money,
     money_text,
+    plain_writer,
     quantize,
     ratio_decimal,
     read_money,
@@ -47,6 +48,7 @@ from app.domain.ledger import (
     LineKind,
     PlayerSettlement,
     Settlement,
+    SettlementTexts,
     check_settlement,
 )
 from app.domain.limits import (
@@ -85,6 +87,7 @@ __all__ = [
     "Payout",
     "PlayerSettlement",
     "Settlement",
+    "SettlementTexts",
     "check_amounts",
     "check_continue",
     "check_settlement",
@@ -109,6 +112,8 @@ class Debt:
 
 # A round builds a record per player and per line: built without a frozen __init__'s cost.
 _player, _line, _settlement = maker(PlayerSettlement), maker(LedgerLine), maker(Settlement)
+_WIN, _LOSS, _FEE, _ROUNDING = (LineKind.WIN.value, LineKind.LOSS.value, LineKind.FEE.value,
+                                LineKind.ROUNDING.value)
 
 
 def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyRules) -> Settlement:
@@ -142,7 +147,7 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
     p = money.precision
     scale = 10 ** p
     unit = units_writer(p)
-    rate = _fraction(money.fee_rate)
+    rate = _rate(money.fee_rate)
     pair_fees = dict.fromkeys(ids, 0)
     if money.fee_basis is FeeBasis.PAIR:
         # Each won pair's amount after payout, toward zero at the precision, then its fee
@@ -151,65 +156,89 @@ def settle(balances: Mapping[str, Decimal], debts: Sequence[Debt], money: MoneyR
             pair_fees[creditor] += _fee_units(toward_zero(share, scale, den), rate)
     players: list[PlayerSettlement] = []
     lines: list[LedgerLine] = []
+    # Each amount's text, written once with it (SettlementTexts): the answer's and the
+    # stored rows' money (a settle writes each several times).
+    player_texts: list[tuple[str, str, str, str, str]] = []
+    line_texts: list[tuple[str, str, str | None, str | None]] = []
+    text = plain_writer(p)
     fee_units_total = 0
     rounded_units_total = 0
     zero = unit(0)
+    zero_text = text(zero)
     by_pair = money.fee_basis is FeeBasis.PAIR
     for pid in ids:
         owes = payable[pid]
-        rounded = toward_zero(owes, scale, den)  # per player (§5)
+        if owes.__class__ is int:  # toward_zero's integer case, without its call
+            units = owes * scale
+            rounded = units // den if units >= 0 else -(-units // den)
+        else:
+            rounded = toward_zero(owes, scale, den)  # per player (§5)
         fee = pair_fees[pid] if by_pair else _fee_units(rounded, rate)
-        before = toward_zero(held[pid], scale, den)  # exact: at most `precision` decimals
+        before = held[pid] * scale // den  # exact (at most `precision` decimals), >= 0
         after_result = before + rounded
         fee_units_total += fee
         rounded_units_total += rounded
         # Each amount is written once and shared by the player's record and its lines
         # (Decimals are immutable): with no fee, the amount is the rounded result and the
         # balance after is the one after the result.
-        before_text, rounded_text = unit(before), unit(rounded)
-        result_text = unit(after_result)
+        before_d, rounded_d, result_d = unit(before), unit(rounded), unit(after_result)
+        before_t, rounded_t, result_t = text(before_d), text(rounded_d), text(result_d)
         if fee:
-            fee_text, amount_text = unit(fee), unit(rounded - fee)
-            after_text = unit(after_result - fee)
+            fee_d, amount_d, after_d = unit(fee), unit(rounded - fee), unit(after_result - fee)
+            fee_t, amount_t, after_t = text(fee_d), text(amount_d), text(after_d)
         else:
-            fee_text, amount_text, after_text = zero, rounded_text, result_text
+            fee_d, amount_d, after_d = zero, rounded_d, result_d
+            fee_t, amount_t, after_t = zero_text, rounded_t, result_t
         net = gross[pid]
-        gross_text = ratio_decimal(net, den)
+        gross_d = Decimal(net) if den == 1 else ratio_decimal(net, den)
         players.append(_player(
-            player_id=pid, balance_before=before_text, gross=gross_text,
-            payable=gross_text if owes == net else ratio_decimal(owes.numerator,
-                                                                 owes.denominator * den),
-            rounded=rounded_text, fee=fee_text, amount=amount_text, balance_after=after_text))
+            player_id=pid, balance_before=before_d, gross=gross_d,
+            payable=gross_d if owes == net else ratio_decimal(owes.numerator,
+                                                              owes.denominator * den),
+            rounded=rounded_d, fee=fee_d, amount=amount_d, balance_after=after_d))
+        player_texts.append((before_t, rounded_t, fee_t, amount_t, after_t))
         kind = LineKind.WIN if rounded > 0 else LineKind.LOSS
-        lines.append(_line(pid, kind, rounded_text, before_text, result_text))
+        lines.append(_line(pid, kind, rounded_d, before_d, result_d))
+        line_texts.append((_WIN if rounded > 0 else _LOSS, rounded_t, before_t, result_t))
         if fee:
-            lines.append(_line(pid, LineKind.FEE, unit(-fee), result_text, after_text))
-    fees_text, rounding_text = unit(fee_units_total), unit(-rounded_units_total)
+            minus_fee = unit(-fee)
+            lines.append(_line(pid, LineKind.FEE, minus_fee, result_d, after_d))
+            line_texts.append((_FEE, text(minus_fee), result_t, after_t))
+    fees_d, rounding_d = unit(fee_units_total), unit(-rounded_units_total)
+    fees_t, rounding_t = text(fees_d), text(rounding_d)
     if fee_units_total:
-        lines.append(_line(HOUSE, LineKind.FEE, fees_text))
+        lines.append(_line(HOUSE, LineKind.FEE, fees_d))
+        line_texts.append((_FEE, fees_t, None, None))
     if rounded_units_total:
-        lines.append(_line(HOUSE, LineKind.ROUNDING, rounding_text))
+        lines.append(_line(HOUSE, LineKind.ROUNDING, rounding_d))
+        line_texts.append((_ROUNDING, rounding_t, None, None))
 
     settlement = _settlement(
         payout=money.payout, precision=p, players=tuple(players),
-        fees=fees_text, rounding=rounding_text,
+        fees=fees_d, rounding=rounding_d,
         lines=tuple(lines))
+    # Not an argument (a replace drops it): set once on the new record.
+    object.__setattr__(settlement, "written", SettlementTexts(
+        tuple(player_texts), tuple(line_texts), fees_t, rounding_t))
     check_settlement(settlement)
     return settlement
 
 
 @lru_cache(maxsize=64)
-def _fraction(rate: Decimal) -> Fraction:
-    """A fee rate as an exact fraction, made once per rate (rulesets share a few)."""
-    return Fraction(rate)
+def _rate(rate: Decimal) -> tuple[int, int]:
+    """A fee rate as an exact ratio n / d in lowest terms, d > 0: made once per rate
+    (rulesets share a few), read as two ints (a Fraction's are properties)."""
+    exact = Fraction(rate)
+    return exact.numerator, exact.denominator
 
 
-def _fee_units(won_units: int, rate: Fraction) -> int:
+def _fee_units(won_units: int, rate: tuple[int, int]) -> int:
     """Return the fee on a won amount in units of the precision, half-up; none on no win."""
     if won_units <= 0:
         return 0
     # floor(won × n/d + 1/2), in integers: (2 × won × n + d) // 2d
-    return (2 * won_units * rate.numerator + rate.denominator) // (2 * rate.denominator)
+    numerator, denominator = rate
+    return (2 * won_units * numerator + denominator) // (2 * denominator)
 
 
 def _proportional(held: Mapping[str, int],

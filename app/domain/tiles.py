@@ -34,7 +34,11 @@ class Tile(IntEnum):
     P9 = 18
 
     def __str__(self) -> str:
-        return "wd" if self is Tile.WHITE else f"{self.value // 2}p"
+        return TILE_TEXT[self]
+
+
+# Each tile's text, written once: "wd", "1p" … "9p".
+TILE_TEXT: dict[Tile, str] = {t: "wd" if t is Tile.WHITE else f"{t.value // 2}p" for t in Tile}
 
 
 _CHINESE = "一二三四五六七八九"

@@ -20,6 +20,7 @@ from app.domain.errors import CardError, DomainError, Problem, RoundError, Settl
 from app.domain.games import AnyRules, BankerRules, resolve
 from app.domain.hands import ROW_NAMES, ROWS, Arrangement, Row, arrangement
 from app.domain.matches import HOUSE_SEAT_BALANCE, house_seat_allowed
+from app.domain.records import maker
 from app.domain.rulesets import Ruleset
 from app.domain.scoring import PlayerHand, hand_error, table_problems
 from app.domain.settlement import MoneyRules, check_amounts, check_continue
@@ -39,6 +40,10 @@ class RoundInput:
     deal: Mapping[str, Any] | None
     house_seat: str | None = None  # the player id of the system's seat (matches.md §2)
 
+
+# A request reads a record per seat: built without a frozen __init__'s cost.
+_round_input, _player_hand_record = maker(RoundInput), maker(PlayerHand)
+_banker_seat_record = maker(BankerSeat)
 
 
 def _clean(refused: Collection[str], path: str) -> bool:
@@ -63,7 +68,7 @@ def read_round(data: Mapping[str, Any], refused: Collection[str],
         return None, []  # cards, players and money all need the rules
     raw = data.get("players")
     players: list[Mapping[str, Any]] = raw if isinstance(raw, list) else []
-    if not all(isinstance(p, Mapping) for p in players):
+    if not all(p.__class__ is dict or isinstance(p, Mapping) for p in players):
         players = []  # not the request's seats: no path could name one
     if isinstance(rules, BankerRules):
         return _banker_round(data, players, refused, rules)
@@ -87,7 +92,8 @@ def _thirteen_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]
             hands.append(None)  # rows or cards? The schema refused the mix; no guessing
             continue
         arrangement, cards, parsed, problems = _hand(raw)
-        card_problems += (p.under(at) for p in problems)
+        if problems:
+            card_problems += (p.under(at) for p in problems)
         for name, seen in parsed.items():
             read.append((i, name))
             everything += seen
@@ -105,7 +111,7 @@ def _thirteen_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]
     except DomainError as error:
         errors.append(error)
     if not errors and _complete(data, refused, hands):
-        return RoundInput(
+        return _round_input(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(h for h in hands if h is not None),
             balances={p["player_id"]: HOUSE_SEAT_BALANCE if p["player_id"] == house
@@ -135,7 +141,13 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     """Read a player's 13 cards or three rows: the hand when whole, each card list that
     parsed, and the problems found (unknown cards, sizes). Copies are the table's check.
     """
-    names = ("cards",) if "cards" in raw else [name for name in ROW_NAMES if name in raw]
+    names: Sequence[str]
+    if "cards" in raw:
+        names = ("cards",)
+    elif "front" in raw and "middle" in raw and "back" in raw:  # the common hand
+        names = ROW_NAMES
+    else:
+        names = [name for name in ROW_NAMES if name in raw]
     parsed: dict[str, tuple[Card, ...]] = {}
     problems: list[Problem] = []
     for name in names:
@@ -155,7 +167,8 @@ def _hand(raw: Mapping[str, Any]) -> tuple[Arrangement | None, tuple[Card, ...] 
     if "cards" in parsed:
         return None, parsed["cards"], parsed, problems
     if len(parsed) == len(ROWS):
-        return arrangement(*(parsed[name] for name in ROW_NAMES)), None, parsed, problems
+        return (arrangement(parsed["front"], parsed["middle"], parsed["back"]), None, parsed,
+                problems)
     return None, None, parsed, problems
 
 
@@ -181,7 +194,7 @@ def _seat_ok(raw: Mapping[str, Any], at: str, refused: Collection[str],
 
 def _player_hand(raw: Mapping[str, Any], arrangement: Arrangement | None,
                  cards: tuple[Card, ...] | None) -> PlayerHand:
-    return PlayerHand(
+    return _player_hand_record(
         player_id=raw["player_id"],
         arrangement=arrangement,
         cards=cards,
@@ -282,7 +295,7 @@ def _banker_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
                      if _seat_ok(raw, at, refused, _BANKER_SEAT_FIELDS) else None)
     errors: list[DomainError] = [CardError(problems)] if problems else []
     if not errors and _complete(data, refused, seats):
-        return RoundInput(
+        return _round_input(
             ruleset=rules, table_id=data["table_id"], stake=data["stake"],
             players=tuple(s for s in seats if s is not None),
             balances={p["player_id"]: p["balance"] for p in players},
@@ -304,7 +317,7 @@ def _banker_round(data: Mapping[str, Any], players: Sequence[Mapping[str, Any]],
 
 
 def _banker_seat(raw: Mapping[str, Any], hand: Any) -> BankerSeat:
-    return BankerSeat(
+    return _banker_seat_record(
         player_id=raw["player_id"], hand=hand, banker=raw.get("banker", False),
         bet_multiple=raw.get("bet_multiple"), grab_multiple=raw.get("grab_multiple"),
         timed_out=raw.get("timed_out", False))

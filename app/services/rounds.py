@@ -493,6 +493,8 @@ def _player_rows(played: PlayedRound) -> WrittenRows:
         fouls = {p.player_id: (p.foul, None if p.special is None else p.special.value)
                  for p in played.result.score.players}
     rows = WrittenRows()
+    # The amounts' text as settle wrote it, which is their column_value (None: write it).
+    texts = settlement.written
     for seat, money in enumerate(settlement.players):
         foul, special = fouls.get(money.player_id, (False, None))
         before, amount, fee, after = (money.balance_before, money.amount, money.fee,
@@ -501,26 +503,38 @@ def _player_rows(played: PlayedRound) -> WrittenRows:
         rows.append({"seat": seat, "player_id": money.player_id, "balance_before": before,
                      "points": points, "amount": amount, "fee": fee, "balance_after": after,
                      "foul": foul, "special": special})
+        if texts is None:
+            before_t, amount_t, fee_t, after_t = (column_value(before), column_value(amount),
+                                                  column_value(fee), column_value(after))
+        else:
+            before_t, _, fee_t, amount_t, after_t = texts.players[seat]
         rows.content.append({
             "seat": seat, "player_id": money.player_id,
-            "balance_before": column_value(before), "points": points,
-            "amount": column_value(amount), "fee": column_value(fee),
-            "balance_after": column_value(after), "foul": foul, "special": special})
+            "balance_before": before_t, "points": points,
+            "amount": amount_t, "fee": fee_t,
+            "balance_after": after_t, "foul": foul, "special": special})
     return rows
 
 
 def _line_rows(played: PlayedRound) -> WrittenRows:
     """The round's ledger lines, and as its content holds them."""
     rows = WrittenRows()
+    # The kinds' values and the amounts' text as settle wrote them (None: write them).
+    texts = played.settlement.written
     for n, line in enumerate(played.settlement.lines, start=1):
-        account, kind, amount = line.account, line.kind.value, line.amount
+        account, amount = line.account, line.amount
         before, after = line.balance_before, line.balance_after
+        if texts is None:
+            kind = line.kind.value
+            amount_t, before_t, after_t = (column_value(amount), column_value(before),
+                                           column_value(after))
+        else:
+            kind, amount_t, before_t, after_t = texts.lines[n - 1]
         rows.append({"line_no": n, "account": account, "kind": kind, "amount": amount,
                      "balance_before": before, "balance_after": after})
         rows.content.append({"line_no": n, "account": account, "kind": kind,
-                             "amount": column_value(amount),
-                             "balance_before": column_value(before),
-                             "balance_after": column_value(after)})
+                             "amount": amount_t, "balance_before": before_t,
+                             "balance_after": after_t})
     return rows
 
 

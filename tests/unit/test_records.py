@@ -21,6 +21,21 @@ class _Sample:
     note: str | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Derived:
+    name: str
+    seen: str | None = dataclasses.field(default=None, init=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _KeywordOnly:
+    name: str
+    count: int = 1
+    _: dataclasses.KW_ONLY
+    tag: str
+    note: str | None = None
+
+
 CASES = [
     pytest.param(LedgerLine, ("p1", LineKind.WIN, Decimal("10.00")), {}, id="defaults-left"),
     pytest.param(LedgerLine, ("p1", LineKind.FEE, Decimal("-0.50"), Decimal("10.00")),
@@ -32,6 +47,9 @@ CASES = [
     pytest.param(Debt, ("a", "b", Decimal(5)), {}, id="debt"),
     pytest.param(Item, ("rows", -3), {}, id="item"),
     pytest.param(_Sample, ("x",), {"note": "n"}, id="keyword-after-default"),
+    pytest.param(_Derived, ("x",), {}, id="not-an-argument"),
+    pytest.param(_KeywordOnly, ("x",), {"tag": "t"}, id="keyword-only"),
+    pytest.param(_KeywordOnly, ("x", 2), {"tag": "t", "note": "n"}, id="keyword-only-all"),
 ]
 
 
@@ -63,6 +81,10 @@ def test_a_maker_refuses_missing_and_unknown_arguments_as_the_class_does():
         make()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         make("x", colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        make("x", 1, "n", "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        maker(_KeywordOnly)("x", 1, "t")  # type: ignore[misc]
 
 
 @dataclasses.dataclass(slots=True)
@@ -89,9 +111,15 @@ class _Factory:
     names: list[str] = dataclasses.field(default_factory=list)
 
 
-@pytest.mark.parametrize("cls", [_Mutable, _NoSlots, _Checked, _Factory, int],
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Unset:
+    name: str
+    seen: str = dataclasses.field(init=False)
+
+
+@pytest.mark.parametrize("cls", [_Mutable, _NoSlots, _Checked, _Factory, _Unset, int],
                          ids=["mutable", "no-slots", "post-init", "default-factory",
-                              "not-dataclass"])
+                              "not-an-argument-without-default", "not-dataclass"])
 def test_a_maker_refuses_a_class_whose_init_does_more_than_assign(cls):
     with pytest.raises(TypeError):
         maker(cls)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from app.domain.errors import SettlementError
 from app.domain.settlement import (
     HOUSE,
+    MAX_PRECISION,
     Debt,
     InvariantError,
     LedgerLine,
@@ -456,8 +457,9 @@ PLAYERS = "ABCDE"
 
 
 @st.composite
-def rounds(draw: st.DrawFn) -> tuple[dict[str, Decimal], list[Debt], MoneyRules]:
-    precision = draw(st.integers(0, 3))
+def rounds(draw: st.DrawFn, max_precision: int = 3
+           ) -> tuple[dict[str, Decimal], list[Debt], MoneyRules]:
+    precision = draw(st.integers(0, max_precision))
     unit = D(1).scaleb(-precision)
     n = draw(st.integers(2, 5))
     ids = PLAYERS[:n]
@@ -524,6 +526,27 @@ def test_property_unlimited_pays_the_gross_exactly(case) -> None:
         assert p.amount == p.rounded - p.fee
 
 
+@settings(max_examples=300, deadline=None)
+@given(rounds(max_precision=MAX_PRECISION))
+def test_property_settle_writes_each_amount_as_money_text_and_as_its_plain_form(case) -> None:
+    result = settle(*case)
+    written = result.written
+    assert written is not None
+    # A replace drops what settle wrote; texts() then writes every amount with money_text.
+    assert dataclasses.replace(result).written is None
+    assert written == dataclasses.replace(result).texts()
+    # Each text is also the amount's own plain form, what a stored column holds.
+    for s, texts in zip(result.players, written.players, strict=True):
+        assert list(texts) == [format(v, "f") for v in (
+            s.balance_before, s.rounded, s.fee, s.amount, s.balance_after)]
+    for line, (kind, *texts) in zip(result.lines, written.lines, strict=True):
+        assert kind == line.kind.value
+        assert texts == [None if v is None else format(v, "f")
+                         for v in (line.amount, line.balance_before, line.balance_after)]
+    assert (written.fees, written.rounding) == (format(result.fees, "f"),
+                                                format(result.rounding, "f"))
+
+
 def _money_text_by_fraction(amount: Decimal, precision: int) -> str:
     """money_text as it was written: through an exact Fraction, cut toward zero."""
     import math
@@ -538,7 +561,12 @@ def _money_text_by_fraction(amount: Decimal, precision: int) -> str:
                  st.decimals(places=12, allow_nan=False, allow_infinity=False),
                  st.sampled_from([Decimal("-0"), Decimal("-0.001"), Decimal("0E-20"),
                                   Decimal("1E+30"), Decimal("10") ** 30, Decimal("-85.715"),
-                                  Decimal("99999999999999.99999999"), Decimal("1E-100")])),
+                                  Decimal("99999999999999.99999999"), Decimal("1E-100"),
+                                  # at a precision's own quantum, 6 and 7 on each side of
+                                  # where str would turn to exponent form
+                                  Decimal("0E-6"), Decimal("0E-7"), Decimal("-0E-8"),
+                                  Decimal("0.0000001"), Decimal("-12.340000"),
+                                  Decimal("1.00000000")])),
        st.integers(0, 8))
 def test_money_text_by_quantize_is_money_text_by_fraction(amount: Decimal, precision: int) -> None:
     from app.domain.settlement import money_text
