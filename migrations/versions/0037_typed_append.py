@@ -21,6 +21,13 @@ here (the tables' owner's; PUBLIC may use a type, as any). The refusals are the 
 in ``app/db/sql/ledger_append.sql``; ``migrations/sql/0037/`` is its frozen copy with
 grants.sql, which names the new signature, and the other files, unchanged.
 
+A row's INSERT reads its table's checks from their stored text, once a statement, and
+each value of an IN list is a node of its own there: the kind checks of rounds and
+ledger_lines and the content version's are now one array constant each
+(``kind = ANY ('{...}'::text[])``), taking and refusing the same values
+(tests/integration/test_list_checks.py): 2.77 M. Each is added NOT VALID and validated in
+a statement of its own, as migration 0031 did, one constraint change per ALTER TABLE.
+
 Revision ID: 0037_typed_append
 Revises: 0036_leaner_append
 Create Date: 2026-12-05
@@ -62,6 +69,27 @@ TYPES = ("CREATE TYPE ledger_round AS (id uuid, operator_id text, table_id text,
 JSON_APPEND = "ledger_append(jsonb, jsonb, jsonb, text, text)"
 TYPED_APPEND = "ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb, text, text)"
 
+# The checks of a list of values, one array constant each rather than an IN list
+# (app.db.models): (table, constraint, the list, the array).
+LISTS = (
+    ("rounds", "ck_rounds_kind", "kind IN ('settlement', 'reversal', 'penalty', 'cash')",
+     "kind = ANY ('{settlement,reversal,penalty,cash}'::text[])"),
+    ("rounds", "ck_rounds_content_version", "content_version IN (1, 2)",
+     "content_version = ANY ('{1,2}'::smallint[])"),
+    ("ledger_lines", "ck_ledger_lines_kind",
+     "kind IN ('win', 'loss', 'fee', 'rounding', 'reversal', 'penalty', 'cash_in', "
+     "'cash_out')",
+     "kind = ANY ('{win,loss,fee,rounding,reversal,penalty,cash_in,cash_out}'::text[])"),
+)
+
+
+def _check(table: str, name: str, check: str) -> None:
+    """Write ``table``'s check ``name`` again, validated in a statement of its own (SHARE
+    UPDATE EXCLUSIVE, which appends do not wait for), one change per ALTER TABLE."""
+    op.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}")
+    op.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({check}) NOT VALID")
+    op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
+
 
 def upgrade() -> None:
     check_triggers(op.get_bind(), FROZEN)
@@ -69,9 +97,13 @@ def upgrade() -> None:
     for statement in TYPES:
         op.execute(statement)
     install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
+    for table, name, _, array in LISTS:
+        _check(table, name, array)
 
 
 def downgrade() -> None:
+    for table, name, listed, _ in LISTS:
+        _check(table, name, listed)
     op.execute(f"DROP FUNCTION {TYPED_APPEND}")
     op.execute("DROP TYPE ledger_round, ledger_seat, ledger_line")
     install(op.get_bind(), BEFORE, FILES, context.config.attributes["runtime_role"])

@@ -1,0 +1,79 @@
+"""The checks of a list of values take each value of the list and refuse any other.
+
+A round's kind and content version and a line's kind are checked by the tables
+themselves, whoever inserts (the tables' owner too): since migration 0037 each check is
+one array constant, which a row's INSERT reads from its stored text more cheaply than an
+IN list, a node a value; what it takes and refuses is the list's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import IntegrityError
+
+from app.db.models import LINE_KINDS, ROUND_KINDS
+
+CHECK_VIOLATION = "23514"
+
+_ROUND = """
+INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
+    request, result, content_hash, prev_hash, chain_seq, reverses_round_id, content_version)
+VALUES (:id, 'default', :table, :kind, 'classic4', 'h', 1, '{}', '{}', 'c', NULL, 1,
+    :reverses, :version)
+"""
+_LINE = """
+INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, operator_id, table_id)
+VALUES (:round_id, 1, 'A', :kind, 0, 'default', 'list-checks')
+"""
+
+
+def _round(connection: Connection, kind: str = "settlement", version: int = 2) -> None:
+    """Insert a round of ``kind`` at ``version`` at a table of its own (a reversal names a
+    settlement inserted before it, as its check asks)."""
+    reverses = None
+    if kind == "reversal":
+        reverses = uuid.uuid4()
+        connection.execute(text(_ROUND), {"id": reverses, "table": f"t-{reverses}",
+                                          "kind": "settlement", "reverses": None,
+                                          "version": 2})
+    round_id = uuid.uuid4()
+    connection.execute(text(_ROUND), {"id": round_id, "table": f"t-{round_id}", "kind": kind,
+                                      "reverses": reverses, "version": version})
+
+
+def _line(connection: Connection, kind: str) -> None:
+    connection.execute(text(_LINE), {"round_id": uuid.uuid4(), "kind": kind})
+
+
+def _refused(connection: Connection, insert: Any, value: Any) -> str:
+    with pytest.raises(IntegrityError) as caught, connection.begin_nested():
+        insert(connection, value)
+    assert caught.value.orig.sqlstate == CHECK_VIOLATION, caught.value.orig
+    return str(caught.value.orig.diag.constraint_name)
+
+
+CASES = [
+    pytest.param(lambda c, v: _round(c, kind=v), ROUND_KINDS,
+                 ("bogus", "", "Settlement", "settlement "), "ck_rounds_kind",
+                 id="a round's kind"),
+    pytest.param(lambda c, v: _round(c, version=v), (1, 2), (0, 3, -1),
+                 "ck_rounds_content_version", id="a round's content version"),
+    pytest.param(_line, LINE_KINDS, ("bogus", "", "WIN", "cash"), "ck_ledger_lines_kind",
+                 id="a line's kind"),
+]
+
+
+@pytest.mark.parametrize(("insert", "taken", "refused", "constraint"), CASES)
+def test_a_list_check_takes_each_value_of_its_list_and_refuses_any_other(
+        owner_engine, insert, taken, refused, constraint):
+    with owner_engine.connect() as connection, connection.begin():
+        for value in taken:
+            with connection.begin_nested():
+                insert(connection, value)
+        for value in refused:
+            assert _refused(connection, insert, value) == constraint, value
+        connection.rollback()
