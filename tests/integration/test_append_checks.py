@@ -1,14 +1,17 @@
-"""The checks of a list of values take each value of the list and refuse any other.
+"""The checks migration 0037 wrote again take the values they took and refuse the others.
 
-A round's kind and content version and a line's kind are checked by the tables
-themselves, whoever inserts (the tables' owner too): since migration 0037 each check is
-one array constant, which a row's INSERT reads from its stored text more cheaply than an
-IN list, a node a value; what it takes and refuses is the list's.
+A round's kind, content version and stake, a seat's fee and a line's kind are checked by
+the tables themselves, whoever inserts (the tables' owner too). Each INSERT reads its
+table's checks from their stored text, once a statement: since migration 0037 a list is
+one array constant (an IN list is a node a value there) and a money bound a numeric
+constant (an integer is cast again on every INSERT). What each takes and refuses is the
+same.
 """
 
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -22,8 +25,13 @@ CHECK_VIOLATION = "23514"
 _ROUND = """
 INSERT INTO rounds (id, operator_id, table_id, kind, ruleset_name, ruleset_hash, stake,
     request, result, content_hash, prev_hash, chain_seq, reverses_round_id, content_version)
-VALUES (:id, 'default', :table, :kind, 'classic4', 'h', 1, '{}', '{}', 'c', NULL, 1,
+VALUES (:id, 'default', :table, :kind, 'classic4', 'h', :stake, '{}', '{}', 'c', NULL, 1,
     :reverses, :version)
+"""
+_SEAT = """
+INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat, player_id,
+    balance_before, points, amount, fee, balance_after, foul)
+VALUES ('default', :round_id, :table, 1, 0, 'A', 0, 0, 0, :fee, 0, false)
 """
 _LINE = """
 INSERT INTO ledger_lines (round_id, line_no, account, kind, amount, operator_id, table_id)
@@ -31,7 +39,8 @@ VALUES (:round_id, 1, 'A', :kind, 0, 'default', 'list-checks')
 """
 
 
-def _round(connection: Connection, kind: str = "settlement", version: int = 2) -> None:
+def _round(connection: Connection, kind: str = "settlement", version: int = 2,
+           stake: Decimal = Decimal(1)) -> None:
     """Insert a round of ``kind`` at ``version`` at a table of its own (a reversal names a
     settlement inserted before it, as its check asks)."""
     reverses = None
@@ -39,10 +48,17 @@ def _round(connection: Connection, kind: str = "settlement", version: int = 2) -
         reverses = uuid.uuid4()
         connection.execute(text(_ROUND), {"id": reverses, "table": f"t-{reverses}",
                                           "kind": "settlement", "reverses": None,
-                                          "version": 2})
+                                          "version": 2, "stake": 1})
     round_id = uuid.uuid4()
     connection.execute(text(_ROUND), {"id": round_id, "table": f"t-{round_id}", "kind": kind,
-                                      "reverses": reverses, "version": version})
+                                      "reverses": reverses, "version": version,
+                                      "stake": stake})
+
+
+def _seat(connection: Connection, fee: Decimal) -> None:
+    round_id = uuid.uuid4()
+    connection.execute(text(_SEAT), {"round_id": round_id, "table": f"t-{round_id}",
+                                     "fee": fee})
 
 
 def _line(connection: Connection, kind: str) -> None:
@@ -62,13 +78,18 @@ CASES = [
                  id="a round's kind"),
     pytest.param(lambda c, v: _round(c, version=v), (1, 2), (0, 3, -1),
                  "ck_rounds_content_version", id="a round's content version"),
+    pytest.param(lambda c, v: _round(c, stake=v), (Decimal("0.01"), Decimal(1)),
+                 (Decimal(0), Decimal("-0.01")), "ck_rounds_stake_positive",
+                 id="a round's stake"),
+    pytest.param(_seat, (Decimal(0), Decimal("0.5")), (Decimal("-0.01"),),
+                 "ck_round_players_fee_nonnegative", id="a seat's fee"),
     pytest.param(_line, LINE_KINDS, ("bogus", "", "WIN", "cash"), "ck_ledger_lines_kind",
                  id="a line's kind"),
 ]
 
 
 @pytest.mark.parametrize(("insert", "taken", "refused", "constraint"), CASES)
-def test_a_list_check_takes_each_value_of_its_list_and_refuses_any_other(
+def test_a_check_takes_the_values_it_took_and_refuses_the_others(
         owner_engine, insert, taken, refused, constraint):
     with owner_engine.connect() as connection, connection.begin():
         for value in taken:
