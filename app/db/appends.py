@@ -3,8 +3,9 @@
 A settle is two messages, each one round trip (app.db.driver.exchange, the values bound
 by the server): ``BEGIN; TAKE`` calls ``ledger_take``, which takes the Idempotency-Key's
 lock and the chain's row and returns the head and the key's earlier use; ``APPEND;
-COMMIT`` calls ``ledger_append`` with the round, its seats and its lines as JSON, its
-result and its ruleset as text. These functions, and
+COMMIT`` calls ``ledger_append`` with the round, its seats and its lines as composites
+of their columns, its request as JSON, its result and its ruleset as text. These
+functions, and
 those that write matches and checkpoints, run as the NOLOGIN writer role: the only way
 the runtime role writes those rows. Errors come back as SQLAlchemy's; a refusal by a
 constraint as the services' ConstraintViolation, a key used twice as RetryableConflict.
@@ -28,9 +29,6 @@ from app.db.driver import Command, Link, preparable, refusal, text_value
 from app.domain.cash import LedgerBalance
 from app.json_codec import canonical_json, fragment_value
 from app.services.repositories import (
-    LINE_COLUMNS,
-    PLAYER_COLUMNS,
-    ROUND_COLUMNS,
     AppendStart,
     KeyUse,
 )
@@ -56,15 +54,13 @@ def chain_lock_name(operator_id: str, table_id: str) -> str:
 # Its values: the key's lock name, the operator, the table, the key, the players.
 _TAKE = preparable(
     b"SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, $5::text[])")
-# The round's row (one JSON object), its players and lines (two JSON arrays), its result
-# (canonical JSON text, stored as it is) and its ruleset (JSON text, read by the database
-# only when its hash is new to the operator): migration 0027_lean_rounds.
-_APPEND = preparable(
-    b"SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, $5::text)")
+# The round's row, its players and lines (composites of their columns, migration 0037),
+# its request (JSON), its result (canonical JSON text, stored as it is) and its ruleset
+# (JSON text, read by the database only when its hash is new to the operator): migration
+# 0027_lean_rounds.
+_APPEND = preparable(b"SELECT ledger_append($1::ledger_round, $2::ledger_seat[], "
+                     b"$3::ledger_line[], $4::jsonb, $5::text, $6::text)")
 _COMMIT: Command = (preparable(b"COMMIT"), None)
-# The round's columns sent as text values of their own rather than in its row.
-_TEXT_COLUMNS = ("result", "ruleset")
-_ROW_COLUMNS = tuple(name for name in ROUND_COLUMNS if name not in _TEXT_COLUMNS)
 
 # Matches and checkpoints are written by functions of the writer role too (migration 0021).
 _MATCH_OPEN = preparable(b"SELECT match_open($1::jsonb)")
@@ -80,7 +76,7 @@ _TRY_LOCK_KEY = preparable(b"SELECT pg_try_advisory_xact_lock(hashtextextended($
 _KEY_USE = (b"SELECT body_hash, id FROM rounds "
             b"WHERE operator_id = $1::text AND idempotency_key = $2::text")
 
-# The JSON keys of the rows ledger_append inserts are the content's columns
+# The fields of the rows ledger_append inserts are the content's columns
 # (app.services.repositories: ROUND_COLUMNS, PLAYER_COLUMNS, LINE_COLUMNS); a seat's and a
 # line's copies of their round's columns are the round's, which ledger_append writes
 # itself (migration 0019), so no row can be written for another round than the one
@@ -145,10 +141,8 @@ class AppendRepository:
         Refusals (a taken round id, a second reversal) raise ConstraintViolation, a key
         used twice RetryableConflict; the transaction is left to be rolled back.
         """
-        values = [_json_of(_round_row(round_)),
-                  _json_of(_rows(players, PLAYER_COLUMNS, _PLAYER_KEYS)),
-                  _json_of(_rows(lines, LINE_COLUMNS, _LINE_KEYS)),
-                  _json_of(round_["result"]),
+        values = [_round_text(round_), _seats_text(players), _lines_text(lines),
+                  _json_of(round_["request"]), _json_of(round_["result"]),
                   _ruleset_text(round_)]
         commands: list[Command] = [(_APPEND, values)]
         if commit:
@@ -203,32 +197,68 @@ def text_array(values: Sequence[str]) -> bytes:
     return text_value("{" + ",".join(f'"{value}"' for value in quoted) + "}") or b"{}"
 
 
-def _round_row(round_: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The round's columns but its two text ones."""
-    if round_.__class__ is dict and round_.keys() == _ROUND_KEYS:
-        row = dict(round_)  # a copy in one call, less the text columns
-        for name in _TEXT_COLUMNS:
-            del row[name]
-        return row
-    return {name: round_[name] for name in _ROW_COLUMNS}
+# The append's round (but its request, result and ruleset), seats and lines are
+# composites (ledger_round, ledger_seat[] and ledger_line[], migration 0037), written here
+# as PostgreSQL reads their text, field by field in the order of ROUND_COLUMNS,
+# PLAYER_COLUMNS and LINE_COLUMNS: a number as its text (an int's, a Decimal's, digit for
+# digit as numeric reads it back), an id as its hex digits, a time as ISO 8601 with its
+# offset, a boolean as t or f (nothing in any of them is quoted), NULL as nothing, a text
+# between double quotes, in which a backslash or a double quote is written after a
+# backslash. A seat or a line is an array's element, quoted the same way again. A value of
+# another type than its column's is refused (TypeError, AttributeError, KeyError), never
+# written as the text of another.
+_INTEGER = int.__repr__  # an int's text; refuses a Decimal, which it would cut
+_MONEY = Decimal.__str__  # a Decimal's text; refuses anything else
+_BOOLEAN = {True: "t", False: "f"}
 
 
-def _rows(rows: Sequence[Mapping[str, Any]], names: Sequence[str],
-          keys: frozenset[str]) -> Sequence[Mapping[str, Any]]:
-    """Seats' or lines' rows with the columns ``names`` alone: as they are when each is a
-    dict of those columns and no other (a copy would be equal), else copies."""
-    if isinstance(rows, list | tuple):
-        for row in rows:
-            if row.__class__ is not dict or row.keys() != keys:
-                break
-        else:
-            return rows
-    return [{name: row[name] for name in names} for row in rows]
+def _quoted(value: str) -> str:
+    """A text field of a composite."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_ROUND_KEYS = frozenset(ROUND_COLUMNS)
-_PLAYER_KEYS = frozenset(PLAYER_COLUMNS)
-_LINE_KEYS = frozenset(LINE_COLUMNS)
+def _quoted_twice(value: str) -> str:
+    """A text field of a composite that is an array's element: ``_quoted``, then each
+    backslash and double quote of that written after a backslash."""
+    return '\\"' + value.replace("\\", "\\\\\\\\").replace('"', '\\\\\\"') + '\\"'
+
+
+def _round_text(row: Mapping[str, Any]) -> bytes:
+    """The round's columns as a ledger_round's text."""
+    key, body, prev, reversed_ = (row["idempotency_key"], row["body_hash"], row["prev_hash"],
+                                  row["reverses_round_id"])
+    key_id, signature = row["receipt_key_id"], row["receipt_signature"]
+    return text_value("(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)" % (  # noqa: UP031
+        row["id"].hex, _quoted(row["operator_id"]), _quoted(row["table_id"]),
+        _quoted(row["kind"]), _quoted(row["ruleset_name"]), _quoted(row["ruleset_hash"]),
+        _MONEY(row["stake"]), "" if key is None else _quoted(key),
+        "" if body is None else _quoted(body), datetime.isoformat(row["created_at"]),
+        _quoted(row["content_hash"]), "" if prev is None else _quoted(prev),
+        _INTEGER(row["chain_seq"]), "" if reversed_ is None else reversed_.hex,
+        _INTEGER(row["content_version"]), "" if key_id is None else _quoted(key_id),
+        "" if signature is None else _quoted(signature))) or b""
+
+
+def _seats_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """The seats as a ledger_seat[]'s text."""
+    return text_value("{%s}" % ",".join([  # noqa: UP031
+        '"(%s,%s,%s,%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
+            _INTEGER(row["seat"]), _quoted_twice(row["player_id"]),
+            _MONEY(row["balance_before"]), _INTEGER(row["points"]), _MONEY(row["amount"]),
+            _MONEY(row["fee"]), _MONEY(row["balance_after"]), _BOOLEAN[row["foul"]],
+            "" if row["special"] is None else _quoted_twice(row["special"]))
+        for row in rows])) or b""
+
+
+def _lines_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """The lines as a ledger_line[]'s text (the house's have no balances)."""
+    return text_value("{%s}" % ",".join([  # noqa: UP031
+        '"(%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
+            _INTEGER(row["line_no"]), _quoted_twice(row["account"]),
+            _quoted_twice(row["kind"]), _MONEY(row["amount"]),
+            "" if row["balance_before"] is None else _MONEY(row["balance_before"]),
+            "" if row["balance_after"] is None else _MONEY(row["balance_after"]))
+        for row in rows])) or b""
 
 
 def _ruleset_text(round_: Mapping[str, Any]) -> bytes:

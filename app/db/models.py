@@ -79,7 +79,9 @@ def _listed(values: tuple[str, ...]) -> str:
 
 
 def _one_of(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({_listed(values)})"
+    # One array constant, not an IN list: a row's INSERT reads its table's checks from
+    # their stored text, and a list is a node a value (migration 0037).
+    return f"{column} = ANY ('{{{','.join(values)}}}'::text[])"
 
 
 class Base(DeclarativeBase):
@@ -184,9 +186,11 @@ class Round(Base):
                              ["rounds.operator_id", "rounds.id"],
                              name="fk_rounds_reverses_round_rounds"),
         CheckConstraint(_one_of("kind", ROUND_KINDS), name="kind"),
-        CheckConstraint("stake > 0", name="stake_positive"),
+        # 0.0, a numeric constant: 0 is an integer, cast to numeric again on every INSERT
+        # (migration 0037).
+        CheckConstraint("stake > 0.0", name="stake_positive"),
         CheckConstraint("chain_seq >= 1", name="chain_seq_positive"),
-        CheckConstraint("content_version IN (1, 2)", name="content_version"),
+        CheckConstraint("content_version = ANY ('{1,2}'::smallint[])", name="content_version"),
         CheckConstraint("(receipt_key_id IS NULL) = (receipt_signature IS NULL)",
                         name="receipt_whole"),
         # The first round of a chain has no predecessor; every later one names it.
@@ -248,7 +252,7 @@ class RoundPlayer(Base):
         PrimaryKeyConstraint("operator_id", "table_id", "chain_seq", "seat",
                              postgresql_include=["round_id", "player_id", "points", "amount"]),
         CheckConstraint("seat >= 0", name="seat_nonnegative"),
-        CheckConstraint("fee >= 0", name="fee_nonnegative"),
+        CheckConstraint("fee >= 0.0", name="fee_nonnegative"),  # numeric, as the stake's
         UniqueConstraint("operator_id", "round_id", "player_id"),
         Index(None, "player_id", "round_id"),
     )

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from app.config import runtime_role_from_env
-from app.db.appends import chain_lock_name
+from app.db.appends import _lines_text, _round_text, _seats_text, chain_lock_name
 from app.services.repositories import (
     LINE_COLUMNS,
     LINE_COPIES,
@@ -27,8 +29,10 @@ from app.services.repositories import (
 from tests.rights import assert_refused_a_right
 
 INSUFFICIENT_PRIVILEGE = "42501"
+# The round's columns sent as values of their own, not in its composite.
+TEXT_COLUMNS = ("request", "result", "ruleset")
 FUNCTIONS = ("ledger_take(text,text,text,text,text[])",
-             "ledger_append(jsonb,jsonb,jsonb,text,text)")
+             "ledger_append(ledger_round,ledger_seat[],ledger_line[],jsonb,text,text)")
 
 
 def _definition(engine, name: str) -> str:
@@ -114,10 +118,18 @@ def test_only_the_runtime_role_may_call_the_append_functions_which_run_as_the_wr
 
 
 @pytest.mark.parametrize("statement", [
-    "CREATE OR REPLACE FUNCTION ledger_append(p_round jsonb, p_players jsonb, "
-    "p_lines jsonb, p_result text, p_ruleset text) RETURNS void LANGUAGE sql AS 'SELECT'",
+    "CREATE OR REPLACE FUNCTION ledger_append(p_round ledger_round, "
+    "p_players ledger_seat[], p_lines ledger_line[], p_request jsonb, p_result text, "
+    "p_ruleset text) "
+    "RETURNS void LANGUAGE sql AS 'SELECT'",
     "DROP FUNCTION ledger_take(text, text, text, text, text[])",
-    "ALTER FUNCTION ledger_append(jsonb, jsonb, jsonb, text, text) SECURITY DEFINER",
+    "ALTER FUNCTION ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb, text, "
+    "text) "
+    "SECURITY DEFINER",
+    # A function of the old arguments beside it, which a caller's jsonb would reach.
+    "CREATE FUNCTION ledger_append(p_round jsonb, p_players jsonb, p_lines jsonb, "
+    "p_result text, p_ruleset text) RETURNS void LANGUAGE sql AS 'SELECT'",
+    "ALTER TYPE ledger_seat ADD ATTRIBUTE txid bigint",
 ])
 def test_the_runtime_role_cannot_replace_the_append_functions(engine, owner_engine,
                                                               statement):
@@ -128,21 +140,24 @@ def test_the_runtime_role_cannot_replace_the_append_functions(engine, owner_engi
         owner_engine, "ledger_take") == before
 
 
-@pytest.mark.parametrize("table", ["round_players", "ledger_lines"])
-def test_the_appends_json_fields_have_their_columns_types(owner_engine, table):
-    """The record types of jsonb_to_recordset are frozen with the migration too: a field
-    narrower than its column (an integer for a bigint) would refuse or cut values."""
-    definition = _definition(owner_engine, "ledger_append")
-    found = re.search(rf"INSERT INTO {table} .*?jsonb_to_recordset\(\w+\) AS row_\(([^)]*)\)",
-                      definition, re.S)
-    assert found, definition
-    fields = dict(field.strip().split(" ", 1) for field in found.group(1).split(","))
+@pytest.mark.parametrize(("composite", "table", "names"), [
+    ("ledger_round", "rounds", tuple(n for n in ROUND_COLUMNS if n not in TEXT_COLUMNS)),
+    ("ledger_seat", "round_players", PLAYER_COLUMNS),
+    ("ledger_line", "ledger_lines", LINE_COLUMNS)])
+def test_the_appends_composites_hold_the_service_columns_in_order_with_their_types(
+        owner_engine, composite, table, names):
+    """The append's round, seats and lines are composites (migration 0037), whose text
+    app.db.appends writes field by field in the order of the service's columns: each
+    field is that column, in that order, of the column's type (a field narrower than
+    its column, an integer for a bigint, would refuse or cut values)."""
+    attributes = ("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                  "WHERE attrelid = CAST(:relation AS regclass) AND attnum > 0 "
+                  "AND NOT attisdropped ORDER BY attnum")
     with owner_engine.connect() as connection:
-        columns = dict(connection.execute(text(
-            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = CAST(:table AS regclass) AND attnum > 0 AND NOT attisdropped"),
-            {"table": table}).all())
-    assert fields == {name: columns[name] for name in fields}
+        fields = connection.execute(text(attributes), {"relation": composite}).all()
+        columns = dict(connection.execute(text(attributes), {"relation": table}).all())
+    assert [name for name, _ in fields] == list(names)
+    assert dict(fields) == {name: columns[name] for name in names}
 
 
 def test_the_take_holds_the_chains_lock_by_its_name_until_the_transaction_ends(
@@ -189,3 +204,53 @@ def test_on_citus_the_take_holds_the_chains_row_until_the_transaction_ends(
             assert other.execute(probe, {"t": f"{table}-elsewhere"}).scalar_one() == 1
     with owner_engine.begin() as other:
         assert other.execute(probe, {"t": table}).scalar_one() == 1
+
+
+_AWKWARD = 'a "quoted", \\back\\slashed (p) {x} NULL é'
+
+
+def test_the_appends_composite_text_reads_back_as_the_values_written(owner_engine):
+    """app.db.appends writes the round, its seats and its lines as composite text, quoted
+    twice for an array's element: every value reads back as it was, a text with quotes,
+    backslashes, commas, parentheses, braces and spaces, an empty text (not NULL), the
+    text NULL, NULL itself, ids, times to the microsecond, and money digit for digit."""
+    seats = [
+        {"seat": 0, "player_id": _AWKWARD, "balance_before": Decimal("-12.50"), "points": -3,
+         "amount": Decimal("0.015"), "fee": Decimal("0"), "foul": True, "special": None,
+         "balance_after": Decimal("123456789012345678901234567890.123456789")},
+        {"seat": 1, "player_id": "NULL", "balance_before": Decimal("1.00"), "points": 0,
+         "amount": Decimal("-0.015"), "fee": Decimal("0.10"), "foul": False, "special": "",
+         "balance_after": Decimal("0.985")}]
+    lines = [{"line_no": 1, "account": _AWKWARD, "kind": "win", "amount": Decimal("7.25"),
+              "balance_before": None, "balance_after": Decimal("-0.00")}]
+    round_id, reversed_ = uuid.uuid4(), uuid.uuid4()
+    row = {"id": round_id, "operator_id": _AWKWARD, "table_id": "t,(1)", "kind": "settlement",
+           "ruleset_name": "classic4", "ruleset_hash": "", "stake": Decimal("2.50"),
+           "idempotency_key": None, "body_hash": "NULL",
+           "created_at": datetime(2026, 12, 5, 9, 30, 1, 250, tzinfo=UTC),
+           "content_hash": "0" * 64, "prev_hash": None, "chain_seq": 2**40,
+           "reverses_round_id": reversed_, "content_version": 2, "receipt_key_id": None,
+           "receipt_signature": "a/b+c=="}
+    with owner_engine.connect() as connection:
+        read = connection.execute(text(
+            "SELECT to_jsonb(r), r.created_at, r.stake::text, "
+            "(SELECT jsonb_agg(to_jsonb(s)) FROM unnest(CAST(:p AS ledger_seat[])) s), "
+            "(SELECT array_agg(s.balance_after::text) FROM unnest(CAST(:p AS ledger_seat[])) s), "
+            "(SELECT jsonb_agg(to_jsonb(l)) FROM unnest(CAST(:l AS ledger_line[])) l) "
+            "FROM CAST(CAST(:r AS text) AS ledger_round) r"),
+            {"r": _round_text(row).decode(), "p": _seats_text(seats).decode(),
+             "l": _lines_text(lines).decode()}).one()
+    stored, created_at, stake, seats_read, balances_after, lines_read = read
+    assert stored == {**{name: value for name, value in row.items()
+                         if name not in ("stake", "created_at")},
+                      "id": str(round_id), "reverses_round_id": str(reversed_),
+                      "stake": 2.5, "created_at": "2026-12-05T09:30:01.00025+00:00"}
+    assert created_at == row["created_at"] and stake == "2.50"
+    assert [s["player_id"] for s in seats_read] == [_AWKWARD, "NULL"]
+    assert [s["special"] for s in seats_read] == [None, ""]
+    assert [s["foul"] for s in seats_read] == [True, False]
+    assert balances_after == ["123456789012345678901234567890.123456789", "0.985"]
+    assert [(s["balance_before"], s["amount"], s["fee"]) for s in seats_read] == [
+        (-12.50, 0.015, 0), (1.00, -0.015, 0.10)]
+    assert lines_read == [{"line_no": 1, "account": _AWKWARD, "kind": "win", "amount": 7.25,
+                           "balance_before": None, "balance_after": 0}]

@@ -145,8 +145,8 @@ def test_a_settle_is_two_messages_after_its_key_check(app, api):
     assert first == ["BEGIN ISOLATION LEVEL READ COMMITTED",
                      "SELECT * FROM ledger_take($1::text, $2::text, $3::text, $4::text, "
                      "$5::text[])"], first
-    assert second == ["SELECT ledger_append($1::jsonb, $2::jsonb, $3::jsonb, $4::text, "
-                      "$5::text)", "COMMIT"], second
+    assert second == ["SELECT ledger_append($1::ledger_round, $2::ledger_seat[], "
+                      "$3::ledger_line[], $4::jsonb, $5::text, $6::text)", "COMMIT"], second
     # The values travel apart from the statements: the take's players as an array.
     take = next(b for b in bound_values(lines) if """'{"A","B","C"}'""" in b)
     assert table in take

@@ -39,6 +39,7 @@ from app.services.ledger import line_rows, player_rows
 from app.services.play import parse_round, play
 from app.services.round_json import round_body
 from app.services.rounds import content_hash
+from tests.append_calls import APPEND_FROM_JSON
 from tests.worked_examples import EX_000, EX_004, round_request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -588,9 +589,8 @@ def test_a_caller_cannot_leave_a_wrong_ruleset_for_later_rounds_to_name(api, mak
                   "amount": str(line["amount"]), "balance_before": None,
                   "balance_after": None} for n, line in enumerate(seen["lines"], start=1)]
         connection.execute(text(
-            "SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, CAST(:l AS jsonb), "
-            ":result, :ruleset)"),
-            {"r": json.dumps(row), "l": json.dumps(lines), "result": result,
+            APPEND_FROM_JSON),
+            {"r": json.dumps(row), "p": "[]", "l": json.dumps(lines), "result": result,
              "ruleset": json.dumps(planted, sort_keys=True, separators=(",", ":"))})
     assert refused.value.orig.diag.constraint_name == "ledger_append_ruleset"
     honest = _settle(victim, f"t-{uuid.uuid4().hex[:8]}")

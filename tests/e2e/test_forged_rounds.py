@@ -29,6 +29,7 @@ from sqlalchemy import Engine, text
 from app.services.repositories import LINE_COLUMNS, PLAYER_COLUMNS
 from app.services.rounds import content_hash
 from app.services.signing import Signer, receipt_statement
+from tests.append_calls import APPEND_FROM_JSON
 from tests.e2e.test_audit_api import _as_attacker, _checkpoint, _kinds, _period, _settle, _verify
 from tests.worked_examples import EX_000
 
@@ -110,10 +111,10 @@ def _forge(engine: Engine, body: dict[str, Any], *, signer: Signer | None = None
         connection.execute(text("SELECT * FROM ledger_take(:lock, :operator, :table, :key)"),
                            {"lock": key, "operator": body["operator_id"],
                             "table": body["table_id"], "key": key})
-        connection.execute(text("SELECT ledger_append(CAST(:r AS jsonb), CAST(:p AS jsonb), "
-                                "CAST(:l AS jsonb), :result, NULL)"),
+        connection.execute(text(APPEND_FROM_JSON),
                            {"r": json.dumps(row), "p": json.dumps(seats, default=str),
-                            "l": json.dumps(lines, default=str), "result": result})
+                            "l": json.dumps(lines, default=str), "result": result,
+                            "ruleset": None})
     return round_id
 
 

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Round
 from app.services.rounds import content_hash
+from tests.append_calls import APPEND_FROM_JSON
 from tests.e2e.test_audit_api import (
     _as_attacker,
     _checkpoint,
@@ -124,10 +125,9 @@ def _append_call(engine: Engine, body: dict[str, Any], *, skew: int = 0,
                   "amount": str(int(line["amount"]) + (skew if n == 1 else 0)),
                   "balance_before": None, "balance_after": None}
                  for n, line in enumerate(body["lines"], start=1)]
-        connection.execute(text("SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, "
-                                "CAST(:l AS jsonb), :result, NULL)"),
-                           {"r": json.dumps(row), "l": json.dumps(lines),
-                            "result": row["result"]})
+        connection.execute(text(APPEND_FROM_JSON),
+                           {"r": json.dumps(row), "p": "[]", "l": json.dumps(lines),
+                            "result": row["result"], "ruleset": None})
     return caught.value
 
 

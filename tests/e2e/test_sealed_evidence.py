@@ -29,6 +29,7 @@ from app.db.driver import refusal
 from app.domain.games import PRESETS, resolve, rules_hash, rules_to_dict
 from app.json_codec import canonical_json
 from app.services.uow import ConstraintViolation
+from tests.append_calls import APPEND_FROM_JSON
 from tests.e2e.test_audit_api import _checkpoint, _reverse, _settle
 from tests.worked_examples import EX_004, round_request
 
@@ -146,9 +147,8 @@ def _forge(engine: Engine, body: dict[str, Any], ruleset: str | None = None,
         lines = [{"line_no": n, "account": line["account"], "kind": line["kind"],
                   "amount": line["amount"], "balance_before": None, "balance_after": None}
                  for n, line in enumerate(body["lines"], start=1)]
-        connection.execute(text("SELECT ledger_append(CAST(:r AS jsonb), '[]'::jsonb, "
-                                "CAST(:l AS jsonb), :result, :ruleset)"),
-                           {"r": json.dumps(row), "l": json.dumps(lines),
+        connection.execute(text(APPEND_FROM_JSON),
+                           {"r": json.dumps(row), "p": "[]", "l": json.dumps(lines),
                             "result": row["result"], "ruleset": ruleset})
 
 

@@ -240,8 +240,9 @@ def test_an_owner_without_createrole_migrates_when_the_runtime_role_exists(
             granted = connection.execute(text(
                 "SELECT has_table_privilege(:role, 'ledger_lines', 'SELECT'), "
                 "has_table_privilege(:role, 'ledger_lines', 'INSERT'), "
-                "has_function_privilege(:role, 'ledger_append(jsonb, jsonb, jsonb, text, text)', "
-                "'EXECUTE'), has_table_privilege(:writer, 'ledger_lines', 'INSERT')"),
+                "has_function_privilege(:role, 'ledger_append(ledger_round, ledger_seat[], "
+                "ledger_line[], jsonb, text, text)', 'EXECUTE'), "
+                "has_table_privilege(:writer, 'ledger_lines', 'INSERT')"),
                 {"role": runtime, "writer": f"{runtime}_writer"}).one()
     finally:
         engine.dispose()

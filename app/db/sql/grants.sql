@@ -49,7 +49,8 @@ GRANT USAGE ON SEQUENCE ledger_lines_id_seq TO :"writer_role";
 -- them, and no longer.
 GRANT CREATE ON SCHEMA public TO :"writer_role";
 ALTER FUNCTION ledger_take(text, text, text, text, text[]) OWNER TO :"writer_role";
-ALTER FUNCTION ledger_append(jsonb, jsonb, jsonb, text, text) OWNER TO :"writer_role";
+ALTER FUNCTION ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb, text, text)
+    OWNER TO :"writer_role";
 ALTER FUNCTION match_open(jsonb) OWNER TO :"writer_role";
 ALTER FUNCTION match_round_add(text, uuid, integer, uuid, text) OWNER TO :"writer_role";
 ALTER FUNCTION match_leave_add(jsonb) OWNER TO :"writer_role";
@@ -58,12 +59,14 @@ REVOKE CREATE ON SCHEMA public FROM :"writer_role";
 
 -- Only the runtime role may call them (PostgreSQL lets PUBLIC execute a new function).
 REVOKE ALL ON FUNCTION ledger_take(text, text, text, text, text[]),
-    ledger_append(jsonb, jsonb, jsonb, text, text), match_open(jsonb),
+    ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb, text, text),
+    match_open(jsonb),
     match_round_add(text, uuid, integer, uuid, text), match_leave_add(jsonb),
     checkpoint_add(jsonb)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ledger_take(text, text, text, text, text[]),
-    ledger_append(jsonb, jsonb, jsonb, text, text), match_open(jsonb),
+    ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb, text, text),
+    match_open(jsonb),
     match_round_add(text, uuid, integer, uuid, text), match_leave_add(jsonb),
     checkpoint_add(jsonb)
     TO :"runtime_role";

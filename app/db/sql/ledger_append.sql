@@ -46,6 +46,10 @@
 -- id, operator, table, chain seq and time are the round's. The round's and lines' `txid`,
 -- the key lists page by, is this transaction's id on one server (as the column's default
 -- has it) and the round's time in microseconds on Citus (ledger_clock_key.sql). The
+-- round, its seats and its lines come as composites of their columns (ledger_round,
+-- ledger_seat, ledger_line: migration 0037), each field read by its type's input as the
+-- call is bound, rather than as JSON parsed and then unpacked here (3.15 -> 2.82 M
+-- server instructions a settle); the request comes as jsonb. The
 -- result is stored as the text sent (canonical JSON, never parsed here); the ruleset is
 -- parsed only when its hash is new to the operator. On Citus the seats and lines go in
 -- one INSERT ... VALUES a row, routed to the operator's node on the transaction's one
@@ -54,8 +58,9 @@
 -- in one WITH) is cheaper.
 -- The chain's row is read and moved by static statements, planned once per connection
 -- by its key (enable_seqscan off).
-CREATE OR REPLACE FUNCTION public.ledger_append(p_round jsonb, p_players jsonb, p_lines jsonb,
-    p_result text, p_ruleset text)
+CREATE OR REPLACE FUNCTION public.ledger_append(p_round ledger_round,
+    p_players ledger_seat[], p_lines ledger_line[], p_request jsonb, p_result text,
+    p_ruleset text)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -63,18 +68,18 @@ CREATE OR REPLACE FUNCTION public.ledger_append(p_round jsonb, p_players jsonb, 
  SET enable_seqscan TO 'off'
 AS $function$
 DECLARE
-    r rounds := jsonb_populate_record(NULL::rounds, p_round);
+    r ALIAS FOR p_round;
     ruleset_ jsonb;
     total numeric;
     moved integer;
     now_ timestamptz;
-    seat_ record;
-    line_ record;
     citus_ boolean := current_setting('citus.version', true) IS NOT NULL;
     -- How far a round may be past this node's clock, and must be past its head's time.
     skew_ interval := CASE WHEN citus_ THEN interval '1 second' ELSE interval '0' END;
     step_ interval := CASE WHEN citus_ THEN interval '1 microsecond' ELSE interval '0' END;
     txid_ bigint;
+    seat_ ledger_seat;
+    line_ ledger_line;
 BEGIN
     IF r.content_version IS DISTINCT FROM 2 THEN
         RAISE EXCEPTION 'ledger_append refused: round % is at content version %, not 2',
@@ -148,7 +153,7 @@ BEGIN
                         prev_hash, chain_seq, reverses_round_id, content_version,
                         receipt_key_id, receipt_signature, txid)
     VALUES (r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name, r.ruleset_hash, r.stake,
-            r.request, p_result, r.idempotency_key, r.body_hash, r.created_at, r.content_hash,
+            p_request, p_result, r.idempotency_key, r.body_hash, r.created_at, r.content_hash,
             r.prev_hash, r.chain_seq, r.reverses_round_id, r.content_version,
             r.receipt_key_id, r.receipt_signature, txid_);
     IF NOT citus_ THEN
@@ -161,23 +166,18 @@ BEGIN
                                        balance_after, foul, special)
             SELECT r.operator_id, r.id, r.table_id, r.chain_seq, seat, player_id,
                    balance_before, points, amount, fee, balance_after, foul, special
-            FROM jsonb_to_recordset(p_players) AS row_(seat smallint, player_id text,
-                balance_before numeric, points integer, amount numeric, fee numeric,
-                balance_after numeric, foul boolean, special text)),
+            FROM unnest(p_players)),
         lines_ AS (
             INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no,
                                       account, kind, amount, balance_before, balance_after,
                                       txid)
             SELECT r.id, r.operator_id, r.table_id, r.created_at, line_no, account, kind,
                    amount, balance_before, balance_after, txid_
-            FROM jsonb_to_recordset(p_lines) AS row_(line_no integer, account text,
-                kind text, amount numeric, balance_before numeric, balance_after numeric)
+            FROM unnest(p_lines)
             RETURNING amount)
         SELECT coalesce(sum(amount), 0) INTO total FROM lines_;
     ELSE
-        FOR seat_ IN SELECT * FROM jsonb_to_recordset(p_players) AS row_(seat smallint,
-                player_id text, balance_before numeric, points integer, amount numeric,
-                fee numeric, balance_after numeric, foul boolean, special text) LOOP
+        FOREACH seat_ IN ARRAY coalesce(p_players, '{}') LOOP
             INSERT INTO round_players (operator_id, round_id, table_id, chain_seq, seat,
                                        player_id, balance_before, points, amount, fee,
                                        balance_after, foul, special)
@@ -186,9 +186,7 @@ BEGIN
                     seat_.balance_after, seat_.foul, seat_.special);
         END LOOP;
         total := 0;
-        FOR line_ IN SELECT * FROM jsonb_to_recordset(p_lines) AS row_(line_no integer,
-                account text, kind text, amount numeric, balance_before numeric,
-                balance_after numeric) LOOP
+        FOREACH line_ IN ARRAY coalesce(p_lines, '{}') LOOP
             INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no,
                                       account, kind, amount, balance_before, balance_after,
                                       txid)
@@ -214,7 +212,8 @@ DO $$
 BEGIN
     IF (SELECT 'lz4' = ANY (enumvals) FROM pg_settings
         WHERE name = 'default_toast_compression') THEN
-        ALTER FUNCTION public.ledger_append(jsonb, jsonb, jsonb, text, text)
+        ALTER FUNCTION public.ledger_append(ledger_round, ledger_seat[], ledger_line[], jsonb,
+            text, text)
             SET default_toast_compression = 'lz4';
     END IF;
 END
