@@ -217,12 +217,6 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _quoted_twice(value: str) -> str:
-    """A text field of a composite that is an array's element: ``_quoted``, then each
-    backslash and double quote of that written after a backslash."""
-    return '\\"' + value.replace("\\", "\\\\\\\\").replace('"', '\\\\\\"') + '\\"'
-
-
 def _round_text(row: Mapping[str, Any]) -> bytes:
     """The round's columns as a ledger_round's text."""
     key, body, prev, reversed_ = (row["idempotency_key"], row["body_hash"], row["prev_hash"],
@@ -239,23 +233,31 @@ def _round_text(row: Mapping[str, Any]) -> bytes:
         "" if signature is None else _quoted(signature))) or b""
 
 
+# A seat's or a line's text field is quoted twice, as a composite's field and again as
+# the array's element: written \" before and after, each backslash in it as four and
+# each double quote as \\\" (the escapes written inline, a seat's and a line's a dozen
+# fields each, without a function's frame a field).
+_B1, _B4, _Q1, _Q3 = "\\", "\\" * 4, '"', '\\\\\\"'
+
+
 def _seats_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """The seats as a ledger_seat[]'s text."""
     return text_value("{%s}" % ",".join([  # noqa: UP031
-        '"(%s,%s,%s,%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
-            _INTEGER(row["seat"]), _quoted_twice(row["player_id"]),
+        '"(%s,\\"%s\\",%s,%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
+            _INTEGER(row["seat"]), row["player_id"].replace(_B1, _B4).replace(_Q1, _Q3),
             _MONEY(row["balance_before"]), _INTEGER(row["points"]), _MONEY(row["amount"]),
             _MONEY(row["fee"]), _MONEY(row["balance_after"]), _BOOLEAN[row["foul"]],
-            "" if row["special"] is None else _quoted_twice(row["special"]))
+            "" if row["special"] is None
+            else '\\"' + row["special"].replace(_B1, _B4).replace(_Q1, _Q3) + '\\"')
         for row in rows])) or b""
 
 
 def _lines_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """The lines as a ledger_line[]'s text (the house's have no balances)."""
     return text_value("{%s}" % ",".join([  # noqa: UP031
-        '"(%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
-            _INTEGER(row["line_no"]), _quoted_twice(row["account"]),
-            _quoted_twice(row["kind"]), _MONEY(row["amount"]),
+        '"(%s,\\"%s\\",\\"%s\\",%s,%s,%s)"' % (  # noqa: UP031
+            _INTEGER(row["line_no"]), row["account"].replace(_B1, _B4).replace(_Q1, _Q3),
+            row["kind"].replace(_B1, _B4).replace(_Q1, _Q3), _MONEY(row["amount"]),
             "" if row["balance_before"] is None else _MONEY(row["balance_before"]),
             "" if row["balance_after"] is None else _MONEY(row["balance_after"]))
         for row in rows])) or b""
