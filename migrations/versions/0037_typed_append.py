@@ -30,6 +30,19 @@ constants (``stake > 0.0``): 2.74 M. What each takes and refuses is the same
 (tests/integration/test_append_checks.py). Each is added NOT VALID, then validated in a
 transaction of its own, which appends do not wait for (``_write_checks``).
 
+A round's row holds its result, the canonical text of the explanation (4-7 KB for
+bench.load's rounds, lz4: migration 0012), and its request. PostgreSQL compresses the
+largest values of a row past ``toast_tuple_target`` (2,032 bytes by default) and, while
+the row is still past it, moves them out of line: a settle wrote most results into the
+TOAST table, a heap row and an index entry more, and a read of a result fetched them from
+there. With the target at 4,080 bytes (two rows a page), a row whose values compress
+under it (lz4 takes a result to about 40% of its text: 1.6-2.7 KB) stays whole in the
+heap, compressed as before; a larger one still goes out of line
+(tests/e2e/test_round_storage.py). A settle: 2.74 -> 2.67 M. Rounds stored before keep
+their place, as a round is never written again. Reading a result reads its row alone,
+not the TOAST index and chunks as well; the rows are wider, so a read of many rounds'
+other columns may touch more pages (docs/benchmarks.md has the page reads).
+
 Revision ID: 0037_typed_append
 Revises: 0036_leaner_append
 Create Date: 2026-12-05
@@ -88,6 +101,8 @@ CHECKS = (
 
 
 LOCK_TIMEOUT = "5s"
+# Bytes: a round's row whose values compress under it stays whole, at most two a page.
+TOAST_TARGET = 4080
 
 
 def _write_checks(written: int) -> None:
@@ -116,6 +131,7 @@ def upgrade() -> None:
     for statement in TYPES:
         op.execute(statement)
     install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
+    op.execute(f"ALTER TABLE rounds SET (toast_tuple_target = {TOAST_TARGET})")
     _write_checks(2)
 
 
@@ -123,4 +139,5 @@ def downgrade() -> None:
     op.execute(f"DROP FUNCTION {TYPED_APPEND}")
     op.execute("DROP TYPE ledger_round, ledger_seat, ledger_line")
     install(op.get_bind(), BEFORE, FILES, context.config.attributes["runtime_role"])
+    op.execute("ALTER TABLE rounds RESET (toast_tuple_target)")
     _write_checks(1)
