@@ -15,7 +15,7 @@
 # (migrations run as it), DATABASE_URL a login granted the runtime role (the service runs as
 # it and refuses the owner or a superuser); both are required: an embedded database inside
 # a container would vanish with it. gunicorn.conf.py reads HOST, PORT, WEB_CONCURRENCY,
-# GUNICORN_THREADS; the app reads the rest of the README's variables.
+# GUNICORN_THREADS; the app reads the rest (docs/operations/configuration.md).
 # The base is pinned by digest, so a rebuild gets the same image; to move to a newer one,
 # `docker buildx imagetools inspect python:3.11-slim-bookworm` and replace the digest.
 FROM python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b

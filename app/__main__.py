@@ -36,7 +36,7 @@ USAGE = """usage: python -m app [gunicorn options]
 
 Migrates the database (DATABASE_URL, else an embedded PostgreSQL in var/pgdata), checks the
 runtime role, then serves the app with gunicorn.conf.py. Configuration is read from the
-environment (README: Configuration). gunicorn's own options follow.
+environment (docs/operations/configuration.md). gunicorn's own options follow.
 """
 
 

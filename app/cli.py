@@ -592,6 +592,7 @@ def missing_key_notice(url: str, operator_id: str) -> str | None:
         engine.dispose()
     return (
         f"operator {operator_id!r} has no API key yet, and every route but health, metrics, "
-        f"the contract and the rulesets needs one. Create a development key with:\n"
+        f"the contract, the rulesets and the audit's public keys needs one. Create a "
+        f"development key with:\n"
         f"  {dev_key_hint(operator_id)}"
     )

@@ -25,7 +25,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything the service reads from its environment (see the README's table)."""
+    """Everything the service reads from its environment (docs/operations/configuration.md)."""
 
     # None means: start the embedded PostgreSQL (pgserver) in ``pgserver_data_dir``.
     database_url: str | None = None
