@@ -293,3 +293,70 @@ def test_the_match_function_counts_only_a_settlement_at_the_matchs_table(
                                       "m": opened.get_json()["match_id"], "n": number,
                                       "r": played["round_id"]})
         assert caught.value.orig.diag.constraint_name == constraint
+
+
+def _forged(engine: Engine, body: dict[str, Any], *, round_: dict[str, Any] | None = None,
+            request: str = "CAST(:r AS jsonb) -> 'request'", result: str | None = None,
+            rows: bool = True) -> int:
+    """Append, as the service's login, a copy of a stored round under a new id at its
+    chain's head (``round_`` changing its columns, ``request`` the SQL of its request,
+    ``result`` its result's text, ``rows`` False: no seats and no lines); return its seq."""
+    round_id = uuid.uuid4()
+    with engine.begin() as connection:
+        taken = connection.execute(text(
+            "SELECT * FROM ledger_take(:lock, :operator, :table, :key)"),
+            {"lock": f"forged-{round_id}", "operator": body["operator_id"],
+             "table": body["table_id"], "key": f"forged-{round_id}"}).mappings().one()
+        row = connection.execute(text("SELECT to_jsonb(r) - 'txid' FROM rounds r WHERE id = :id"),
+                                 {"id": body["round_id"]}).scalar_one()
+        seats, lines = ([dict(found) for found in connection.execute(text(
+            f"SELECT {columns} FROM {table} WHERE round_id = :id"),
+            {"id": body["round_id"]}).mappings()] if rows else []
+            for table, columns in (
+                ("round_players", "seat, player_id, balance_before, points, amount, fee, "
+                                  "balance_after, foul, special"),
+                ("ledger_lines", "line_no, account, kind, amount, balance_before, "
+                                 "balance_after")))
+        row.update(id=str(round_id), idempotency_key=f"forged-{round_id}",
+                   chain_seq=taken["seq"] + 1, prev_hash=taken["head_hash"],
+                   created_at=taken["locked_at"].isoformat(), **(round_ or {}))
+        connection.execute(text(APPEND_FROM_JSON.replace(
+            "CAST(:r AS jsonb) -> 'request'", request)),
+            {"r": json.dumps(row), "p": json.dumps(seats, default=str),
+             "l": json.dumps(lines, default=str),
+             "result": row["result"] if result is None else result, "ruleset": None})
+    return int(row["chain_seq"])
+
+
+# Rounds the tables' constraints take but the service never writes: each must be named by
+# every verify, and none may stop a verify from naming the rest of its table.
+FORGED = {
+    "request-a-string": {"request": "'\"x\"'::jsonb"},
+    "request-an-array": {"request": "'[]'::jsonb"},
+    "result-not-json": {"result": "not json"},
+    "stake-nan": {"round_": {"stake": "NaN"}},
+    "no-seats-no-lines": {"rows": False},
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGED.values()), ids=list(FORGED))
+def test_a_forged_round_the_constraints_take_is_named_by_every_verify(
+        forgery, auditor, engine, settings, tmp_path):
+    table = _table()
+    body = _settle(auditor, table, EX_000)
+    seq = _forged(engine, body, **forgery)
+    checkpoint = _checkpoint(auditor)
+    # The period's verify answers (no 500) and names the round; so do a kept checkpoint's
+    # and the auditor's command line.
+    assert any(f["chain_seq"] == seq for f in _period(auditor, table)["findings"])
+    assert any(f["seq"] == seq for f in _verify(auditor, checkpoint=checkpoint)
+               if f["table_id"] == table)
+    kept_file = tmp_path / "checkpoint.json"
+    kept_file.write_text(json.dumps(checkpoint))
+    env = {**os.environ, "DATABASE_URL": settings.database_url,
+           "AUDIT_SIGNING_KEY_FILE": str(settings.audit_signing_key_file)}
+    found = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "audit", "verify",
+                            "--checkpoint", str(kept_file)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 3, found.stderr
+    assert f"table {table}\tseq {seq}\t" in found.stdout
