@@ -59,8 +59,8 @@ class Metrics:
     request_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = field(
         default_factory=dict)
     # The same for the stored rounds' counters: (game, ruleset, kind) and (operator, kind).
-    round_series: dict[tuple[str, str, str], Counter] = field(default_factory=dict)
-    money_series: dict[tuple[str, str], Counter] = field(default_factory=dict)
+    round_series: dict[tuple[str, ...], Counter] = field(default_factory=dict)
+    money_series: dict[tuple[str, ...], Counter] = field(default_factory=dict)
 
 
 def _make_metrics() -> Metrics:
@@ -160,22 +160,25 @@ def observe(response: Response, request: Request, app: Flask, started: float) ->
 def count_stored_round(body: Mapping[str, Any], operator_id: str) -> None:
     """Count a round just stored (after its transaction committed): kind, game, money."""
     metrics: Metrics = current_app.extensions[EXTENSION]
-    labels = (body["game"], body["ruleset"]["name"], body["kind"])
-    settled = metrics.round_series.get(labels)
-    if settled is None:
-        settled = metrics.round_series.setdefault(labels, metrics.rounds_settled.labels(*labels))
-    settled.inc()
+    _child(metrics.round_series, metrics.rounds_settled,
+           (body["game"], body["ruleset"]["name"], body["kind"])).inc()
     scale = 10 ** int(body["ruleset"]["parameters"].get("precision", 0))
     moved: dict[str, Decimal] = {}
     for line in body["lines"]:
         moved[line["kind"]] = moved.get(line["kind"], Decimal(0)) + abs(Decimal(line["amount"]))
     for kind, amount in moved.items():
         if amount:
-            series = metrics.money_series.get((operator_id, kind))
-            if series is None:
-                series = metrics.money_series.setdefault(
-                    (operator_id, kind), metrics.money.labels(operator_id, kind))
-            series.inc(float(amount * scale))
+            _child(metrics.money_series, metrics.money, (operator_id, kind)).inc(
+                float(amount * scale))
+
+
+def _child(kept: dict[Any, Counter], counter: Counter, labels: tuple[str, ...]) -> Counter:
+    """``counter.labels(*labels)``, kept in ``kept`` after the first time (as the request
+    series are: the app never removes a child)."""
+    child = kept.get(labels)
+    if child is None:
+        child = kept.setdefault(labels, counter.labels(*labels))
+    return child
 
 
 def count_replay(route: str) -> None:

@@ -45,12 +45,7 @@ def round_request(raw: dict[str, Any]) -> dict[str, Any]:
 
     A request the schema refuses is still read as far as its loaded fields allow: the
     answer lists the schema's refusals and what the cards, players and money checks find.
-    The common shape is loaded by a plain-Python check to the same values; marshmallow
-    loads the rest and makes every refusal.
     """
-    data = fast_round_request(raw)
-    if data is not None:
-        return data
     try:
         loaded: dict[str, Any] = ROUND_REQUEST.load(raw)
     except ValidationError as error:
@@ -91,8 +86,9 @@ def loaded_parts(error: ValidationError, raw: dict[str, Any],
 
 
 def body_and_round_request() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the request's JSON object and the round request it loads (``round_request``);
-    the common shape is read once (app.api.fast_round vouches for the body's checks)."""
+    """Return the request's JSON object and the round request it loads: the common shape
+    by app.api.fast_round, to the values marshmallow loads, in one reading that vouches for
+    the body's checks too; any other body by ``round_request``."""
     raw, data = json_body_vouched(fast_round_request)
     return raw, (round_request(raw) if data is None else data)
 
@@ -113,10 +109,12 @@ def settle_round() -> Response:
         check = matches.round_check(data["match_id"], operator_id(), parameters)
     settled = rounds.settle(data, raw, operator_id=operator_id(), idempotency_key=key,
                             uows=get_database().uows, signer=signer(), check=check)
-    return _stored(settled, "settle")
+    return stored_answer(settled, "settle")
 
 
-def _stored(settled: rounds.Settled, route: str) -> Response:
+def stored_answer(settled: rounds.Settled, route: str) -> Response:
+    """Answer a request that stored a round (201) or replayed one (200): counted, with its
+    Location, and marked when replayed."""
     if settled.replayed:
         count_replay(route)
     else:
@@ -156,7 +154,7 @@ def reverse_round(round_id: uuid.UUID) -> Response:
     data = ReversalRequestSchema().load(raw)
     settled = rounds.reverse(round_id, data["reason"], raw, operator_id=operator_id(),
                              idempotency_key=key, uows=get_database().uows, signer=signer())
-    return _stored(settled, "reversal")
+    return stored_answer(settled, "reversal")
 
 
 # Printable ASCII without spaces at either end, as openapi.yaml declares.

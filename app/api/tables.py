@@ -9,9 +9,7 @@ from app.api.audit import signer
 from app.api.body import json_body
 from app.api.context import operator_id
 from app.api.errors import validation_problem
-from app.api.metrics import count_replay, count_stored_round
-from app.api.responses import json_response
-from app.api.rounds import _idempotency_key, round_location
+from app.api.rounds import _idempotency_key, stored_answer
 from app.api.schemas import IDENTIFIER_FIELD, Money, RulesetField
 from app.db import get_database
 from app.domain.cash import Movement
@@ -55,13 +53,4 @@ def move_cash(table_id: str) -> Response:
     data = CASH_REQUEST.load(raw)
     settled = cash.move_cash(table_id, data, raw, operator_id=operator_id(),
                              idempotency_key=key, uows=get_database().uows, signer=signer())
-    if settled.replayed:
-        count_replay("cash")
-    else:
-        count_stored_round(settled.body, operator_id())
-    response = json_response(settled.body)
-    response.status_code = settled.status
-    response.headers["Location"] = round_location(settled.body["round_id"])
-    if settled.replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    return response
+    return stored_answer(settled, "cash")
