@@ -25,6 +25,10 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+# Where the __init__ dataclasses writes (by exec) says its code comes from.
+_GENERATED = "<string>"
+
+
 def maker(cls: Callable[P, T]) -> Callable[P, T]:
     """Return a function that builds ``cls`` records as ``cls(...)`` does, without the
     per-field ``object.__setattr__`` of a frozen dataclass's ``__init__``.
@@ -39,7 +43,11 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} is not a frozen, slotted dataclass")
-    if hasattr(cls, "__post_init__") or cls.__bases__ != (object,):
+    init = cls.__dict__.get("__init__")
+    if (hasattr(cls, "__post_init__") or cls.__bases__ != (object,) or not params.init
+            or init is None or init.__code__.co_filename != _GENERATED):
+        # A subclass, a check after __init__, or an __init__ of its own (dataclasses then
+        # writes none): building it by stores would skip what it does.
         raise TypeError(f"{cls.__name__} does more than assign its fields")
     fields = dataclasses.fields(cls)
     for f in fields:
@@ -53,29 +61,33 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
         raise TypeError(f"{cls.__name__}'s slots are not its fields")
     # One generated function a class, as dataclasses writes __init__: its signature, then
     # a blank twin filled by plain slot stores and made a ``cls`` (one Python frame).
-    scope: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_record": cls}
+    # The source is made of the field names alone (identifiers, as make_dataclass has
+    # checked), none of them one of the maker's own names (all starting "_maker_").
+    scope: dict[str, Any] = {"_maker_new": object.__new__, "_maker_twin": twin,
+                             "_maker_record": cls}
     positional: list[str] = []
     keyword: list[str] = []
     body: list[str] = []
     for f in fields:
-        if f.name in ("_new", "_twin", "_record", "_made"):
+        if f.name.startswith("_maker_"):
             raise TypeError(f"{cls.__name__}.{f.name} is a name the maker uses")
         if f.default is not dataclasses.MISSING:
-            scope[f"_default_{f.name}"] = f.default
+            scope[f"_maker_default_{f.name}"] = f.default
         if not f.init:
-            body.append(f"_made.{f.name} = _default_{f.name}")
+            body.append(f"_maker_made.{f.name} = _maker_default_{f.name}")
             continue
-        param = f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
+        param = (f.name if f.default is dataclasses.MISSING
+                 else f"{f.name}=_maker_default_{f.name}")
         (keyword if f.kw_only else positional).append(param)
-        body.append(f"_made.{f.name} = {f.name}")
+        body.append(f"_maker_made.{f.name} = {f.name}")
     signature = ", ".join(positional + (["*", *keyword] if keyword else []))
-    source = (f"def make_{cls.__name__}({signature}):\n"
-              "    _made = _new(_twin)\n"
+    source = (f"def _maker_make({signature}):\n"
+              "    _maker_made = _maker_new(_maker_twin)\n"
               + "".join(f"    {line}\n" for line in body)
-              + "    _made.__class__ = _record\n"
-              "    return _made\n")
+              + "    _maker_made.__class__ = _maker_record\n"
+              "    return _maker_made\n")
     exec(source, scope)  # noqa: S102 - the source is made of the dataclass's field names
-    make: Callable[P, T] = scope[f"make_{cls.__name__}"]
-    make.__qualname__ = f"make_{cls.__name__}"
+    make: Callable[P, T] = scope["_maker_make"]
+    make.__name__ = make.__qualname__ = f"make_{cls.__name__}"
     make.__doc__ = f"Build a {cls.__name__} as {cls.__name__}(...) does."
     return make

@@ -123,3 +123,55 @@ class _Unset:
 def test_a_maker_refuses_a_class_whose_init_does_more_than_assign(cls):
     with pytest.raises(TypeError):
         maker(cls)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _OwnInit:
+    amount: int
+
+    def __init__(self, amount: int) -> None:
+        if amount < 0:
+            raise ValueError("amount")
+        object.__setattr__(self, "amount", amount)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
+class _NoInit:
+    amount: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _MakersName:
+    _maker_made: int
+
+
+@pytest.mark.parametrize("cls", [_OwnInit, _NoInit, _MakersName],
+                         ids=["own-init", "init-false", "a-makers-name"])
+def test_a_maker_refuses_a_class_it_would_build_otherwise_than_its_init(cls):
+    # Built by stores, _OwnInit(-1) would not be refused as its class refuses it.
+    with pytest.raises(TypeError):
+        maker(cls)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _LikeADefault:
+    _default_seen: str
+    seen: str | None = dataclasses.field(default=None, init=False)
+
+
+def test_an_argument_named_like_a_default_sets_only_its_own_field():
+    made = maker(_LikeADefault)("given")
+    assert made == _LikeADefault("given") and made.seen is None
+
+
+def test_a_class_name_is_no_source_the_maker_runs():
+    ran: list[str] = []
+    named = dataclasses.make_dataclass("Named", [("x", int)], frozen=True, slots=True)
+    named.__name__ = "X(): pass\nran.append('name')\ndef Y"
+    builtins_ran = __import__("builtins")
+    builtins_ran.ran = ran  # type: ignore[attr-defined]
+    try:
+        made = maker(named)(1)
+    finally:
+        del builtins_ran.ran  # type: ignore[attr-defined]
+    assert made.x == 1 and ran == []
