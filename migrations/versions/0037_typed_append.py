@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from alembic import context, op
+from sqlalchemy import text
 
 from app.db.sql_files import check_triggers, install
 
@@ -114,30 +115,39 @@ def _write_checks(written: int) -> None:
     migration stops, and may simply be run again) rather than hold settles behind it.
     Each is then validated in a transaction of its own, which scans its table under a
     lock appends do not wait for (SHARE UPDATE EXCLUSIVE); every row passes, as each
-    check takes what the one it replaces took."""
+    check takes what the one it replaces took.
+
+    The validation commits what came before it, while the revision is written only after
+    it: a run that stops there leaves the functions and the types in place under the
+    revision before, so the steps before are written to be taken again (``IF EXISTS``,
+    a type made only where it is missing)."""
     op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
     for table, name, *forms in CHECKS:
         op.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}")
         op.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({forms[written - 1]}) "
                    "NOT VALID")
     with op.get_context().autocommit_block():
+        op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
         for table, name, *_ in CHECKS:
             op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
+        op.execute("RESET lock_timeout")
 
 
 def upgrade() -> None:
     check_triggers(op.get_bind(), FROZEN)
-    op.execute(f"DROP FUNCTION {JSON_APPEND}")
+    op.execute(f"DROP FUNCTION IF EXISTS {JSON_APPEND}")
     for statement in TYPES:
-        op.execute(statement)
+        name = statement.split()[2]
+        if op.get_bind().execute(text("SELECT to_regtype(:name)"), {"name": name}).scalar() is None:
+            op.execute(statement)
     install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
     op.execute(f"ALTER TABLE rounds SET (toast_tuple_target = {TOAST_TARGET})")
     _write_checks(2)
 
 
 def downgrade() -> None:
-    op.execute(f"DROP FUNCTION {TYPED_APPEND}")
-    op.execute("DROP TYPE ledger_round, ledger_seat, ledger_line")
+    op.execute(f"DROP FUNCTION IF EXISTS {TYPED_APPEND}")
+    op.execute("DROP TYPE IF EXISTS ledger_round, ledger_seat, ledger_line")
     install(op.get_bind(), BEFORE, FILES, context.config.attributes["runtime_role"])
     op.execute("ALTER TABLE rounds RESET (toast_tuple_target)")
     _write_checks(1)

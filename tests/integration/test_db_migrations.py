@@ -465,3 +465,29 @@ def test_the_lean_rounds_migration_stops_on_one_hash_with_two_rulesets_changing_
     with engine.connect() as connection:
         assert connection.scalar(text("SELECT count(DISTINCT ruleset) FROM rounds")) == 2
     engine.dispose()
+
+
+def test_the_typed_append_migration_that_stopped_while_validating_runs_again(make_database):
+    """0037 validates its checks in transactions of their own, after what comes before them
+    has committed and before its revision is written: stopped there, the database holds
+    its functions, types and checks (not yet validated) under the revision before, and a
+    second run must take it from there."""
+    url = make_database()
+    upgrade(url, "0037_typed_append")
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "UPDATE alembic_version SET version_num = '0036_leaner_append'")
+        connection.exec_driver_sql(
+            "ALTER TABLE rounds DROP CONSTRAINT ck_rounds_kind, ADD CONSTRAINT ck_rounds_kind "
+            "CHECK (kind = ANY ('{settlement,reversal,penalty,cash}'::text[])) NOT VALID")
+    upgrade(url, "0037_typed_append")
+    assert _revisions(url) == {"0037_typed_append"}
+    with engine.connect() as connection:
+        unvalidated = connection.exec_driver_sql(
+            "SELECT conname FROM pg_constraint WHERE NOT convalidated").scalars().all()
+        types = connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_type WHERE typname IN "
+            "('ledger_round', 'ledger_seat', 'ledger_line')").scalar_one()
+    engine.dispose()
+    assert unvalidated == [] and types == 3
