@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from app.domain.amounts import EXACT
+from app.domain.amounts import exact_times
 from app.domain.errors import Problem, SettlementError
 from app.domain.records import maker
 from app.domain.settlement import Debt, MoneyRules, Settlement, exact_product, money_text, settle
@@ -34,7 +34,7 @@ class BankerPair:
 
     @property
     def gross(self) -> Decimal:
-        return EXACT.multiply(self.price, abs(self.points))  # exact_product, inline
+        return exact_times(self.price, abs(self.points))
 
 
 _debt = maker(Debt)
@@ -60,7 +60,7 @@ def settle_banker(pairs: Sequence[BankerPair], balances: Mapping[str, Decimal],
 
 def cover_needed(price: Decimal, top_multiplier: int) -> Decimal:
     """Return the balance a player needs to cover its worst pair: price × top multiplier."""
-    return EXACT.multiply(price, top_multiplier)  # exact_product, inline
+    return exact_times(price, top_multiplier)
 
 
 def check_cover(players: Sequence[tuple[int, str, Decimal, Decimal]], top_multiplier: int,

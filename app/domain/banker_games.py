@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import cast
 
-from app.domain.amounts import EXACT
+from app.domain.amounts import exact_times
 from app.domain.banker import BankerPair, allowed_multiples, check_cover, settle_banker
 from app.domain.blackjack import LABELS_21, Category21, check_draws, evaluate21
 from app.domain.cards import Card, check_copies, has_copies
@@ -353,7 +353,7 @@ def play_banker_round(seats: Sequence[BankerSeat], rules: BankerRules, stake: De
         comparisons.append(_comparison(
             banker.player_id, s.player_id,
             None if outcome == 0 else "player" if outcome > 0 else "banker", reason, bet,
-            grab, multiplier, points, EXACT.multiply(stake, abs(points))))  # exact_product
+            grab, multiplier, points, exact_times(stake, abs(points))))
         pairs.append(_banker_pair(banker.player_id, s.player_id, points, stake))
     debts, settlement = settle_banker(pairs, seated, rules.money)
     return _round_result(rules, stake, tuple(seats), evaluations, tuple(comparisons),

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from app.domain.amounts import EXACT
+from app.domain.amounts import exact_times
 from app.domain.banker import BankerPair, settle_banker
 from app.domain.errors import DomainError, Problem, SettlementError, gather
 from app.domain.records import maker
@@ -76,7 +76,7 @@ def play_round(players: Sequence[PlayerHand], ruleset: Ruleset, stake: Decimal,
         winner, loser = (pair.first, pair.second) if pair.points > 0 else (
             pair.second, pair.first)
         debts.append(_debt(debtor=loser, creditor=winner,
-                          amount=EXACT.multiply(stake, abs(pair.points))))  # exact_product
+                          amount=exact_times(stake, abs(pair.points))))
     settlement = settle(seated, debts, ruleset.money)
     return _result(score, stake, tuple(debts), settlement)
 
