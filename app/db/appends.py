@@ -193,8 +193,7 @@ def text_array(values: Sequence[str]) -> bytes:
     """Text values as a PostgreSQL array's text: each element between double quotes, in
     which a backslash or a double quote is written after a backslash (and nothing else is
     special, a comma, a brace or a space included)."""
-    quoted = (value.replace("\\", "\\\\").replace('"', '\\"') for value in values)
-    return text_value("{" + ",".join(f'"{value}"' for value in quoted) + "}") or b"{}"
+    return _text("{" + ",".join(map(_quoted, values)) + "}")
 
 
 # The append's round (but its request, result and ruleset), seats and lines are
@@ -208,8 +207,15 @@ def text_array(values: Sequence[str]) -> bytes:
 # another type than its column's is refused (TypeError, AttributeError, KeyError), never
 # written as the text of another.
 _INTEGER = int.__repr__  # an int's text; refuses a Decimal, which it would cut
-_MONEY = Decimal.__str__  # a Decimal's text; refuses anything else
+_MONEY = Decimal.__str__  # a Decimal's text; refuses anything else (as _json_of's)
 _BOOLEAN = {True: "t", False: "f"}
+
+
+def _text(value: str) -> bytes:
+    """A text value of a call (``text_value``, which refuses a NUL), never None."""
+    data = text_value(value)
+    assert data is not None
+    return data
 
 
 def _quoted(value: str) -> str:
@@ -222,7 +228,7 @@ def _round_text(row: Mapping[str, Any]) -> bytes:
     key, body, prev, reversed_ = (row["idempotency_key"], row["body_hash"], row["prev_hash"],
                                   row["reverses_round_id"])
     key_id, signature = row["receipt_key_id"], row["receipt_signature"]
-    return text_value("(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)" % (  # noqa: UP031
+    return _text("(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)" % (  # noqa: UP031
         row["id"].hex, _quoted(row["operator_id"]), _quoted(row["table_id"]),
         _quoted(row["kind"]), _quoted(row["ruleset_name"]), _quoted(row["ruleset_hash"]),
         _MONEY(row["stake"]), "" if key is None else _quoted(key),
@@ -230,7 +236,7 @@ def _round_text(row: Mapping[str, Any]) -> bytes:
         _quoted(row["content_hash"]), "" if prev is None else _quoted(prev),
         _INTEGER(row["chain_seq"]), "" if reversed_ is None else reversed_.hex,
         _INTEGER(row["content_version"]), "" if key_id is None else _quoted(key_id),
-        "" if signature is None else _quoted(signature))) or b""
+        "" if signature is None else _quoted(signature)))
 
 
 # A seat's or a line's text field is quoted twice, as a composite's field and again as
@@ -242,25 +248,25 @@ _B1, _B4, _Q1, _Q3 = "\\", "\\" * 4, '"', '\\\\\\"'
 
 def _seats_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """The seats as a ledger_seat[]'s text."""
-    return text_value("{%s}" % ",".join([  # noqa: UP031
+    return _text("{%s}" % ",".join([  # noqa: UP031
         '"(%s,\\"%s\\",%s,%s,%s,%s,%s,%s,%s)"' % (  # noqa: UP031
             _INTEGER(row["seat"]), row["player_id"].replace(_B1, _B4).replace(_Q1, _Q3),
             _MONEY(row["balance_before"]), _INTEGER(row["points"]), _MONEY(row["amount"]),
             _MONEY(row["fee"]), _MONEY(row["balance_after"]), _BOOLEAN[row["foul"]],
             "" if row["special"] is None
             else '\\"' + row["special"].replace(_B1, _B4).replace(_Q1, _Q3) + '\\"')
-        for row in rows])) or b""
+        for row in rows]))
 
 
 def _lines_text(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """The lines as a ledger_line[]'s text (the house's have no balances)."""
-    return text_value("{%s}" % ",".join([  # noqa: UP031
+    return _text("{%s}" % ",".join([  # noqa: UP031
         '"(%s,\\"%s\\",\\"%s\\",%s,%s,%s)"' % (  # noqa: UP031
             _INTEGER(row["line_no"]), row["account"].replace(_B1, _B4).replace(_Q1, _Q3),
             row["kind"].replace(_B1, _B4).replace(_Q1, _Q3), _MONEY(row["amount"]),
             "" if row["balance_before"] is None else _MONEY(row["balance_before"]),
             "" if row["balance_after"] is None else _MONEY(row["balance_after"]))
-        for row in rows])) or b""
+        for row in rows]))
 
 
 def _ruleset_text(round_: Mapping[str, Any]) -> bytes:
@@ -297,12 +303,11 @@ def _json_of(value: Any) -> bytes:
     try:
         # orjson writes ids, times and fragments itself and asks for the text of each
         # Decimal alone; anything else fails there, and again below with its name.
-        return orjson.dumps(value, default=_DECIMAL_TEXT)
+        return orjson.dumps(value, default=_MONEY)
     except orjson.JSONEncodeError:
         return json.dumps(value, default=_column_text, ensure_ascii=False).encode()
 
 
-_DECIMAL_TEXT = Decimal.__str__  # str() of a Decimal, refusing any other type
 
 
 def _column_text(value: Any) -> Any:
