@@ -133,6 +133,17 @@ def test_every_bad_card_of_a_list_is_reported_with_its_index() -> None:
     ]
 
 
+
+def test_an_unhashable_card_is_reported_as_not_a_card_with_the_others() -> None:
+    # A list or an object cannot be looked up by its text (a TypeError there): the list is
+    # then read card by card, and every refusal named.
+    with pytest.raises(CardError) as caught:
+        parse_cards(["As", ["Kd"], {"x": 1}, "Zz"], "front")
+    assert [(p.path, p.code) for p in caught.value.problems] == [
+        ("front[1]", "not_a_card"), ("front[2]", "not_a_card"), ("front[3]", "unknown_card"),
+    ]
+
+
 GOOD_ROWS = {
     "front": ["As", "Ah", "Ks"],
     "middle": ["Qs", "Qh", "Jd", "Tc", "2s"],
