@@ -21,7 +21,6 @@ from typing import Any
 
 from flask import Blueprint, Flask, Request, Response, current_app, has_app_context
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, event
@@ -233,19 +232,8 @@ def watch_pool(registry: CollectorRegistry, engine: Engine) -> None:
         def _in(*_: Any) -> None:
             in_use.dec()
     else:
-        registry.register(_PoolInUse(engine))
-
-
-class _PoolInUse:
-    """The connections ``engine``'s pool has checked out, read when scraped."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def collect(self) -> Iterable[GaugeMetricFamily]:
-        pool = self._engine.pool
-        checked_out = pool.checkedout() if isinstance(pool, QueuePool) else 0
-        yield GaugeMetricFamily(POOL_IN_USE, POOL_IN_USE_HELP, value=checked_out)
+        Gauge(POOL_IN_USE, POOL_IN_USE_HELP, registry=registry).set_function(
+            lambda: engine.pool.checkedout() if isinstance(engine.pool, QueuePool) else 0)
 
 
 class _Shown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from flask import Blueprint, jsonify
@@ -253,6 +254,49 @@ def test_pool_connections_in_use_are_the_pools_own_count_when_scraped(make_app):
     finally:
         held.close()
     assert _metric(client, "db_pool_connections_in_use") == 0
+
+
+_SCRAPED_AS_SERVED = """
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+from app import create_app
+from app.config import Settings
+from app.db import get_database
+
+app = create_app(Settings.from_env({"DATABASE_URL": sys.argv[1],
+                                    "AUDIT_SIGNING_KEY_FILE": sys.argv[2]}))
+client = app.test_client()
+
+def in_use():
+    text = client.get("/metrics").get_data(as_text=True)
+    return [s.value for f in text_string_to_metric_families(text) for s in f.samples
+            if s.name == "db_pool_connections_in_use"]
+
+held = get_database(app).engine.connect()
+print(in_use())
+held.close()
+print(in_use())
+"""
+
+
+def test_pool_connections_in_use_are_summed_from_the_workers_files_as_served(
+        settings, tmp_path):
+    """With PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py sets it, before prometheus_client is
+    imported: hence a process of its own) another worker may answer the scrape, from the
+    files each worker writes at each checkout and checkin."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    found = subprocess.run(
+        [sys.executable, "-c", _SCRAPED_AS_SERVED, settings.database_url,
+         str(settings.audit_signing_key_file)],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+        timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split("\n")[:2] == ["[1.0]", "[0.0]"], found.stdout
+    assert list(tmp_path.glob("gauge_livesum_*.db"))
 
 
 def test_requests_refused_for_a_database_that_is_down_are_counted(settings):
