@@ -205,7 +205,8 @@ def text_array(values: Sequence[str]) -> bytes:
 # between double quotes, in which a backslash or a double quote is written after a
 # backslash. A seat or a line is an array's element, quoted the same way again. A value of
 # another type than its column's is refused (TypeError, AttributeError, KeyError), never
-# written as the text of another.
+# written as the text of another; but a bool is an int here (True is written 1, and 1 is
+# written t as a boolean), as Python has it.
 _INTEGER = int.__repr__  # an int's text; refuses a Decimal, which it would cut
 _MONEY = Decimal.__str__  # a Decimal's text; refuses anything else (as _json_of's)
 _BOOLEAN = {True: "t", False: "f"}

@@ -32,8 +32,8 @@ class Watchdog:
 
     def __init__(self, deadline_s: float) -> None:
         self.deadline_s = deadline_s
-        # id(record): (deadline, fd, the socket's inode when armed)
-        self._armed: dict[int, tuple[float, int, int]] = {}
+        # id(record): (deadline, fd, the socket's (device, inode) when armed)
+        self._armed: dict[int, tuple[float, int, tuple[int, int]]] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         # The process the thread runs in: a forked child (gunicorn's workers) has no
@@ -43,7 +43,7 @@ class Watchdog:
 
     def arm(self, record: ConnectionPoolEntry, fileno: int, now: float) -> None:
         """Arm ``record``'s connection (socket ``fileno``), checked out at ``now``."""
-        inode = os.fstat(fileno).st_ino
+        inode = _identity(fileno)
         with self._lock:
             self._armed[id(record)] = (now + self.deadline_s, fileno, inode)
             if self._pid != _PROCESS.pid:
@@ -96,9 +96,16 @@ _PROCESS = _Process
 os.register_at_fork(after_in_child=_Process.forked)
 
 
-def _shut(fileno: int, inode: int) -> bool:
-    """Shut the socket at ``fileno`` if it is still the one armed (``inode``); return
-    whether it was."""
+def _identity(fileno: int) -> tuple[int, int]:
+    """The file open at ``fileno``: its device and inode (an inode alone is unique only
+    on its device)."""
+    found = os.fstat(fileno)
+    return found.st_dev, found.st_ino
+
+
+def _shut(fileno: int, inode: tuple[int, int]) -> bool:
+    """Shut the socket at ``fileno`` if it is still the one armed (``inode``: its device and
+    inode); return whether it was."""
     # A duplicate of the descriptor, so closing it leaves libpq's own descriptor to libpq;
     # shutdown acts on the socket both share, and the blocked read returns at once. The
     # duplicate is what is checked and shut: it holds the socket it was made from.
@@ -107,7 +114,7 @@ def _shut(fileno: int, inode: int) -> bool:
     except OSError:
         return False  # closed meanwhile: nothing left to cut
     try:
-        if os.fstat(duplicate).st_ino != inode:
+        if _identity(duplicate) != inode:
             return False  # the connection closed, its number taken by another file
         with socket.socket(fileno=duplicate) as sock:
             duplicate = -1  # the socket object closes it

@@ -181,7 +181,7 @@ class NewRound:
     receipt_key_id: str = field(init=False)
     receipt_signature: str = field(init=False)
     # The canonical text of the two large columns, written once: the content hash covers
-    # it and the append sends it, as it is, inside the row's JSON.
+    # it and the append sends it, as it is, beside the round's composite.
     _texts: RoundTexts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, signer: Signer, request_text: bytes | None,

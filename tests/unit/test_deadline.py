@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from app.db.deadline import Watchdog
+from app.db.deadline import Watchdog, _identity
 
 
 class Record:
@@ -16,7 +16,7 @@ def test_a_connection_past_its_deadline_has_its_socket_shut() -> None:
     ours, peer = socket.socketpair()
     with ours, peer:
         watchdog = Watchdog(deadline_s=5.0)
-        watchdog._armed[id(Record())] = (0.0, ours.fileno(), os.fstat(ours.fileno()).st_ino)
+        watchdog._armed[id(Record())] = (0.0, ours.fileno(), _identity(ours.fileno()))
         watchdog._cut_due()
         assert watchdog.cut == 1
         assert peer.recv(1) == b""  # the other end sees the connection end
@@ -26,7 +26,8 @@ def test_a_number_taken_by_another_socket_is_left_alone() -> None:
     """The driver closes a connection itself (a FATAL, an answer cut short) before the pool
     disarms it: the number may then be another socket's, which must go on working."""
     closed, _ = socket.socketpair()
-    fileno, inode = closed.fileno(), os.fstat(closed.fileno()).st_ino
+    fileno = closed.fileno()
+    inode = _identity(fileno)
     closed.close()
     _.close()
     other, peer = socket.socketpair()
@@ -55,6 +56,6 @@ def test_arm_keeps_the_socket_it_was_given() -> None:
         record = Record()
         watchdog.arm(record, ours.fileno(), now=0.0)  # type: ignore[arg-type]
         assert watchdog._armed[id(record)] == (60.0, ours.fileno(),
-                                               os.fstat(ours.fileno()).st_ino)
+                                               _identity(ours.fileno()))
         watchdog.disarm(record)  # type: ignore[arg-type]
         assert not watchdog._armed
