@@ -42,6 +42,12 @@ def text_fault(value: str, *, newlines: bool = False) -> tuple[str, str] | None:
             f"holds the control character U+{ord(char):04X} at position {at}")
 
 
+def any_text_fault(texts: list[str]) -> bool:
+    """Say whether any of ``texts`` holds what ``text_fault`` refuses: one search over them
+    all, joined by a space (which no rule refuses); only then is each worth naming."""
+    return text_fault(" ".join(texts)) is not None
+
+
 def is_identifier(value: str) -> bool:
     """Say whether ``value`` is an identifier (player, table, operator id) as a whole."""
     return IDENTIFIER.fullmatch(value) is not None

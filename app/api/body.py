@@ -17,7 +17,7 @@ from werkzeug.exceptions import UnsupportedMediaType
 from app.api.current import current_request
 from app.api.errors import TYPE_MALFORMED, TYPE_VALIDATION, ProblemError, join_path
 from app.json_codec import NOT_READ, loads_body, loads_decimal
-from app.text import text_fault
+from app.text import any_text_fault, text_fault
 
 T = TypeVar("T")
 
@@ -147,12 +147,11 @@ def string_faults(value: object, newlines_at: frozenset[str] = frozenset(), *,
     """Return a ``{path, message, code}`` for every key or string of ``value`` that
     app.text refuses, in document order; without recursion. ``texts``: every key and
     string of ``value`` (``_shape``'s), when the caller has them already."""
-    # Nearly every body is clean, and one search over all its texts at once (joined by a
-    # space, which no rule refuses) says so; only a body with a fault pays for the walk
-    # that names each one by its path.
+    # Nearly every body is clean, and one search over all its texts at once says so; only
+    # a body with a fault pays for the walk that names each one by its path.
     if texts is None:
         texts = _shape(value).texts
-    if text_fault(" ".join(texts)) is None:
+    if not any_text_fault(texts):
         return []
     faults: list[dict[str, str]] = []
     stack: list[tuple[object, str]] = [(value, "")]

@@ -32,7 +32,7 @@ from app.api.schemas import (
 )
 from app.domain.games import Game, game_of_preset
 from app.domain.rulesets import MAX_PRESET_NAME
-from app.text import IDENTIFIER, text_fault
+from app.text import IDENTIFIER, any_text_fault
 
 _ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players", "limits_enforced"})
 _REQUIRED_ROUND_KEYS = frozenset({"ruleset", "table_id", "stake", "players"})
@@ -76,7 +76,7 @@ def fast_round_request(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     for name in _FREE_TEXT[game]:
         for player in players:  # each a player loaded above, its hand its own list
             texts += player[name]
-    if text_fault(" ".join(texts)) is not None:
+    if any_text_fault(texts):
         return None
     return {"ruleset": ruleset, "table_id": table_id, "stake": stake, "players": loaded,
             "limits_enforced": limits}
