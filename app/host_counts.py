@@ -39,10 +39,24 @@ CREATE TABLE IF NOT EXISTS hits (
     who TEXT NOT NULL, policy TEXT NOT NULL, expires REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS hits_by_policy ON hits (who, policy, expires);
 CREATE INDEX IF NOT EXISTS hits_by_expiry ON hits (expires);
+CREATE TABLE IF NOT EXISTS held (
+    who TEXT NOT NULL, policy TEXT NOT NULL, hits INTEGER NOT NULL,
+    PRIMARY KEY (who, policy)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS hits_added AFTER INSERT ON hits BEGIN
+    INSERT INTO held VALUES (NEW.who, NEW.policy, 1)
+    ON CONFLICT (who, policy) DO UPDATE SET hits = hits + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS hits_gone AFTER DELETE ON hits BEGIN
+    UPDATE held SET hits = hits - 1 WHERE who = OLD.who AND policy = OLD.policy;
+END;
 CREATE TABLE IF NOT EXISTS slots (
     slot TEXT NOT NULL, pid INTEGER NOT NULL, taken INTEGER NOT NULL, until REAL NOT NULL,
     PRIMARY KEY (slot, pid)) WITHOUT ROWID;
 """
+# Counted again from the hits when a process opens the file: a file made before ``held``
+# and its triggers has hits they never counted.
+_RECOUNT = ("DELETE FROM held",
+            "INSERT INTO held SELECT who, policy, count(*) FROM hits GROUP BY who, policy")
 
 
 class HostCounts:
@@ -50,8 +64,11 @@ class HostCounts:
 
     Each count is one short write transaction (BEGIN IMMEDIATE: SQLite's lock on the file
     makes it atomic across processes). A window is the requests in it, each stored with the
-    moment it leaves the window; slots in use are counted per process, so the slots of a
-    worker that died are dropped when the server sees it exit (``forget``), or expire.
+    moment it leaves the window, and their number (``held``, kept by triggers as hits come
+    and go), so a count reads one row and drops its key's expired hits, whatever the
+    window's size, rather than counting its hits. Slots in use are counted per process, so
+    the slots of a worker that died are dropped when the server sees it exit (``forget``),
+    or expire.
     The file is the server's alone, in a folder it made at start (RUN_DIR); it is
     never synced to disk: counts do not outlive the server.
     """
@@ -73,20 +90,13 @@ class HostCounts:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=OFF")
             db.executescript(_HOST_SCHEMA)
+            _in_transaction(db, lambda db: [db.execute(statement) for statement in _RECOUNT])
             self._db, self._pid = db, os.getpid()
         return self._db
 
     def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                done = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return done
+            return _in_transaction(self._connection(), work)
 
     def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
         now = time.time()
@@ -109,15 +119,23 @@ class HostCounts:
 
     def _hit(self, db: sqlite3.Connection, rate: RateLimitItem, name: str, who: str,
              now: float) -> Count:
+        # The window's requests are its key's hits not yet expired: the expired ones are
+        # dropped first (each once, so a hit costs the same at any window's size), and
+        # ``held`` counts the rest (the triggers keep it), rather than a count over them.
         policy = f"{name}:{rate}"
         leaves = now + float(rate.get_expiry())
         self._counted += 1
         if self._counted % self.SWEEP_EVERY == 0:
             db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM held WHERE hits <= 0")
             db.execute("DELETE FROM slots WHERE taken <= 0 OR until <= ?", (now,))
+        db.execute("DELETE FROM hits WHERE who = ? AND policy = ? AND expires <= ?",
+                   (who, policy, now))
         held, first = db.execute(
-            "SELECT count(*), min(expires) FROM hits "
-            "WHERE who = ? AND policy = ? AND expires > ?", (who, policy, now)).fetchone()
+            "SELECT (SELECT hits FROM held WHERE who = ?1 AND policy = ?2), "
+            "(SELECT min(expires) FROM hits WHERE who = ?1 AND policy = ?2)",
+            (who, policy)).fetchone()
+        held = held or 0
         allowed = held < rate.amount
         if allowed:
             db.execute("INSERT INTO hits VALUES (?, ?, ?)", (who, policy, leaves))
@@ -145,6 +163,17 @@ class HostCounts:
     def forget(self, pid: int) -> None:
         """Drop the slots a process held (it exited, perhaps mid-request)."""
         self._write(lambda db: db.execute("DELETE FROM slots WHERE pid = ?", (pid,)))
+
+
+def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], _T]) -> _T:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        done = work(db)
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return done
 
 
 HOST_FILE = "limits.sqlite3"

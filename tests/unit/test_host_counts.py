@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,86 @@ def test_without_a_server_folder_host_counts_are_this_processes(tmp_path):
     assert isinstance(host_counts(None), LocalCounts)
     assert isinstance(host_counts(tmp_path), HostCounts)
     assert os.listdir(tmp_path) == []  # the file is made on the first count
+
+
+def _steps_of_a_hit(counts: HostCounts, rate, who: str) -> int:
+    """The SQLite virtual machine's steps one hit takes (not its time: a count)."""
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    db = counts._connection()
+    db.set_progress_handler(step, 1)
+    try:
+        assert counts.hit(rate, "settle", who).allowed
+    finally:
+        db.set_progress_handler(None, 1)
+    return steps[0]
+
+
+def test_a_hit_costs_the_same_whatever_its_window_holds(clock, tmp_path):
+    # A key with a large limit of its own must not make each of its requests (and every
+    # other key's, waiting on the file's one write lock) cost in proportion to it.
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("100000/hour")
+    for n in range(2_000):
+        clock[0] = 1_000.0 + n / 100
+        counts.hit(rate, "settle", "key:big")
+        if n % 100 == 0:
+            counts.hit(rate, "settle", "key:small")
+    clock[0] += 1
+    small = _steps_of_a_hit(counts, rate, "key:small")  # 20 hits in its window
+    big = _steps_of_a_hit(counts, rate, "key:big")  # 2,000
+    assert big <= small + 10, (big, small)
+
+
+def test_a_hit_drops_its_keys_expired_hits_whatever_their_number(clock, tmp_path):
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("5000/minute")
+    for n in range(3_000):
+        clock[0] = 1_000.0 + n / 100
+        counts.hit(rate, "settle", "key:a")
+    clock[0] += 61  # every hit has left the window
+    counted = counts.hit(rate, "settle", "key:a")
+    assert (counted.allowed, counted.remaining) == (True, 4_999)
+    db = counts._connection()
+    assert db.execute("SELECT count(*) FROM hits").fetchone() == (1,)
+    assert db.execute("SELECT hits FROM held WHERE who = 'key:a'").fetchone() == (1,)
+
+
+def _moving_window(log: dict, rate, name: str, who: str, now: float):
+    """What a moving window answers, written the plain way: every hit kept and counted."""
+    policy = (name, str(rate))
+    live = [t for t in log.get((who, policy), []) if t > now]
+    first = min(live) if live else None
+    allowed = len(live) < rate.amount
+    if allowed:
+        live.append(now + rate.get_expiry())
+    log[who, policy] = live
+    return allowed, rate.amount - len(live), now + rate.get_expiry() if first is None else first
+
+
+def test_counts_are_a_moving_windows_over_a_long_random_run(clock, tmp_path, monkeypatch):
+    monkeypatch.setattr(HostCounts, "SWEEP_EVERY", 37)  # sweeps fall between the hits
+    counts, log = HostCounts(tmp_path / "c.sqlite3"), {}
+    rates = [parse("3/second"), parse("5/10 seconds"), parse("40/minute")]
+    chosen = random.Random(43)
+    for _ in range(3_000):
+        clock[0] += chosen.choice((0.0, 0.05, 0.3, 1.0, 4.0))
+        rate, name = chosen.choice(rates), chosen.choice(("settle", "read"))
+        who = chosen.choice(("key:a", "key:b", "addr:1"))
+        counted = counts.hit(rate, name, who)
+        assert tuple(counted) == _moving_window(log, rate, name, who, clock[0])
+
+
+def test_a_file_counted_before_held_is_counted_again_when_opened(clock, tmp_path):
+    path = tmp_path / "c.sqlite3"
+    with sqlite3.connect(path) as old:  # as a file made by the count before ``held``
+        old.execute("CREATE TABLE hits (who TEXT NOT NULL, policy TEXT NOT NULL, "
+                    "expires REAL NOT NULL)")
+        old.executemany("INSERT INTO hits VALUES ('key:a', 'settle:2 per 1 minute', ?)",
+                        [(1_030.0,), (1_040.0,)])
+    old.close()
+    counts = HostCounts(path)
+    refused = counts.hit(parse("2/minute"), "settle", "key:a")
+    assert (refused.allowed, refused.remaining, refused.reset_at) == (False, 0, 1_030.0)
