@@ -110,10 +110,12 @@ BEGIN
     -- walking the operator's rounds as they grew. The row comparison, which the key's
     -- index alone takes whole as its bounds (any other takes its operator_id alone, and
     -- checks the rest on each row), makes the key's index cost least however few rows the
-    -- statistics show; once they show more, it costs least by far.
+    -- statistics show; once they show more, it costs least by far. It is the scan's lower
+    -- bound, where it starts, and the key's equality ends it at the key: as an upper bound
+    -- (`<=`) the scan read on from the key to the operator's last key, on every settle.
     SELECT r.body_hash, r.id INTO used_body_hash, used_round_id FROM rounds r
         WHERE r.operator_id = p_operator_id AND r.idempotency_key = p_key
-            AND (r.operator_id, r.idempotency_key) <= (p_operator_id, p_key);
+            AND (r.operator_id, r.idempotency_key) >= (p_operator_id, p_key);
     IF coalesce(cardinality(p_players), 0) = 0 THEN
         RETURN;
     END IF;
