@@ -297,10 +297,14 @@ def test_the_match_function_counts_only_a_settlement_at_the_matchs_table(
 
 def _forged(engine: Engine, body: dict[str, Any], *, round_: dict[str, Any] | None = None,
             request: str = "CAST(:r AS jsonb) -> 'request'", result: str | None = None,
-            rows: bool = True) -> int:
+            rows: bool = True, seat: dict[str, Any] | None = None,
+            line: dict[str, Any] | None = None, owner: tuple[Engine, str] | None = None) -> int:
     """Append, as the service's login, a copy of a stored round under a new id at its
     chain's head (``round_`` changing its columns, ``request`` the SQL of its request,
-    ``result`` its result's text, ``rows`` False: no seats and no lines); return its seq."""
+    ``result`` its result's text, ``rows`` False: no seats and no lines, ``seat`` and
+    ``line`` changing the first seat's and line's columns); then, given ``owner`` (the
+    owner's engine and a statement), have the owner edit it with the triggers off (``:id``,
+    its id). Returns its seq."""
     round_id = uuid.uuid4()
     with engine.begin() as connection:
         taken = connection.execute(text(
@@ -320,30 +324,39 @@ def _forged(engine: Engine, body: dict[str, Any], *, round_: dict[str, Any] | No
         row.update(id=str(round_id), idempotency_key=f"forged-{round_id}",
                    chain_seq=taken["seq"] + 1, prev_hash=taken["head_hash"],
                    created_at=taken["locked_at"].isoformat(), **(round_ or {}))
+        for changed, rows_ in ((seat, seats), (line, lines)):
+            if changed:
+                rows_[0].update(changed)
         connection.execute(text(APPEND_FROM_JSON.replace(
             "CAST(:r AS jsonb) -> 'request'", request)),
             {"r": json.dumps(row), "p": json.dumps(seats, default=str),
              "l": json.dumps(lines, default=str),
              "result": row["result"] if result is None else result, "ruleset": None})
+    if owner is not None:
+        _as_attacker(owner[0], owner[1], id=str(round_id))
     return int(row["chain_seq"])
 
 
-# Rounds the tables' constraints take but the service never writes: each must be named by
-# every verify, and none may stop a verify from naming the rest of its table.
+# Rounds the service never writes: each must be named by every verify, and none may stop a
+# verify from naming the rest of its table. The runtime login's append takes a result that
+# is not JSON (it stores the text unparsed) and a round without rows; the rest, which it
+# refuses (below), only the owner writes, by editing a round it took.
 FORGED = {
-    "request-a-string": {"request": "'\"x\"'::jsonb"},
-    "request-an-array": {"request": "'[]'::jsonb"},
+    "request-a-string": {"owner": "UPDATE rounds SET request = '\"x\"' WHERE id = :id"},
+    "request-an-array": {"owner": "UPDATE rounds SET request = '[]' WHERE id = :id"},
     "result-not-json": {"result": "not json"},
-    "stake-nan": {"round_": {"stake": "NaN"}},
+    "stake-nan": {"owner": "UPDATE rounds SET stake = 'NaN' WHERE id = :id"},
     "no-seats-no-lines": {"rows": False},
 }
 
 
 @pytest.mark.parametrize("forgery", list(FORGED.values()), ids=list(FORGED))
 def test_a_forged_round_the_constraints_take_is_named_by_every_verify(
-        forgery, auditor, engine, settings, tmp_path):
+        forgery, auditor, engine, owner_engine, settings, tmp_path):
     table = _table()
     body = _settle(auditor, table, EX_000)
+    if "owner" in forgery:
+        forgery = {"owner": (owner_engine, forgery["owner"])}
     seq = _forged(engine, body, **forgery)
     checkpoint = _checkpoint(auditor)
     # The period's verify answers (no 500) and names the round; so do a kept checkpoint's
@@ -360,3 +373,54 @@ def test_a_forged_round_the_constraints_take_is_named_by_every_verify(
                            capture_output=True, text=True, timeout=120)
     assert found.returncode == 3, found.stderr
     assert f"table {table}\tseq {seq}\t" in found.stdout
+
+
+# What the runtime login's append refuses that the tables' checks take: an amount that is
+# not a number (NaN sorts above every number, Infinity passes a lower bound), and a request
+# that is not a JSON object. Before migration 0039 such a round went in, and the table's
+# next settle (a NaN or infinite balance read back) and its list of rounds answered 500.
+NOT_NUMBERS = {
+    **{f"stake-{v}": {"round_": {"stake": v}} for v in ("NaN", "Infinity", "-Infinity")},
+    **{f"seat-{column}-{v}": {"seat": {column: v}}
+       for column in ("balance_before", "amount", "fee", "balance_after")
+       for v in ("NaN", "Infinity", "-Infinity")},
+    **{f"line-{column}-{v}": {"line": {column: v}}
+       for column in ("amount", "balance_before", "balance_after")
+       for v in ("NaN", "Infinity", "-Infinity")},
+}
+
+
+@pytest.mark.parametrize("forgery", list(NOT_NUMBERS.values()), ids=list(NOT_NUMBERS))
+def test_an_amount_that_is_not_a_number_is_refused_and_the_table_serves_on(
+        forgery, auditor, engine, count_rows):
+    table = _table()
+    body = _settle(auditor, table, EX_000)
+    before = count_rows()
+    with pytest.raises(DBAPIError) as caught:
+        _forged(engine, body, **forgery)
+    assert caught.value.orig.sqlstate == CHECK_VIOLATION
+    [(column, _)] = [*forgery.get("round_", {}).items(), *forgery.get("seat", {}).items(),
+                         *forgery.get("line", {}).items()]
+    named = caught.value.orig.diag.constraint_name
+    if "line" in forgery and column == "amount":  # the lines' sum is no number either
+        assert named == "ledger_append_balanced"
+    else:  # before a table's own bound (stake > 0, fee >= 0) is looked at
+        assert named == "ledger_append_finite", str(caught.value.orig)
+        assert "ledger_money" in str(caught.value.orig)
+    assert count_rows() == before
+    # The table goes on: its next settle and its list of rounds.
+    assert _settle(auditor, table, EX_000)["chain"]["seq"] == 2
+    listed = auditor.get(f"/v1/rounds?table_id={table}")
+    assert listed.status_code == 200 and len(listed.get_json()["items"]) == 2
+
+
+@pytest.mark.parametrize("request_sql", ["'\"x\"'::jsonb", "'[]'::jsonb", "'null'::jsonb"],
+                         ids=["a-string", "an-array", "json-null"])
+def test_a_request_that_is_not_an_object_is_refused(auditor, engine, count_rows, request_sql):
+    body = _settle(auditor, _table(), EX_000)
+    before = count_rows()
+    with pytest.raises(DBAPIError) as caught:
+        _forged(engine, body, request=request_sql)
+    assert caught.value.orig.sqlstate == CHECK_VIOLATION
+    assert caught.value.orig.diag.constraint_name == "ledger_append_request"
+    assert count_rows() == before

@@ -19,6 +19,18 @@
 --   signature that is the base64 of 64 bytes (an Ed25519 signature), as the service
 --   writes them. The database cannot check the signature itself (the key is outside it,
 --   on purpose): every verify does.
+-- * ledger_append_request: a request that is not a JSON object. Every request the service
+--   stores is one (the body it was sent, or the reversal's, penalty's or cash move's
+--   fields); every verify re-scores it as one.
+-- * ledger_append_finite: an amount that is not a number: NaN, Infinity or -Infinity in
+--   the stake, in a seat's balances, amount or fee, or in a line's balances (a line's
+--   amount that is not leaves the lines' sum no number: ledger_append_balanced).
+--   numeric takes them, NaN sorts above every number and Infinity passes a lower bound,
+--   so the tables' checks (stake > 0, fee >= 0) took most of them, and the table's next
+--   settle (a player's balance read back) and its list of rounds then failed on them.
+--   Each is written as a `ledger_money`, the domain of numeric whose check is named so
+--   (migration 0039): the check is kept with the type, not read from its text and
+--   planned at every INSERT as a table's check is.
 -- * ledger_append_balanced: lines that do not sum to zero. Money moves between accounts;
 --   a round that creates or destroys it is not a settlement. The sum is of the lines as
 --   the statement that inserts them returns them, so they are read once; the refusal
@@ -97,6 +109,11 @@ BEGIN
                         '64-byte signature', r.id, r.receipt_key_id, r.receipt_signature
             USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_receipt';
     END IF;
+    IF jsonb_typeof(p_request) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'ledger_append refused: the request of round % is a JSON %, not an '
+                        'object', r.id, coalesce(jsonb_typeof(p_request), 'NULL')
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'ledger_append_request';
+    END IF;
     -- The chain's head, read by ledger_take under the chain's lock in this transaction:
     -- the round goes at its head + 1, linked to the head's hash, no earlier than the head
     -- and not in the future; the chain's first round creates its row.
@@ -152,7 +169,8 @@ BEGIN
                         request, result, idempotency_key, body_hash, created_at, content_hash,
                         prev_hash, chain_seq, reverses_round_id, content_version,
                         receipt_key_id, receipt_signature, txid)
-    VALUES (r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name, r.ruleset_hash, r.stake,
+    VALUES (r.id, r.operator_id, r.table_id, r.kind, r.ruleset_name, r.ruleset_hash,
+            r.stake::ledger_money,
             p_request, p_result, r.idempotency_key, r.body_hash, r.created_at, r.content_hash,
             r.prev_hash, r.chain_seq, r.reverses_round_id, r.content_version,
             r.receipt_key_id, r.receipt_signature, txid_);
@@ -165,14 +183,15 @@ BEGIN
                                        player_id, balance_before, points, amount, fee,
                                        balance_after, foul, special)
             SELECT r.operator_id, r.id, r.table_id, r.chain_seq, seat, player_id,
-                   balance_before, points, amount, fee, balance_after, foul, special
+                   balance_before::ledger_money, points, amount::ledger_money,
+                   fee::ledger_money, balance_after::ledger_money, foul, special
             FROM unnest(p_players)),
         lines_ AS (
             INSERT INTO ledger_lines (round_id, operator_id, table_id, created_at, line_no,
                                       account, kind, amount, balance_before, balance_after,
                                       txid)
             SELECT r.id, r.operator_id, r.table_id, r.created_at, line_no, account, kind,
-                   amount, balance_before, balance_after, txid_
+                   amount, balance_before::ledger_money, balance_after::ledger_money, txid_
             FROM unnest(p_lines)
             RETURNING amount)
         SELECT coalesce(sum(amount), 0) INTO total FROM lines_;
@@ -182,8 +201,9 @@ BEGIN
                                        player_id, balance_before, points, amount, fee,
                                        balance_after, foul, special)
             VALUES (r.operator_id, r.id, r.table_id, r.chain_seq, seat_.seat, seat_.player_id,
-                    seat_.balance_before, seat_.points, seat_.amount, seat_.fee,
-                    seat_.balance_after, seat_.foul, seat_.special);
+                    seat_.balance_before::ledger_money, seat_.points,
+                    seat_.amount::ledger_money, seat_.fee::ledger_money,
+                    seat_.balance_after::ledger_money, seat_.foul, seat_.special);
         END LOOP;
         total := 0;
         FOREACH line_ IN ARRAY coalesce(p_lines, '{}') LOOP
@@ -191,8 +211,9 @@ BEGIN
                                       account, kind, amount, balance_before, balance_after,
                                       txid)
             VALUES (r.id, r.operator_id, r.table_id, r.created_at, line_.line_no,
-                    line_.account, line_.kind, line_.amount, line_.balance_before,
-                    line_.balance_after, txid_);
+                    line_.account, line_.kind, line_.amount,
+                    line_.balance_before::ledger_money, line_.balance_after::ledger_money,
+                    txid_);
             total := total + line_.amount;
         END LOOP;
     END IF;

@@ -1,0 +1,51 @@
+-- match_open: stores a match as it opens (POST /v1/matches), the only writer of `matches`.
+--
+-- Called as the runtime role; runs as the writer role that owns it (SECURITY DEFINER,
+-- fixed search_path). The runtime role may not insert a match itself, so a match row is
+-- one of the service's, with every column it sends and nothing else (created_at and
+-- txid are the database's); the row cannot change afterwards (triggers.sql). `txid`, the
+-- key GET /v1/matches pages by, is the transaction's id on one server (the column's
+-- default) and, on Citus, a time read on the node of the operator's shard in a statement
+-- routed there, before the match is written (ledger_clock_key.sql).
+--
+-- What it refuses, and why (check_violation naming the rule):
+-- * match_open_ruleset: a ruleset whose canonical JSON (ledger_canonical_json.sql) does
+--   not hash to the match's ruleset_hash. Every round of the match is played by that
+--   ruleset and checked against that hash; a ruleset stored otherwise than it was hashed
+--   (a key sent twice, of which jsonb keeps the last) would be the rules of no round.
+--   A few milliseconds, once a match.
+-- Beyond that, the table's own constraints (its key, the stake, the operator's
+-- Idempotency-Key), which name themselves.
+CREATE OR REPLACE FUNCTION public.match_open(p_match jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    m matches := jsonb_populate_record(NULL::matches, p_match);
+    key_ timestamptz;
+    probed bigint;
+BEGIN
+    IF m.ruleset IS NULL OR m.ruleset_hash IS DISTINCT FROM
+       encode(sha256(convert_to(ledger_canonical_json(m.ruleset), 'UTF8')), 'hex') THEN
+        RAISE EXCEPTION 'match_open refused: the ruleset of match % does not hash to %',
+                        m.id, m.ruleset_hash
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_ruleset';
+    END IF;
+    IF current_setting('citus.version', true) IS NULL THEN
+        INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
+                             match_rules, stake, seats, idempotency_key, body_hash)
+        VALUES (m.id, m.operator_id, m.table_id, m.ruleset_name, m.ruleset, m.ruleset_hash,
+                m.match_rules, m.stake, m.seats, m.idempotency_key, m.body_hash);
+    ELSE
+        SELECT ledger_clock_key(NULL), count(*) INTO key_, probed FROM matches x
+            WHERE x.operator_id = m.operator_id AND x.id = m.id;
+        INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
+                             match_rules, stake, seats, idempotency_key, body_hash, txid)
+        VALUES (m.id, m.operator_id, m.table_id, m.ruleset_name, m.ruleset, m.ruleset_hash,
+                m.match_rules, m.stake, m.seats, m.idempotency_key, m.body_hash,
+                (extract(epoch FROM key_) * 1000000)::bigint);
+    END IF;
+END;
+$function$;

@@ -1,0 +1,65 @@
+"""The append refuses an amount that is not a number, and a request that is not an object.
+
+numeric takes NaN, Infinity and -Infinity. The tables' checks are bounds (``stake > 0.0``,
+``fee >= 0.0``), and NaN sorts above every number while Infinity passes a lower bound, so
+a round appended through the runtime login with one in its stake, a seat's money or a
+line's balance went in. Every verify named it (its receipt does not verify), but the table
+it sat at could no longer be served: the next settle there read a player's balance as NaN
+and answered 500, and so did the table's list of rounds (tests/e2e/test_insider_attacks.py).
+``ledger_append`` now refuses it (``ledger_append_finite``): it writes every amount as a
+``ledger_money``, a domain of numeric whose check, so named, takes numbers alone. It
+refuses a request that is not a JSON object (``ledger_append_request``) as well, which no
+verify could re-score.
+
+A domain, rather than new checks on the tables or comparisons in the function: a table's
+check is read from its stored text and planned at every INSERT statement (0.27 M server
+instructions a settle for the twelve there are), and adding one validates every stored
+row; comparisons returned from the rows as inserted and gathered by the lines' sum took
+0.08 M (``bench.load --server-instructions 100``: 2.62 -> 2.70 M); a domain's check is
+kept, planned, with the type: 2.62 -> 2.64 M. The columns keep their type: only what the
+function writes is converted. The owner, who can write the tables directly, is outside it
+as before: every verify names what it writes.
+
+The rule is app/db/sql/ledger_append.sql; ``migrations/sql/0039/`` is its frozen copy
+with the other files, unchanged.
+
+Revision ID: 0039_finite_money
+Revises: 0038_key_lookup_bound
+Create Date: 2026-12-05
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from alembic import context, op
+from sqlalchemy import text
+
+from app.db.sql_files import check_triggers, install
+
+revision: str = "0039_finite_money"
+down_revision: str | None = "0038_key_lookup_bound"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+FROZEN = Path(__file__).resolve().parents[1] / "sql" / "0039"
+FILES = ("ledger_refuse_change.sql", "keys_refuse_change.sql", "ledger_canonical_json.sql",
+         "ledger_clock_key.sql", "ledger_clock_horizon.sql", "ledger_horizon.sql",
+         "ledger_take.sql", "ledger_append.sql", "match_open.sql", "match_round_add.sql",
+         "match_leave_add.sql", "checkpoint_add.sql", "grants.sql")
+BEFORE = FROZEN.with_name("0038")
+# What ledger_append writes an amount as: a number, neither NaN nor an infinity. Its check
+# bears the name the function's refusals take (app/db/sql/ledger_append.sql).
+DOMAIN = ("CREATE DOMAIN ledger_money AS numeric CONSTRAINT ledger_append_finite "
+          "CHECK (VALUE > '-Infinity'::numeric AND VALUE < 'Infinity'::numeric)")
+
+
+def upgrade() -> None:
+    check_triggers(op.get_bind(), FROZEN)
+    if op.get_bind().execute(text("SELECT to_regtype('ledger_money')")).scalar() is None:
+        op.execute(DOMAIN)
+    install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
+
+
+def downgrade() -> None:
+    install(op.get_bind(), BEFORE, FILES, context.config.attributes["runtime_role"])
+    op.execute("DROP DOMAIN IF EXISTS ledger_money")
