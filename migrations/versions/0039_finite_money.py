@@ -16,7 +16,7 @@ check is read from its stored text and planned at every INSERT statement (0.27 M
 instructions a settle for the twelve there are), and adding one validates every stored
 row; comparisons returned from the rows as inserted and gathered by the lines' sum took
 0.08 M (``bench.load --server-instructions 100``: 2.62 -> 2.70 M); a domain's check is
-kept, planned, with the type: 2.62 -> 2.64 M. The columns keep their type: only what the
+read once a connection, with the type: 2.62 -> 2.68 M. The columns keep their type: what the
 function writes is converted. The owner, who can write the tables directly, is outside it
 as before: every verify names what it writes.
 
