@@ -1,4 +1,4 @@
-"""The append refuses an amount that is not a number, and a request that is not an object.
+"""The append functions refuse an amount that is not a number, and a request not an object.
 
 numeric takes NaN, Infinity and -Infinity. The tables' checks are bounds (``stake > 0.0``,
 ``fee >= 0.0``), and NaN sorts above every number while Infinity passes a lower bound, so
@@ -6,10 +6,11 @@ a round appended through the runtime login with one in its stake, a seat's money
 line's balance went in. Every verify named it (its receipt does not verify), but the table
 it sat at could no longer be served: the next settle there read a player's balance as NaN
 and answered 500, and so did the table's list of rounds (tests/e2e/test_insider_attacks.py).
-``ledger_append`` now refuses it (``ledger_append_finite``): it writes every amount as a
+``ledger_append`` now refuses it (``ledger_money_finite``): it writes every amount as a
 ``ledger_money``, a domain of numeric whose check, so named, takes numbers alone. It
 refuses a request that is not a JSON object (``ledger_append_request``) as well, which no
-verify could re-score.
+verify could re-score. ``match_open`` writes a match's stake so too: a match opened with a
+NaN or infinite stake left the operator's list of matches answering 500.
 
 A domain, rather than new checks on the tables or comparisons in the function: a table's
 check is read from its stored text and planned at every INSERT statement (0.27 M server
@@ -20,8 +21,8 @@ read once a connection, with the type: 2.62 -> 2.68 M. The columns keep their ty
 function writes is converted. The owner, who can write the tables directly, is outside it
 as before: every verify names what it writes.
 
-The rule is app/db/sql/ledger_append.sql; ``migrations/sql/0039/`` is its frozen copy
-with the other files, unchanged.
+The rules are app/db/sql/ledger_append.sql and match_open.sql; ``migrations/sql/0039/``
+is their frozen copy with the other files, unchanged.
 
 Revision ID: 0039_finite_money
 Revises: 0038_key_lookup_bound
@@ -49,7 +50,7 @@ FILES = ("ledger_refuse_change.sql", "keys_refuse_change.sql", "ledger_canonical
 BEFORE = FROZEN.with_name("0038")
 # What ledger_append writes an amount as: a number, neither NaN nor an infinity. Its check
 # bears the name the function's refusals take (app/db/sql/ledger_append.sql).
-DOMAIN = ("CREATE DOMAIN ledger_money AS numeric CONSTRAINT ledger_append_finite "
+DOMAIN = ("CREATE DOMAIN ledger_money AS numeric CONSTRAINT ledger_money_finite "
           "CHECK (VALUE > '-Infinity'::numeric AND VALUE < 'Infinity'::numeric)")
 
 

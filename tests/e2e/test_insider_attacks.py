@@ -405,7 +405,7 @@ def test_an_amount_that_is_not_a_number_is_refused_and_the_table_serves_on(
     if "line" in forgery and column == "amount":  # the lines' sum is no number either
         assert named == "ledger_append_balanced"
     else:  # before a table's own bound (stake > 0, fee >= 0) is looked at
-        assert named == "ledger_append_finite", str(caught.value.orig)
+        assert named == "ledger_money_finite", str(caught.value.orig)
         assert "ledger_money" in str(caught.value.orig)
     assert count_rows() == before
     # The table goes on: its next settle and its list of rounds.

@@ -228,22 +228,39 @@ def test_a_canonical_ruleset_new_to_the_operator_is_kept_as_it_was_hashed(
     assert kept == sent
 
 
+def _match(operator_id: str = "default", **changes: Any) -> dict[str, Any]:
+    """A match row as match_open takes it, under bonus3 (``changes`` over its columns)."""
+    return {"id": str(uuid.uuid4()), "operator_id": operator_id, "table_id": _table(),
+            "ruleset_name": "bonus3", "ruleset": rules_to_dict(PRESETS["bonus3"]),
+            "ruleset_hash": rules_hash(PRESETS["bonus3"]), "match_rules": {},
+            "stake": "200", "seats": [{"player_id": "A", "house": False}],
+            "idempotency_key": uuid.uuid4().hex, "body_hash": "0" * 64, **changes}
+
+
+def _open_match(engine: Engine, match: dict[str, Any]) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("SELECT match_open(CAST(:m AS jsonb))"),
+                           {"m": json.dumps(match)})
+
+
 def test_a_match_whose_ruleset_does_not_hash_to_its_hash_is_refused(auditor, engine,
                                                                     count_rows):
-    rules = rules_to_dict(PRESETS["bonus3"])
-    match = {"id": str(uuid.uuid4()), "operator_id": "default", "table_id": _table(),
-             "ruleset_name": "bonus3", "ruleset": {**rules, "fee_rate": "0.99"},
-             "ruleset_hash": rules_hash(PRESETS["bonus3"]), "match_rules": {},
-             "stake": "200", "seats": [{"player_id": "A", "house": False}],
-             "idempotency_key": uuid.uuid4().hex, "body_hash": "0" * 64}
-
-    def open_match() -> None:
-        with engine.begin() as connection:
-            connection.execute(text("SELECT match_open(CAST(:m AS jsonb))"),
-                               {"m": json.dumps(match)})
-
-    said = _refused(open_match, count_rows, "match_open_ruleset")
+    match = _match(ruleset={**rules_to_dict(PRESETS["bonus3"]), "fee_rate": "0.99"})
+    said = _refused(lambda: _open_match(engine, match), count_rows, "match_open_ruleset")
     assert f"does not hash to {match['ruleset_hash']}" in said
+
+
+@pytest.mark.parametrize("stake", ["NaN", "Infinity", "-Infinity"])
+def test_a_match_whose_stake_is_not_a_number_is_refused_and_its_operator_lists_on(
+        auditor, engine, count_rows, stake):
+    """Before migration 0039 the table's bound (stake > 0) took NaN and Infinity, and the
+    operator's list of matches, and the match, answered 500."""
+    operator = _settle(auditor, _table())["operator_id"]
+    match = _match(operator, stake=stake)
+    said = _refused(lambda: _open_match(engine, match), count_rows, "ledger_money_finite")
+    assert "ledger_money" in said
+    assert auditor.get("/v1/matches").status_code == 200
+    assert auditor.get(f"/v1/matches/{match['id']}").status_code == 404
 
 
 @pytest.mark.parametrize("change", [

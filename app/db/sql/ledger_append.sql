@@ -22,7 +22,7 @@
 -- * ledger_append_request: a request that is not a JSON object. Every request the service
 --   stores is one (the body it was sent, or the reversal's, penalty's or cash move's
 --   fields); every verify re-scores it as one.
--- * ledger_append_finite: an amount that is not a number: NaN, Infinity or -Infinity in
+-- * ledger_money_finite: an amount that is not a number: NaN, Infinity or -Infinity in
 --   the stake, in a seat's balances, amount or fee, or in a line's balances (a line's
 --   amount that is not leaves the lines' sum no number: ledger_append_balanced).
 --   numeric takes them, NaN sorts above every number and Infinity passes a lower bound,

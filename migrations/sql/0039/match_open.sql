@@ -14,6 +14,11 @@
 --   ruleset and checked against that hash; a ruleset stored otherwise than it was hashed
 --   (a key sent twice, of which jsonb keeps the last) would be the rules of no round.
 --   A few milliseconds, once a match.
+-- * ledger_money_finite: a stake that is not a number (NaN, Infinity, -Infinity), which
+--   the table's bound (stake > 0) takes: a match holding one left the operator's list of
+--   matches, and the match itself, answering 500. The stake is written as a
+--   `ledger_money`, the domain whose check this is (migration 0039), as ledger_append
+--   writes amounts.
 -- Beyond that, the table's own constraints (its key, the stake, the operator's
 -- Idempotency-Key), which name themselves.
 CREATE OR REPLACE FUNCTION public.match_open(p_match jsonb)
@@ -37,14 +42,14 @@ BEGIN
         INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
                              match_rules, stake, seats, idempotency_key, body_hash)
         VALUES (m.id, m.operator_id, m.table_id, m.ruleset_name, m.ruleset, m.ruleset_hash,
-                m.match_rules, m.stake, m.seats, m.idempotency_key, m.body_hash);
+                m.match_rules, m.stake::ledger_money, m.seats, m.idempotency_key, m.body_hash);
     ELSE
         SELECT ledger_clock_key(NULL), count(*) INTO key_, probed FROM matches x
             WHERE x.operator_id = m.operator_id AND x.id = m.id;
         INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
                              match_rules, stake, seats, idempotency_key, body_hash, txid)
         VALUES (m.id, m.operator_id, m.table_id, m.ruleset_name, m.ruleset, m.ruleset_hash,
-                m.match_rules, m.stake, m.seats, m.idempotency_key, m.body_hash,
+                m.match_rules, m.stake::ledger_money, m.seats, m.idempotency_key, m.body_hash,
                 (extract(epoch FROM key_) * 1000000)::bigint);
     END IF;
 END;
