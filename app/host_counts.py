@@ -48,15 +48,18 @@ CREATE TRIGGER IF NOT EXISTS hits_added AFTER INSERT ON hits BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS hits_gone AFTER DELETE ON hits BEGIN
     UPDATE held SET hits = hits - 1 WHERE who = OLD.who AND policy = OLD.policy;
+    DELETE FROM held WHERE who = OLD.who AND policy = OLD.policy AND hits <= 0;
 END;
 CREATE TABLE IF NOT EXISTS slots (
     slot TEXT NOT NULL, pid INTEGER NOT NULL, taken INTEGER NOT NULL, until REAL NOT NULL,
     PRIMARY KEY (slot, pid)) WITHOUT ROWID;
 """
-# Counted again from the hits when a process opens the file: a file made before ``held``
-# and its triggers has hits they never counted.
+# Counted from the hits once, by the first process to open a file made before ``held``
+# and its triggers (whose hits they never counted); the triggers keep it after, whoever
+# writes. The file's user_version says it was done.
 _RECOUNT = ("DELETE FROM held",
-            "INSERT INTO held SELECT who, policy, count(*) FROM hits GROUP BY who, policy")
+            "INSERT INTO held SELECT who, policy, count(*) FROM hits GROUP BY who, policy",
+            "PRAGMA user_version = 1")
 
 
 class HostCounts:
@@ -90,7 +93,8 @@ class HostCounts:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=OFF")
             db.executescript(_HOST_SCHEMA)
-            _in_transaction(db, lambda db: [db.execute(statement) for statement in _RECOUNT])
+            if db.execute("PRAGMA user_version").fetchone()[0] < 1:
+                _in_transaction(db, _recount)
             self._db, self._pid = db, os.getpid()
         return self._db
 
@@ -98,9 +102,11 @@ class HostCounts:
         with self._lock:
             return _in_transaction(self._connection(), work)
 
+    # The clock is read under the file's lock, so the hits' times follow the order they
+    # are counted in: a request that read it before a later one counted first would find
+    # hits that one dropped as expired missing from its window.
     def hit(self, rate: RateLimitItem, name: str, who: str) -> Count:
-        now = time.time()
-        return self._write(lambda db: self._hit(db, rate, name, who, now))
+        return self._write(lambda db: self._hit(db, rate, name, who, time.time()))
 
     def take_slot(self, slot: str) -> int:
         now = time.time()
@@ -109,9 +115,8 @@ class HostCounts:
     def hit_and_take(self, rate: RateLimitItem, name: str, who: str,
                      slot: str) -> tuple[Count, int]:
         """``hit``, then ``take_slot`` when the hit is allowed, in one write transaction."""
-        now = time.time()
-
         def both(db: sqlite3.Connection) -> tuple[Count, int]:
+            now = time.time()
             counted = self._hit(db, rate, name, who, now)
             return counted, self._take(db, slot, now) if counted.allowed else 0
 
@@ -127,7 +132,6 @@ class HostCounts:
         self._counted += 1
         if self._counted % self.SWEEP_EVERY == 0:
             db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
-            db.execute("DELETE FROM held WHERE hits <= 0")
             db.execute("DELETE FROM slots WHERE taken <= 0 OR until <= ?", (now,))
         db.execute("DELETE FROM hits WHERE who = ? AND policy = ? AND expires <= ?",
                    (who, policy, now))
@@ -163,6 +167,12 @@ class HostCounts:
     def forget(self, pid: int) -> None:
         """Drop the slots a process held (it exited, perhaps mid-request)."""
         self._write(lambda db: db.execute("DELETE FROM slots WHERE pid = ?", (pid,)))
+
+
+def _recount(db: sqlite3.Connection) -> None:
+    if db.execute("PRAGMA user_version").fetchone()[0] < 1:  # not done meanwhile
+        for statement in _RECOUNT:
+            db.execute(statement)
 
 
 def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], _T]) -> _T:

@@ -199,3 +199,42 @@ def test_a_file_counted_before_held_is_counted_again_when_opened(clock, tmp_path
     counts = HostCounts(path)
     refused = counts.hit(parse("2/minute"), "settle", "key:a")
     assert (refused.allowed, refused.remaining, refused.reset_at) == (False, 0, 1_030.0)
+
+
+def test_the_clock_is_read_under_the_files_lock(tmp_path, monkeypatch):
+    # Read before the lock, a request that waited behind a later one would count a window
+    # from which that one had already dropped hits it still held live.
+    counts = HostCounts(tmp_path / "c.sqlite3")
+    db = counts._connection()
+    read_in = []
+
+    def now() -> float:
+        read_in.append(db.in_transaction)
+        return 1_000.0
+
+    monkeypatch.setattr(limits.time, "time", now)
+    counts.hit(parse("5/minute"), "settle", "key:a")
+    counts.hit_and_take(parse("5/minute"), "settle", "key:a", "s")
+    assert read_in == [True, True]
+
+
+def test_a_keys_count_goes_with_its_last_hit(clock, tmp_path, monkeypatch):
+    monkeypatch.setattr(HostCounts, "SWEEP_EVERY", 4)
+    counts, rate = HostCounts(tmp_path / "c.sqlite3"), parse("5/second")
+    for n in range(3):
+        counts.hit(rate, "public", f"addr:{n}")
+    clock[0] += 2
+    counts.hit(rate, "public", "addr:last")  # the sweep: the three others' hits expired
+    db = counts._connection()
+    assert db.execute("SELECT who, hits FROM held").fetchall() == [("addr:last", 1)]
+
+
+def test_the_count_is_taken_from_the_hits_once_per_file(clock, tmp_path):
+    path = tmp_path / "c.sqlite3"
+    HostCounts(path).hit(parse("5/minute"), "settle", "key:a")
+    with sqlite3.connect(path) as other:
+        assert other.execute("PRAGMA user_version").fetchone() == (1,)
+        other.execute("UPDATE held SET hits = 4")  # not what the hits say
+    other.close()
+    # A process opening the file later (a new worker, the server's master) reads no hits.
+    assert HostCounts(path).hit(parse("5/minute"), "settle", "key:a").remaining == 0
