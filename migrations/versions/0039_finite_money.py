@@ -10,7 +10,10 @@ and answered 500, and so did the table's list of rounds (tests/e2e/test_insider_
 ``ledger_money``, a domain of numeric whose check, so named, takes numbers alone. It
 refuses a request that is not a JSON object (``ledger_append_request``) as well, which no
 verify could re-score. ``match_open`` writes a match's stake so too: a match opened with a
-NaN or infinite stake left the operator's list of matches answering 500.
+NaN or infinite stake left the operator's list of matches answering 500; and it refuses
+seats and match rules other than the service writes (``match_open_shape``), each read back
+by every read of the match: a leave penalty of NaN left its players unable to leave, a
+seat without its house flag the list answering 500.
 
 A domain, rather than new checks on the tables or comparisons in the function: a table's
 check is read from its stored text and planned at every INSERT statement (0.27 M server

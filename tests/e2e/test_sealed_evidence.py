@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db.driver import refusal
 from app.domain.games import PRESETS, resolve, rules_hash, rules_to_dict
+from app.domain.matches import match_rules
 from app.json_codec import canonical_json
 from app.services.uow import ConstraintViolation
 from tests.append_calls import APPEND_FROM_JSON
@@ -232,7 +233,8 @@ def _match(operator_id: str = "default", **changes: Any) -> dict[str, Any]:
     """A match row as match_open takes it, under bonus3 (``changes`` over its columns)."""
     return {"id": str(uuid.uuid4()), "operator_id": operator_id, "table_id": _table(),
             "ruleset_name": "bonus3", "ruleset": rules_to_dict(PRESETS["bonus3"]),
-            "ruleset_hash": rules_hash(PRESETS["bonus3"]), "match_rules": {},
+            "ruleset_hash": rules_hash(PRESETS["bonus3"]),
+            "match_rules": match_rules("bonus3", {}, "match").to_dict(),
             "stake": "200", "seats": [{"player_id": "A", "house": False}],
             "idempotency_key": uuid.uuid4().hex, "body_hash": "0" * 64, **changes}
 
@@ -301,3 +303,43 @@ def test_the_honest_service_settles_reverses_opens_matches_and_checkpoints(api, 
         headers={"Idempotency-Key": uuid.uuid4().hex})
     assert opened.status_code == 201, opened.get_json()
     assert _checkpoint(auditor)["key_id"]
+
+
+_RULES = match_rules("bonus3", {}, "match").to_dict()
+# Matches the service never opens, each read back by every read of the match: before
+# migration 0039 each went in, and the operator's list of matches (or a player's leave,
+# for a penalty that is not a number) answered 500.
+NOT_AS_WRITTEN = {
+    **{f"penalty-{v}": {"match_rules": {**_RULES, "leave_penalty": v}}
+       for v in ("NaN", "Infinity", "-Infinity", "1e400")},
+    "penalty-a-number": {"match_rules": {**_RULES, "leave_penalty": 1}},
+    "penalty-to-nobody": {"match_rules": {**_RULES, "leave_penalty_to": "nobody"}},
+    "rounds-text": {"match_rules": {**_RULES, "rounds_per_match": "x"}},
+    "rounds-none": {"match_rules": {**_RULES, "rounds_per_match": 0}},
+    "leave-after-the-last": {"match_rules": {**_RULES, "min_rounds_before_leave": 17}},
+    "house-seat-text": {"match_rules": {**_RULES, "house_seat": "yes"}},
+    "no-rules": {"match_rules": {}},
+    "seats-text": {"seats": "x"},
+    "no-seats": {"seats": []},
+    "seat-without-house": {"seats": [{"player_id": "A"}]},
+    "seat-id-a-number": {"seats": [{"player_id": 7, "house": False}]},
+}
+
+
+@pytest.mark.parametrize("changes", list(NOT_AS_WRITTEN.values()), ids=list(NOT_AS_WRITTEN))
+def test_a_match_not_as_the_service_writes_it_is_refused(auditor, engine, count_rows,
+                                                          changes):
+    operator = _settle(auditor, _table())["operator_id"]
+    match = _match(operator, **changes)
+    _refused(lambda: _open_match(engine, match), count_rows, "match_open_shape")
+    assert auditor.get("/v1/matches").status_code == 200
+
+
+def test_a_match_as_the_service_writes_it_is_opened_and_listed(auditor, engine):
+    """The control: the same call with the service's own seats and rules goes in."""
+    operator = _settle(auditor, _table())["operator_id"]
+    match = _match(operator)
+    _open_match(engine, match)
+    listed = auditor.get("/v1/matches")
+    assert listed.status_code == 200
+    assert match["id"] in [m["match_id"] for m in listed.get_json()["items"]]

@@ -19,6 +19,14 @@
 --   matches, and the match itself, answering 500. The stake is written as a
 --   `ledger_money`, the domain whose check this is (migration 0039), as ledger_append
 --   writes amounts.
+-- * match_open_shape: seats or match rules not as the service writes them: the seats a
+--   non-empty array of objects, each a player_id string and a house boolean; the rules an
+--   object whose rounds_per_match (1 to 1000) and min_rounds_before_leave (0 to it) are
+--   whole numbers, leave_penalty a multiple of the stake written as text (up to three
+--   digits and four decimals: never NaN or an infinity), leave_penalty_to house or seats,
+--   and house_seat a boolean. Every read of the match and of its leaves reads them back;
+--   a match with other ones left the operator's list of matches answering 500, or its
+--   players unable to leave.
 -- Beyond that, the table's own constraints (its key, the stake, the operator's
 -- Idempotency-Key), which name themselves.
 CREATE OR REPLACE FUNCTION public.match_open(p_match jsonb)
@@ -37,6 +45,30 @@ BEGIN
         RAISE EXCEPTION 'match_open refused: the ruleset of match % does not hash to %',
                         m.id, m.ruleset_hash
             USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_ruleset';
+    END IF;
+    IF jsonb_typeof(m.seats) IS DISTINCT FROM 'array' OR m.seats = '[]'::jsonb
+       OR EXISTS (SELECT FROM jsonb_array_elements(CASE jsonb_typeof(m.seats)
+                                                   WHEN 'array' THEN m.seats END) AS e
+                  WHERE jsonb_typeof(e -> 'player_id') IS DISTINCT FROM 'string'
+                     OR jsonb_typeof(e -> 'house') IS DISTINCT FROM 'boolean')
+       OR jsonb_typeof(m.match_rules) IS DISTINCT FROM 'object'
+       OR coalesce(m.match_rules ->> 'rounds_per_match', '') !~ '^[0-9]{1,4}$'
+       OR coalesce(m.match_rules ->> 'min_rounds_before_leave', '') !~ '^[0-9]{1,4}$'
+       OR jsonb_typeof(m.match_rules -> 'leave_penalty') IS DISTINCT FROM 'string'
+       OR coalesce(m.match_rules ->> 'leave_penalty', '') !~ '^[0-9]{1,3}(\.[0-9]{1,4})?$'
+       OR coalesce(m.match_rules ->> 'leave_penalty_to', '') NOT IN ('house', 'seats')
+       OR jsonb_typeof(m.match_rules -> 'house_seat') IS DISTINCT FROM 'boolean' THEN
+        RAISE EXCEPTION 'match_open refused: the seats or the match rules of match % are not '
+                        'as the service writes them', m.id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_shape';
+    END IF;
+    IF (m.match_rules ->> 'rounds_per_match')::integer NOT BETWEEN 1 AND 1000
+       OR (m.match_rules ->> 'min_rounds_before_leave')::integer
+          > (m.match_rules ->> 'rounds_per_match')::integer THEN
+        RAISE EXCEPTION 'match_open refused: match % plays % rounds, leaving allowed after %',
+                        m.id, m.match_rules ->> 'rounds_per_match',
+                        m.match_rules ->> 'min_rounds_before_leave'
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_shape';
     END IF;
     IF current_setting('citus.version', true) IS NULL THEN
         INSERT INTO matches (id, operator_id, table_id, ruleset_name, ruleset, ruleset_hash,
