@@ -378,7 +378,9 @@ def test_a_forged_round_the_constraints_take_is_named_by_every_verify(
 # What the runtime login's append refuses that the tables' checks take: an amount that is
 # not a number (NaN sorts above every number, Infinity passes a lower bound), and a request
 # that is not a JSON object. Before migration 0039 such a round went in, and the table's
-# next settle (a NaN or infinite balance read back) and its list of rounds answered 500.
+# next settle (a NaN or infinite balance read back) and its list of rounds answered 500;
+# a line's amount that is not a number was refused then too, by the lines' sum, and its
+# cases keep it so.
 NOT_NUMBERS = {
     **{f"stake-{v}": {"round_": {"stake": v}} for v in ("NaN", "Infinity", "-Infinity")},
     **{f"seat-{column}-{v}": {"seat": {column: v}}

@@ -169,7 +169,6 @@ def test_the_take_finds_a_key_by_its_index_on_a_connection_that_took_keys_while_
     assert _buffers(plan) < 40, plan
 
 
-
 def test_the_take_reads_a_few_pages_for_a_key_wherever_it_sorts_among_the_operators_keys(
         make_database):
     """The key's lookup stops at the key, wherever it sorts among the operator's keys: a
@@ -199,6 +198,7 @@ def test_the_take_reads_a_few_pages_for_a_key_wherever_it_sorts_among_the_operat
                     (f"lock-{key}", "many-1", key)).fetchone()[0]
             read[key] = _buffers(_plan_of(explained))
     assert max(read.values()) < 40, read
+
 
 _SEATS = """
 INSERT INTO round_players (operator_id, table_id, chain_seq, round_id, seat, player_id,
