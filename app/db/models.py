@@ -524,6 +524,8 @@ class FairplayRound(Base):
     __table_args__ = (
         PrimaryKeyConstraint("operator_id", "advisor_version", "round_id"),
         CheckConstraint("pairs >= 0", name="pairs_nonnegative"),
+        # A positive number, not NaN (which sorts above Infinity) nor Infinity: 0039.
+        CheckConstraint("stake > 0.0 AND stake < 'Infinity'::numeric", name="stake_finite"),
         Index(None, "operator_id", "advisor_version", "played_at"),
     )
 
@@ -556,6 +558,7 @@ class FairplayPair(Base):
                              "round_id"),
         CheckConstraint("scoop IN (-1, 0, 1)", name="scoop"),
         CheckConstraint("player_a <> player_b", name="two_players"),
+        CheckConstraint("stake > 0.0 AND stake < 'Infinity'::numeric", name="stake_finite"),
         Index(None, "operator_id", "advisor_version", "played_at"),
     )
 

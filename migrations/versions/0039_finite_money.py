@@ -24,6 +24,15 @@ read once a connection, with the type: 2.62 -> 2.68 M. The columns keep their ty
 function writes is converted. The owner, who can write the tables directly, is outside it
 as before: every verify names what it writes.
 
+The runtime role appends fair-play figures itself (``flask fairplay run``), into
+``fairplay_rounds`` and ``fairplay_pairs``, whose stake had no check: a stake of "NaN" went
+in through the service's login (found in review), and a refund is the figures' points
+times it (app/services/fairplay.py ``moved``). Each checks its stake now as ``rounds``
+does, and a number: ``stake > 0.0 AND stake < 'Infinity'``. The job copies the stakes of
+stored rounds, which pass. Each check is added NOT VALID, then validated in a transaction
+of its own, which scans the table under a lock the job's appends do not wait for (as 0037
+does).
+
 The rules are app/db/sql/ledger_append.sql and match_open.sql; ``migrations/sql/0039/``
 is their frozen copy with the other files, unchanged.
 
@@ -53,6 +62,9 @@ FILES = ("ledger_refuse_change.sql", "keys_refuse_change.sql", "ledger_canonical
 BEFORE = FROZEN.with_name("0038")
 # What ledger_append writes an amount as: a number, neither NaN nor an infinity. Its check
 # bears the name the function's refusals take (app/db/sql/ledger_append.sql).
+LOCK_TIMEOUT = "5s"
+FAIRPLAY_CHECK = "stake > 0.0 AND stake < 'Infinity'::numeric"
+FAIRPLAY_TABLES = ("fairplay_rounds", "fairplay_pairs")
 DOMAIN = ("CREATE DOMAIN ledger_money AS numeric CONSTRAINT ledger_money_finite "
           "CHECK (VALUE > '-Infinity'::numeric AND VALUE < 'Infinity'::numeric)")
 
@@ -62,8 +74,22 @@ def upgrade() -> None:
     if op.get_bind().execute(text("SELECT to_regtype('ledger_money')")).scalar() is None:
         op.execute(DOMAIN)
     install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
+    op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    for table in FAIRPLAY_TABLES:
+        op.execute(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS ck_{table}_stake_finite")
+        op.execute(f"ALTER TABLE {table} ADD CONSTRAINT ck_{table}_stake_finite "
+                   f"CHECK ({FAIRPLAY_CHECK}) NOT VALID")
+    # Validated after what comes before it is committed: a run that stops here is taken
+    # again from the start (each step above may be).
+    with op.get_context().autocommit_block():
+        op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        for table in FAIRPLAY_TABLES:
+            op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT ck_{table}_stake_finite")
+        op.execute("RESET lock_timeout")
 
 
 def downgrade() -> None:
+    for table in FAIRPLAY_TABLES:
+        op.execute(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS ck_{table}_stake_finite")
     install(op.get_bind(), BEFORE, FILES, context.config.attributes["runtime_role"])
     op.execute("DROP DOMAIN IF EXISTS ledger_money")

@@ -426,3 +426,35 @@ def test_a_request_that_is_not_an_object_is_refused(auditor, engine, count_rows,
     assert caught.value.orig.sqlstate == CHECK_VIOLATION
     assert caught.value.orig.diag.constraint_name == "ledger_append_request"
     assert count_rows() == before
+
+
+# Fair-play figures, which the service's login appends itself (flask fairplay run): a
+# stake that is not a positive number is refused (migration 0039). A refund is the figures'
+# points times it.
+_FAIRPLAY_ROWS = {
+    "fairplay_rounds": "INSERT INTO fairplay_rounds (operator_id, round_id, advisor_version, "
+                       "table_id, played_at, ruleset_name, stake, pairs, evidence) VALUES "
+                       "('op', gen_random_uuid(), 'v', 't', now(), 'bonus3', :stake, 0, '{}')",
+    "fairplay_pairs": "INSERT INTO fairplay_pairs (operator_id, round_id, advisor_version, "
+                      "player_a, player_b, table_id, played_at, stake, seat_a, seat_b, t, d, "
+                      "scoop, agreed, moved, seed) VALUES ('op', gen_random_uuid(), 'v', 'A', "
+                      "'B', 't', now(), :stake, 0, 1, 0, 0, 0, true, 0, 's')",
+}
+
+
+@pytest.mark.parametrize("stake", ["NaN", "Infinity", "-Infinity", "0"])
+@pytest.mark.parametrize("table", list(_FAIRPLAY_ROWS))
+def test_fair_play_figures_refuse_a_stake_that_is_not_a_positive_number(engine, table,
+                                                                        stake):
+    with pytest.raises(DBAPIError) as caught, engine.begin() as connection:
+        connection.execute(text(_FAIRPLAY_ROWS[table]), {"stake": stake})
+    assert caught.value.orig.sqlstate == CHECK_VIOLATION
+    assert caught.value.orig.diag.constraint_name == f"ck_{table}_stake_finite"
+
+
+@pytest.mark.parametrize("table", list(_FAIRPLAY_ROWS))
+def test_fair_play_figures_take_a_rounds_stake(engine, table):
+    """The control: the same row with a stake a round has goes in (and is rolled back)."""
+    with engine.connect() as connection, connection.begin() as transaction:
+        connection.execute(text(_FAIRPLAY_ROWS[table]), {"stake": "0.01"})
+        transaction.rollback()
