@@ -449,7 +449,9 @@ def test_fair_play_figures_refuse_a_stake_that_is_not_a_positive_number(engine, 
     with pytest.raises(DBAPIError) as caught, engine.begin() as connection:
         connection.execute(text(_FAIRPLAY_ROWS[table]), {"stake": stake})
     assert caught.value.orig.sqlstate == CHECK_VIOLATION
-    assert caught.value.orig.diag.constraint_name == f"ck_{table}_stake_finite"
+    # Named in the message: a Citus coordinator does not pass the field on, and a shard's
+    # copy of a check added after distribution carries the shard's id after the name.
+    assert f'check constraint "ck_{table}_stake_finite' in str(caught.value.orig)
 
 
 @pytest.mark.parametrize("table", list(_FAIRPLAY_ROWS))
