@@ -26,8 +26,9 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from app.db.driver import refusal
+from app.domain.errors import RulesetError
 from app.domain.games import PRESETS, resolve, rules_hash, rules_to_dict
-from app.domain.matches import match_rules
+from app.domain.matches import MAX_PENALTY_MULTIPLE, MAX_ROUNDS_PER_MATCH, match_rules
 from app.json_codec import canonical_json
 from app.services.uow import ConstraintViolation
 from tests.append_calls import APPEND_FROM_JSON
@@ -343,3 +344,36 @@ def test_a_match_as_the_service_writes_it_is_opened_and_listed(auditor, engine):
     listed = auditor.get("/v1/matches")
     assert listed.status_code == 200
     assert match["id"] in [m["match_id"] for m in listed.get_json()["items"]]
+
+
+# The domain's edges of a match's rules (app/domain/matches.py), each opened through
+# match_open as the service's login: what the domain makes is kept, and what it refuses
+# the function refuses too, so the two statements of one rule cannot drift apart.
+_EDGES_KEPT = [{"rounds_per_match": 1, "min_rounds_before_leave": 0},
+               {"rounds_per_match": MAX_ROUNDS_PER_MATCH,
+                "min_rounds_before_leave": MAX_ROUNDS_PER_MATCH},
+               {"leave_penalty": "0"}, {"leave_penalty": str(MAX_PENALTY_MULTIPLE)},
+               {"leave_penalty": "0.0001"}, {"leave_penalty": "99.9999"},
+               {"leave_penalty_to": "seats", "house_seat": False}]
+_EDGES_REFUSED = [{"rounds_per_match": 0}, {"rounds_per_match": MAX_ROUNDS_PER_MATCH + 1},
+                  {"rounds_per_match": 4, "min_rounds_before_leave": 5},
+                  {"leave_penalty": "100.0001"}, {"leave_penalty": "101"},
+                  {"leave_penalty": "0.00001"}]
+
+
+@pytest.mark.parametrize("overrides", _EDGES_KEPT, ids=str)
+def test_match_open_keeps_every_edge_of_rules_the_domain_makes(auditor, engine, overrides):
+    operator = _settle(auditor, _table())["operator_id"]
+    match = _match(operator, match_rules=match_rules("bonus3", overrides, "match").to_dict())
+    _open_match(engine, match)
+    assert auditor.get(f"/v1/matches/{match['id']}").status_code == 200
+
+
+@pytest.mark.parametrize("overrides", _EDGES_REFUSED, ids=str)
+def test_match_open_refuses_every_edge_of_rules_the_domain_refuses(auditor, engine,
+                                                                   count_rows, overrides):
+    with pytest.raises(RulesetError):
+        match_rules("bonus3", overrides, "match")
+    operator = _settle(auditor, _table())["operator_id"]
+    match = _match(operator, match_rules={**_RULES, **overrides})
+    _refused(lambda: _open_match(engine, match), count_rows, "match_open_shape")

@@ -22,11 +22,13 @@
 -- * match_open_shape: seats or match rules not as the service writes them: the seats a
 --   non-empty array of objects, each a player_id string and a house boolean; the rules an
 --   object whose rounds_per_match (1 to 1000) and min_rounds_before_leave (0 to it) are
---   whole numbers, leave_penalty a multiple of the stake written as text (up to three
---   digits and four decimals: never NaN or an infinity), leave_penalty_to house or seats,
+--   whole numbers, leave_penalty a multiple of the stake from 0 to 100 written as text (at
+--   most four decimals: never NaN or an infinity), leave_penalty_to house or seats,
 --   and house_seat a boolean. Every read of the match and of its leaves reads them back;
 --   a match with other ones left the operator's list of matches answering 500, or its
---   players unable to leave.
+--   players unable to leave. The bounds are app/domain/matches.py's (MAX_ROUNDS_PER_MATCH,
+--   MAX_PENALTY_MULTIPLE, PENALTY_DECIMALS): tests/e2e/test_sealed_evidence.py opens the
+--   domain's edges through this function and finds each kept or refused as the domain has it.
 -- Beyond that, the table's own constraints (its key, the stake, the operator's
 -- Idempotency-Key), which name themselves.
 CREATE OR REPLACE FUNCTION public.match_open(p_match jsonb)
@@ -64,10 +66,12 @@ BEGIN
     END IF;
     IF (m.match_rules ->> 'rounds_per_match')::integer NOT BETWEEN 1 AND 1000
        OR (m.match_rules ->> 'min_rounds_before_leave')::integer
-          > (m.match_rules ->> 'rounds_per_match')::integer THEN
-        RAISE EXCEPTION 'match_open refused: match % plays % rounds, leaving allowed after %',
-                        m.id, m.match_rules ->> 'rounds_per_match',
-                        m.match_rules ->> 'min_rounds_before_leave'
+          > (m.match_rules ->> 'rounds_per_match')::integer
+       OR (m.match_rules ->> 'leave_penalty')::numeric > 100 THEN
+        RAISE EXCEPTION 'match_open refused: match % plays % rounds, leaving allowed after % '
+                        'at a penalty of % stakes', m.id, m.match_rules ->> 'rounds_per_match',
+                        m.match_rules ->> 'min_rounds_before_leave',
+                        m.match_rules ->> 'leave_penalty'
             USING ERRCODE = 'check_violation', CONSTRAINT = 'match_open_shape';
     END IF;
     IF current_setting('citus.version', true) IS NULL THEN
