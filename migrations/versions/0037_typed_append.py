@@ -54,6 +54,7 @@ from pathlib import Path
 from alembic import context, op
 from sqlalchemy import text
 
+from app.db.checks import write_checks
 from app.db.sql_files import check_triggers, install
 
 revision: str = "0037_typed_append"
@@ -101,36 +102,15 @@ CHECKS = (
 )
 
 
-LOCK_TIMEOUT = "5s"
 # Bytes: a round's row whose values compress under it stays whole, at most two a page.
 TOAST_TARGET = 4080
 
 
 def _write_checks(written: int) -> None:
-    """Write each check of CHECKS as its ``written``-th form (1 as it was, 2 as it is).
-
-    In the migration's transaction each is dropped and added again NOT VALID, one change
-    per ALTER TABLE (Citus takes no more), which checks no stored row: the tables' locks
-    are short, and wait at most LOCK_TIMEOUT for a reader in progress (past that the
-    migration stops, and may simply be run again) rather than hold settles behind it.
-    Each is then validated in a transaction of its own, which scans its table under a
-    lock appends do not wait for (SHARE UPDATE EXCLUSIVE); every row passes, as each
-    check takes what the one it replaces took.
-
-    The validation commits what came before it, while the revision is written only after
-    it: a run that stops there leaves the functions and the types in place under the
-    revision before, so the steps before are written to be taken again (``IF EXISTS``,
-    a type made only where it is missing)."""
-    op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-    for table, name, *forms in CHECKS:
-        op.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}")
-        op.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({forms[written - 1]}) "
-                   "NOT VALID")
-    with op.get_context().autocommit_block():
-        op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-        for table, name, *_ in CHECKS:
-            op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
-        op.execute("RESET lock_timeout")
+    """Write each check of CHECKS as its ``written``-th form (1 as it was, 2 as it is),
+    added NOT VALID and validated after (app/db/checks.py); the steps before are written
+    to be taken again (``IF EXISTS``, a type made only where it is missing)."""
+    write_checks([(table, name, forms[written - 1]) for table, name, *forms in CHECKS])
 
 
 def upgrade() -> None:

@@ -30,8 +30,8 @@ in through the service's login (found in review), and a refund is the figures' p
 times it (app/services/fairplay.py ``moved``). Each checks its stake now as ``rounds``
 does, and a number: ``stake > 0.0 AND stake < 'Infinity'``. The job copies the stakes of
 stored rounds, which pass. Each check is added NOT VALID, then validated in a transaction
-of its own, which scans the table under a lock the job's appends do not wait for (as 0037
-does).
+of its own, which scans the table under a lock the job's appends do not wait for
+(app/db/checks.py, as 0037 does).
 
 The rules are app/db/sql/ledger_append.sql and match_open.sql; ``migrations/sql/0039/``
 is their frozen copy with the other files, unchanged.
@@ -47,6 +47,7 @@ from pathlib import Path
 from alembic import context, op
 from sqlalchemy import text
 
+from app.db.checks import write_checks
 from app.db.sql_files import check_triggers, install
 
 revision: str = "0039_finite_money"
@@ -60,11 +61,10 @@ FILES = ("ledger_refuse_change.sql", "keys_refuse_change.sql", "ledger_canonical
          "ledger_take.sql", "ledger_append.sql", "match_open.sql", "match_round_add.sql",
          "match_leave_add.sql", "checkpoint_add.sql", "grants.sql")
 BEFORE = FROZEN.with_name("0038")
-# What ledger_append writes an amount as: a number, neither NaN nor an infinity. Its check
-# bears the name the function's refusals take (app/db/sql/ledger_append.sql).
-LOCK_TIMEOUT = "5s"
 FAIRPLAY_CHECK = "stake > 0.0 AND stake < 'Infinity'::numeric"
 FAIRPLAY_TABLES = ("fairplay_rounds", "fairplay_pairs")
+# What ledger_append writes an amount as: a number, neither NaN nor an infinity. Its check
+# bears the name the function's refusals take (app/db/sql/ledger_append.sql).
 DOMAIN = ("CREATE DOMAIN ledger_money AS numeric CONSTRAINT ledger_money_finite "
           "CHECK (VALUE > '-Infinity'::numeric AND VALUE < 'Infinity'::numeric)")
 
@@ -74,18 +74,8 @@ def upgrade() -> None:
     if op.get_bind().execute(text("SELECT to_regtype('ledger_money')")).scalar() is None:
         op.execute(DOMAIN)
     install(op.get_bind(), FROZEN, FILES, context.config.attributes["runtime_role"])
-    op.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-    for table in FAIRPLAY_TABLES:
-        op.execute(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS ck_{table}_stake_finite")
-        op.execute(f"ALTER TABLE {table} ADD CONSTRAINT ck_{table}_stake_finite "
-                   f"CHECK ({FAIRPLAY_CHECK}) NOT VALID")
-    # Validated after what comes before it is committed: a run that stops here is taken
-    # again from the start (each step above may be).
-    with op.get_context().autocommit_block():
-        op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-        for table in FAIRPLAY_TABLES:
-            op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT ck_{table}_stake_finite")
-        op.execute("RESET lock_timeout")
+    write_checks([(table, f"ck_{table}_stake_finite", FAIRPLAY_CHECK)
+                  for table in FAIRPLAY_TABLES])
 
 
 def downgrade() -> None:

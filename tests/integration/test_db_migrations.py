@@ -491,3 +491,28 @@ def test_the_typed_append_migration_that_stopped_while_validating_runs_again(mak
             "('ledger_round', 'ledger_seat', 'ledger_line')").scalar_one()
     engine.dispose()
     assert unvalidated == [] and types == 3
+
+
+def test_the_finite_money_migration_that_stopped_while_validating_runs_again(make_database):
+    """0039 validates the fair-play tables' stake checks the same way (app/db/checks.py):
+    stopped there, its domain, functions and checks are in place under 0038, and a second
+    run takes it from there."""
+    url = make_database()
+    upgrade(url, "0039_finite_money")
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "UPDATE alembic_version SET version_num = '0038_key_lookup_bound'")
+        connection.exec_driver_sql(
+            "ALTER TABLE fairplay_pairs DROP CONSTRAINT ck_fairplay_pairs_stake_finite, "
+            "ADD CONSTRAINT ck_fairplay_pairs_stake_finite "
+            "CHECK (stake > 0.0 AND stake < 'Infinity'::numeric) NOT VALID")
+    upgrade(url, "0039_finite_money")
+    assert _revisions(url) == {"0039_finite_money"}
+    with engine.connect() as connection:
+        unvalidated = connection.exec_driver_sql(
+            "SELECT conname FROM pg_constraint WHERE NOT convalidated").scalars().all()
+        domains = connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_type WHERE typname = 'ledger_money'").scalar_one()
+    engine.dispose()
+    assert unvalidated == [] and domains == 1
